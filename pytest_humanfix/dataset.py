@@ -1,0 +1,187 @@
+"""HumanEvalFix tasks: loading, validating and selecting them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .settings import HUB_DATASET
+
+# The fields every row must have, from the shared file and the Hub's `python` config alike.
+REQUIRED_FIELDS = (
+    "task_id", "prompt", "declaration", "buggy_solution", "canonical_solution", "test",
+    "entry_point", "bug_type",
+)
+LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+class DatasetError(Exception):
+    """The dataset cannot be used; the message names the source and what to fix."""
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    entry_point: str
+    bug_type: str
+    prompt: str
+    declaration: str
+    buggy_solution: str
+    canonical_solution: str
+    test: str
+    example_test: str = ""
+    failure_symptoms: str = ""
+    signature: str = ""
+    docstring: str = ""
+    instruction: str = ""
+    imports: str = ""
+    test_setup: str = ""
+
+    @property
+    def number(self) -> int:
+        match = re.search(r"(\d+)$", self.task_id)
+        return int(match.group(1)) if match else -1
+
+    @property
+    def buggy_code(self) -> str:
+        return self.declaration + self.buggy_solution
+
+    @property
+    def canonical_code(self) -> str:
+        return self.declaration + self.canonical_solution
+
+    @property
+    def bug_slug(self) -> str:
+        return slug(self.bug_type)
+
+    @property
+    def item_name(self) -> str:
+        return f"{self.task_id.replace('/', '_')}_{self.entry_point}"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^0-9a-zA-Z]+", "_", text).strip("_").lower()
+
+
+_TASK_FIELDS = {f.name for f in fields(Task)}
+
+
+def task_from_row(row: dict[str, Any], source: str, index: int) -> Task:
+    """Build a Task from one dataset row, naming source, row and field when one is missing."""
+    for name in REQUIRED_FIELDS:
+        if not isinstance(row.get(name), str):
+            problem = "is missing" if name not in row else f"is {type(row[name]).__name__}, not text"
+            ident = row.get("task_id", "?")
+            raise DatasetError(
+                f"{source}: row {index + 1} (task_id {ident!r}): field {name!r} {problem}. "
+                f"Every row needs {', '.join(REQUIRED_FIELDS)}."
+            )
+    values = {k: v for k, v in row.items() if k in _TASK_FIELDS and isinstance(v, str)}
+    # The Hub calls the per-task imports `import`, a Python keyword.
+    if isinstance(row.get("import"), str):
+        values["imports"] = row["import"]
+    return Task(**values)
+
+
+def _read_local(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg}).") from None
+        return rows
+    if path.suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+        if isinstance(data, dict):
+            data = data.get("rows") or data.get("data") or data.get("test")
+        if not isinstance(data, list):
+            raise DatasetError(f"{path}: expected a JSON list of rows (or an object with 'test').")
+        return data
+    import pyarrow.parquet as pq  # only when a parquet file is named
+
+    return pq.read_table(path).to_pylist()
+
+
+def _read_hub(name: str) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError(
+            f"loading {name!r} from the Hugging Face Hub needs the `datasets` package; "
+            "install it or point --humanfix-dataset at a local .jsonl file."
+        ) from None
+    try:
+        return list(datasets.load_dataset(name, "python", split="test"))
+    except Exception as exc:  # network, auth, missing config: all end the same way
+        raise DatasetError(
+            f"could not load {name!r} (config python, split test) from the Hub: "
+            f"{type(exc).__name__}: {exc}. Without network access, pass a local file with "
+            "--humanfix-dataset PATH or HUMANFIX_DATASET."
+        ) from None
+
+
+def load_rows(source: str) -> tuple[list[dict[str, Any]], str]:
+    """Rows of the dataset and a label naming where they came from."""
+    path = Path(source)
+    if path.suffix in LOCAL_SUFFIXES or path.exists():
+        if not path.is_file():
+            raise DatasetError(
+                f"dataset file {source} does not exist. Pass an existing .jsonl/.json/.parquet "
+                "file with --humanfix-dataset (or HUMANFIX_DATASET), or leave it unset to load "
+                f"{HUB_DATASET} from the Hub."
+            )
+        if path.suffix not in LOCAL_SUFFIXES:
+            raise DatasetError(f"dataset file {source}: unknown format; use .jsonl, .json or .parquet.")
+        return _read_local(path), str(path)
+    return _read_hub(source), source
+
+
+def load_tasks(source: str) -> list[Task]:
+    rows, label = load_rows(source)
+    tasks = [task_from_row(row, label, index) for index, row in enumerate(rows)]
+    if not tasks:
+        raise DatasetError(f"{label}: the dataset has no rows.")
+    seen: set[str] = set()
+    for task in tasks:
+        if task.task_id in seen:
+            raise DatasetError(f"{label}: task_id {task.task_id!r} appears more than once.")
+        seen.add(task.task_id)
+    return tasks
+
+
+def select(tasks: Sequence[Task], max_tasks: int | None, ids: Iterable[str] | None) -> list[Task]:
+    """Apply --humanfix-task (exact ids, dataset order kept) and then --humanfix-max."""
+    chosen = list(tasks)
+    if ids:
+        wanted = list(ids)
+        known = {t.task_id for t in tasks}
+        unknown = [i for i in wanted if i not in known]
+        if unknown:
+            sample = ", ".join(t.task_id for t in tasks[:3])
+            raise DatasetError(
+                f"--humanfix-task: unknown task id(s) {', '.join(unknown)}; ids look like {sample}."
+            )
+        chosen = [t for t in chosen if t.task_id in set(wanted)]
+    if max_tasks is not None:
+        chosen = chosen[:max_tasks]
+    return chosen
+
+
+def content_hash(tasks: Sequence[Task]) -> str:
+    """A fingerprint of everything in the tasks that affects a score."""
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(json.dumps([getattr(task, f.name) for f in fields(Task)]).encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,66 @@
+"""The collector and the item: one pytest item per HumanEvalFix task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .dataset import Task
+from .plugin import RUNNER
+from .results import TaskResult
+
+DIFF_LINES_SHOWN = 60
+
+
+class HumanfixDirectory(pytest.Directory):
+    """Stands in for the invocation folder: yields the selected tasks, in dataset order."""
+
+    def collect(self):
+        for task in self.config.stash[RUNNER].tasks:
+            yield TaskItem.from_parent(self, name=task.item_name, task=task)
+
+
+def failure_report(task: Task, result: TaskResult) -> str:
+    diff = result.diff.splitlines() or ["(the candidate is the buggy code, unchanged)"]
+    if len(diff) > DIFF_LINES_SHOWN:
+        diff = diff[:DIFF_LINES_SHOWN] + [f"... {len(diff) - DIFF_LINES_SHOWN} more diff lines"]
+    return "\n".join([
+        f"{task.task_id} {task.entry_point} [{task.bug_type}]: not fixed",
+        "first failure:",
+        *("    " + line for line in (result.failure or "?").splitlines()),
+        "diff of the candidate against the buggy code:",
+        *diff,
+    ])
+
+
+class TaskItem(pytest.Item):
+    """Setup runs the repair (a harness fault there is a pytest error); the call judges it."""
+
+    def __init__(self, *, task: Task, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.task = task
+        self.result: TaskResult | None = None
+        self.humanfix_record: dict[str, Any] | None = None
+        self.add_marker("humanfix")
+        self.extra_keyword_matches.add(task.bug_slug)
+
+    def setup(self) -> None:
+        runner = self.config.stash[RUNNER]
+        self.result = runner.evaluate(self.task)
+        self.humanfix_record = runner.record(self.result)
+        self.user_properties.extend([
+            ("task_id", self.task.task_id),
+            ("bug_type", self.task.bug_type),
+            ("outcome", self.result.outcome),
+        ])
+        if self.result.outcome == "error":
+            pytest.fail(f"harness error on {self.task.task_id}: {self.result.error}", pytrace=False)
+
+    def runtest(self) -> None:
+        assert self.result is not None
+        if self.result.outcome == "unfixed":
+            pytest.fail(failure_report(self.task, self.result), pytrace=False)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.task.task_id} {self.task.entry_point} [{self.task.bug_type}]"

@@ -1,0 +1,108 @@
+"""Starting a humanfix run in one pytest process, and the controller's side of it.
+
+`start` validates everything the user gave before any work is done, so a bad model spec, dataset
+or report folder is a short usage error, not a traceback after an hour. The `Controller` plugin is
+registered only in the controller (the process without `workerinput`): it alone writes files.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .dataset import DatasetError
+from .models import ModelSpecError, check_spec
+from .report import JsonlWriter, ReportError, summarize, summary_lines
+from .runner import Runner, new_run_id
+from .settings import Settings
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def start(config: pytest.Config, settings: Settings) -> Runner:
+    run_id = config.workerinput["humanfix_run_id"] if is_worker(config) else new_run_id()
+    runner = Runner(settings, run_id)
+    try:
+        check_spec(settings.model)
+        runner.tasks  # loads and validates the dataset now, not at the first item
+    except (ModelSpecError, DatasetError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.addinivalue_line("markers", "humanfix: a HumanEvalFix repair task (pytest-humanfix)")
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # No paths given: collect the tasks only, not the project's own tests.
+        config.args = [str(config.invocation_params.dir)]
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(run_id), "humanfix-xdist")
+    if not is_worker(config):
+        if not config.option.xmlpath:
+            config.option.xmlpath = str(Path(settings.report_dir) / "junit.xml")
+        controller = Controller(config, runner)
+        try:
+            controller.writer.open()
+        except ReportError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(controller, "humanfix-controller")
+    return runner
+
+
+class XdistHooks:
+    """Registered only when pytest-xdist is installed; sends run state to the workers."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["humanfix_run_id"] = self.run_id
+
+
+class Controller:
+    """Collects each task's record from the reports, writes the JSONL and the summary."""
+
+    def __init__(self, config: pytest.Config, runner: Runner) -> None:
+        self.config = config
+        self.runner = runner
+        self.writer = JsonlWriter(runner.settings.jsonl_path)
+        self.records: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "humanfix", None)
+        if record is not None and report.when == "teardown":
+            self.writer.write(record)
+            self.records.append(record)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Before junitxml's own sessionfinish, which writes the file.
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None and self.records:
+            summary = summarize(self.records)
+            xml.add_global_property("humanfix_pass_at_1", f"{summary.pass_at_1:.4f}")
+            xml.add_global_property("humanfix_fixed", str(summary.fixed))
+            xml.add_global_property("humanfix_scored", str(summary.scored))
+            xml.add_global_property("humanfix_errors", str(summary.errors))
+            xml.add_global_property("humanfix_model", str(self.runner.settings.model))
+
+    def files(self) -> list[Path]:
+        paths = [self.writer.path]
+        if self.config.option.xmlpath:
+            paths.append(Path(self.config.option.xmlpath))
+        return paths
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_sep("=", "humanfix summary")
+        lines = summary_lines(summarize(self.records), self.runner.protocol,
+                              self.runner.settings.model, time.monotonic() - self.started,
+                              self.files())
+        for line in lines:
+            terminalreporter.write_line(line)
+
+    def pytest_unconfigure(self) -> None:
+        self.writer.close()

@@ -1,0 +1,258 @@
+"""Every humanfix option, declared once for the command line and once for the ini file.
+
+`Settings.from_config` is the one place that turns what the user gave (command line first,
+then ini, then an environment variable where one is named, then the default) into typed values.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+HUB_DATASET = "bigcode/humanevalpack"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be 1 or more")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError("must be more than 0")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
+def _id_list(text: str) -> tuple[str, ...]:
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ids:
+        raise ValueError("names no task id")
+    return ids
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def convert(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return text
+
+    return convert
+
+
+def _flag(text: str | bool) -> bool:
+    if isinstance(text, bool):
+        return text
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be true or false")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: `--humanfix-<name>` on the command line and `humanfix_<name>` in the ini."""
+
+    name: str
+    help: str
+    default: Any = None
+    convert: Callable[[str], Any] = str
+    env: str | None = None
+    metavar: str | None = None
+    flag: bool = False
+
+    @property
+    def dest(self) -> str:
+        return "humanfix_" + self.name.replace("-", "_")
+
+    @property
+    def cli(self) -> str:
+        return "--humanfix-" + self.name
+
+
+OPTIONS: tuple[Option, ...] = (
+    # What is evaluated, and on which tasks.
+    Option("model", "model to evaluate: an alias (qwen, qwen-coder, qwen3-0.6b, "
+           "deepseek-coder-1.3b), a Hub id, a local model folder, openai:<model>, "
+           "replay:<file.jsonl>, or the controls canonical and buggy; activates the plugin",
+           metavar="SPEC"),
+    Option("dataset", "HumanEvalFix source: a .jsonl, .json or .parquet file, or a Hub dataset id "
+           f"(default {HUB_DATASET}, config python, split test; env HUMANFIX_DATASET)",
+           default=HUB_DATASET, env="HUMANFIX_DATASET", metavar="SRC"),
+    Option("max", "evaluate only the first N tasks in dataset order", convert=_positive_int,
+           metavar="N"),
+    Option("task", "evaluate only these exact task ids, e.g. Python/0,Python/12", convert=_id_list,
+           metavar="ID[,ID...]"),
+    # The protocol: settings that change what a score means.
+    Option("variant", "what the model sees: tests (declaration, buggy code and the tests; "
+           "default) or docs (docstring prompt and buggy code)", default="tests",
+           convert=_choice("tests", "docs"), metavar="tests|docs"),
+    Option("iters", "repair rounds after the first attempt (default 0: strict pass@1)",
+           default="0", convert=_non_negative_int, metavar="N"),
+    Option("samples", "independent attempts per task, for pass@k (default 1)", default="1",
+           convert=_positive_int, metavar="N"),
+    Option("temperature", "sampling temperature; 0 is greedy (default)", default="0",
+           convert=_non_negative_float, metavar="T"),
+    Option("max-new-tokens", "most tokens generated per reply (default 512)", default="512",
+           convert=_positive_int, metavar="N"),
+    Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
+           metavar="N"),
+    # Where it runs.
+    Option("base-url", "OpenAI-compatible server for openai:<model> "
+           "(default http://localhost:8000/v1; key from OPENAI_API_KEY)",
+           default="http://localhost:8000/v1", metavar="URL"),
+    Option("request-timeout", "seconds one request to an OpenAI-compatible server may take "
+           "(default 300)", default="300", convert=_positive_float, metavar="S"),
+    Option("devices", "GPUs handed to xdist workers, e.g. 0,1 (default: every visible GPU)",
+           convert=_id_list, metavar="ID[,ID...]"),
+    Option("serve", "start one shared OpenAI-compatible engine per device on the controller "
+           "(vLLM if installed, else transformers serve) and point every worker at it",
+           flag=True),
+    Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
+           default="auto", convert=_choice("auto", "bwrap", "process"),
+           metavar="auto|bwrap|process"),
+    Option("timeout", "wall-clock seconds for one sandbox execution (default 10)", default="10",
+           convert=_positive_float, metavar="S"),
+    Option("item-timeout", "seconds one task item may take before pytest-timeout stops it "
+           "(default: derived from the budget; pytest's own --timeout wins)",
+           convert=_positive_float, metavar="S"),
+    # Gates and resumption.
+    Option("fail-under", "fail the run when pass@1 is below F (a fraction, e.g. 0.35)",
+           convert=_non_negative_float, metavar="F"),
+    Option("baseline", "results JSONL of an earlier run to compare with, task by task",
+           metavar="PATH"),
+    Option("alpha", "significance level of the paired regression test (default 0.05)",
+           default="0.05", convert=_positive_float, metavar="A"),
+    Option("max-regressions", "fail the run when more than N tasks regress against the baseline",
+           convert=_non_negative_int, metavar="N"),
+    Option("resume", "skip tasks already finished in the JSONL under the same protocol",
+           flag=True),
+    # Output.
+    Option("report-dir", "folder for the results JSONL, JUnit XML and summaries (default reports)",
+           default="reports", metavar="DIR"),
+    Option("jsonl", "results file, one JSON line per finished task "
+           "(default <report-dir>/humanfix.jsonl)", metavar="PATH"),
+)
+
+PATH_OPTIONS = frozenset({"dataset", "report-dir", "jsonl", "baseline"})
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("humanfix", "HumanEvalFix code-repair evaluation (pytest-humanfix)")
+    for option in OPTIONS:
+        if option.flag:
+            group.addoption(option.cli, dest=option.dest, action="store_const", const=True,
+                            default=None, help=option.help)
+            parser.addini(option.dest, option.help, type="bool", default=None)
+        else:
+            group.addoption(option.cli, dest=option.dest, default=None, metavar=option.metavar,
+                            help=option.help)
+            parser.addini(option.dest, option.help, default=None)
+
+
+def _raw_value(config: pytest.Config, option: Option) -> tuple[Any, Path | None]:
+    """The user's value and the folder a relative path in it is relative to."""
+    value = config.getoption(option.dest)
+    if value is not None:
+        return value, config.invocation_params.dir
+    value = config.getini(option.dest)
+    if value not in (None, ""):
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return value, base
+    if option.env and os.environ.get(option.env):
+        return os.environ[option.env], config.invocation_params.dir
+    return option.default, config.invocation_params.dir
+
+
+def _resolve_path(value: str, base: Path | None) -> str:
+    if value == HUB_DATASET or base is None:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    candidate = base / path
+    # A Hub id such as "org/name" has no file behind it; keep it as written.
+    if candidate.exists() or path.suffix in (".jsonl", ".json", ".parquet") or value.startswith("."):
+        return str(candidate)
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str | None = None
+    dataset: str = HUB_DATASET
+    max: int | None = None
+    task: tuple[str, ...] | None = None
+    variant: str = "tests"
+    iters: int = 0
+    samples: int = 1
+    temperature: float = 0.0
+    max_new_tokens: int = 512
+    seed: int = 0
+    base_url: str = "http://localhost:8000/v1"
+    request_timeout: float = 300.0
+    devices: tuple[str, ...] | None = None
+    serve: bool = False
+    sandbox: str = "auto"
+    timeout: float = 10.0
+    item_timeout: float | None = None
+    fail_under: float | None = None
+    baseline: str | None = None
+    alpha: float = 0.05
+    max_regressions: int | None = None
+    resume: bool = False
+    report_dir: str = "reports"
+    jsonl: str | None = None
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        """What changes the meaning of a score: numbers compare only when this agrees."""
+        return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
+                "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+                "timeout": self.timeout}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.model)
+
+    @property
+    def jsonl_path(self) -> Path:
+        return Path(self.jsonl) if self.jsonl else Path(self.report_dir) / "humanfix.jsonl"
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "Settings":
+        values: dict[str, Any] = {}
+        for option in OPTIONS:
+            raw, base = _raw_value(config, option)
+            if raw is None:
+                continue
+            try:
+                value = _flag(raw) if option.flag else option.convert(raw)
+            except ValueError as exc:
+                raise pytest.UsageError(f"{option.cli} / {option.dest}: {raw!r} {exc}") from None
+            if option.name in PATH_OPTIONS:
+                value = _resolve_path(value, base)
+            values[option.dest.removeprefix("humanfix_")] = value
+        return cls(**values)
