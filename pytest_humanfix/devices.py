@@ -64,7 +64,7 @@ def resolve_requested(requested: Sequence[str], outer: list[str] | None) -> list
     for device in requested:
         if device.isdigit() and int(device) < len(outer):
             devices.append(outer[int(device)])
-        elif device in outer:
+        elif not device.isdigit() and device in outer:
             devices.append(device)
         else:
             raise DeviceError(
