@@ -119,7 +119,7 @@ class ResolvedSpec:
 
 
 def known_specs() -> list[str]:
-    return [*(f"{alias} ({hub_id})" for alias, hub_id in ALIASES.items()), *CONTROLS,
+    return [*CONTROLS, *(f"{alias} ({hub_id})" for alias, hub_id in ALIASES.items()),
             "replay:<file.jsonl>", "openai:<model>", "a Hub id org/name", "a local model folder"]
 
 
