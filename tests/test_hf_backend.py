@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import types
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix import hf_backend
 from pytest_humanfix.hf_backend import TransformersModel, decoding_kwargs, torch_dtype
 from pytest_humanfix.settings import Settings
 
@@ -46,6 +48,20 @@ def test_bf16_on_cuda_and_fp32_on_cpu() -> None:
 
     assert torch_dtype(torch, "cuda") is torch.bfloat16
     assert torch_dtype(torch, "cpu") is torch.float32
+
+
+def test_workers_share_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = []
+    fake_torch = types.SimpleNamespace(set_num_threads=threads.append)
+    monkeypatch.setattr(hf_backend.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    hf_backend._share_cpus(fake_torch)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    hf_backend._share_cpus(fake_torch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # the user's own choice is left alone
+    hf_backend._share_cpus(fake_torch)
+    assert threads == [2, 8]
 
 
 def test_generation_counts_tokens_and_time(tiny_model: Path, task) -> None:
