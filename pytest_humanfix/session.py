@@ -31,6 +31,14 @@ def is_distributing(config: pytest.Config) -> bool:
     return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
 
 
+def own_device(config: pytest.Config, devices: DevicePool) -> str | None:
+    """The GPU this process runs the model on: a worker's is the controller's pick, a run without
+    xdist takes the first; an xdist controller runs no model and takes none."""
+    if is_worker(config):
+        return config.workerinput.get("humanfix_device")
+    return None if is_distributing(config) else devices.acquire("main")
+
+
 def start(config: pytest.Config, settings: Settings) -> Runner:
     run_id = config.workerinput["humanfix_run_id"] if is_worker(config) else new_run_id()
     runner = Runner(settings, run_id)
@@ -38,10 +46,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         check_spec(settings.model, settings)
         runner.tasks  # loads and validates the dataset now, not at the first item
         devices = DevicePool([] if is_worker(config) else run_devices(settings))
-        if is_worker(config):
-            runner.device = config.workerinput.get("humanfix_device")
-        elif not is_distributing(config):
-            runner.device = devices.acquire("main")
+        runner.device = own_device(config, devices)
         if runner.device is not None:
             pin(runner.device)
     except (ModelSpecError, DatasetError, DeviceError) as exc:
