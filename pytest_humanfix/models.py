@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .dataset import Task
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 
 class ModelSpecError(Exception):
@@ -97,14 +100,26 @@ CONTROLS = ("canonical", "buggy")
 
 
 def known_specs() -> list[str]:
-    return [*CONTROLS, "replay:<file.jsonl>"]
+    return [*CONTROLS, "replay:<file.jsonl>", "openai:<model>"]
 
 
-def load_model(spec: str) -> Model:
+def openai_model_name(spec: str) -> str:
+    name = spec.removeprefix("openai:")
+    if not name:
+        raise ModelSpecError("openai: names no model; write openai:<model as the server knows it>.")
+    return name
+
+
+def load_model(spec: str, settings: Settings | None = None) -> Model:
     if spec in CONTROLS:
         return ControlModel(spec)
     if spec.startswith("replay:"):
         return ReplayModel(spec, Path(spec.removeprefix("replay:")).expanduser())
+    if spec.startswith("openai:"):
+        from .openai_backend import OpenAIModel
+        from .settings import Settings
+
+        return OpenAIModel(spec, openai_model_name(spec), settings or Settings(model=spec))
     raise ModelSpecError(
         f"unknown model {spec!r}. Known models: {', '.join(known_specs())}."
     )
@@ -112,5 +127,7 @@ def load_model(spec: str) -> Model:
 
 def check_spec(spec: str) -> None:
     """Fail fast on a spec that names nothing, without loading anything."""
-    if spec not in CONTROLS:
+    if spec.startswith("openai:"):
+        openai_model_name(spec)  # the server is reached by each worker, not here
+    elif spec not in CONTROLS:
         load_model(spec)
