@@ -4,8 +4,11 @@ server.py both for the openai: backend test and by the plugin itself under --hum
 from __future__ import annotations
 
 import json
-import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +128,29 @@ def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
     assert server.serve_devices(Settings(model="m", devices=("1",))) == ["1"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert server.serve_devices(Settings(model="m")) == [None]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
+def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pytester, tiny_model,
+                                                                 signum):
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--humanfix-model",
+               str(tiny_model), "--humanfix-serve", "--humanfix-max", "30"]
+    run = subprocess.Popen(command, cwd=humanfix_pytester.path, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    log = humanfix_pytester.path / "reports" / "server-0.log"
+    try:
+        deadline = time.monotonic() + 120
+        while not (log.exists() and chat_requests(log)):  # the run is under way
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        port = re.search(r"--port (\d+) ", log.read_text()).group(1)
+        assert processes_with(f"--port {port} ")
+        run.send_signal(signum)
+        run.wait(60)
+        deadline = time.monotonic() + 30
+        while processes_with(f"--port {port} ") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_with(f"--port {port} ") == []
+    finally:
+        run.kill()
+        run.wait()
