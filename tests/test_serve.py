@@ -4,6 +4,7 @@ server.py both for the openai: backend test and by the plugin itself under --hum
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -138,6 +139,7 @@ def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pyteste
     run = subprocess.Popen(command, cwd=humanfix_pytester.path, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     log = humanfix_pytester.path / "reports" / "server-0.log"
+    port = None
     try:
         deadline = time.monotonic() + 120
         while not (log.exists() and chat_requests(log)):  # the run is under way
@@ -154,3 +156,5 @@ def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pyteste
     finally:
         run.kill()
         run.wait()
+        for pid in processes_with(f"--port {port} ") if port else []:
+            os.killpg(pid, signal.SIGKILL)  # a failed test must not leave the engine behind
