@@ -43,6 +43,7 @@ def chat_requests(log: Path) -> int:
     return len(re.findall(r'"POST /v1/chat/completions HTTP/1.1" 200', log.read_text()))
 
 
+@pytest.mark.slow
 def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine):
     before = chat_requests(tiny_engine.log_path)
     humanfix_pytester.runpytest("--humanfix-model", f"openai:{tiny_engine.model}",
@@ -72,6 +73,7 @@ def processes_with(fragment: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, tiny_model):
     result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_model), "--humanfix-serve",
                                          *TINY)
@@ -87,6 +89,7 @@ def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, t
     assert processes_with(f"--port {port} ") == []
 
 
+@pytest.mark.slow
 def test_an_engine_that_cannot_start_is_a_clear_error(humanfix_pytester, tmp_path):
     empty = tmp_path / "not-a-model"
     empty.mkdir()
@@ -131,6 +134,7 @@ def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
     assert server.serve_devices(Settings(model="m")) == [None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
 def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pytester, tiny_model,
                                                                  signum):
