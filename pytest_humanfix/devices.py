@@ -73,17 +73,26 @@ def resolve_requested(requested: Sequence[str], outer: list[str] | None) -> list
     return devices
 
 
-def run_devices(settings: Settings, environ: MutableMapping[str, str] = os.environ,
-                list_gpus: Callable[[], list[str]] = nvidia_smi_gpus) -> list[str]:
-    """The GPUs this run hands out: those named by --humanfix-devices, or else, for a model that
-    runs in the workers (transformers), every visible GPU; none for a server or a control."""
+def requested_or_visible(settings: Settings, environ: MutableMapping[str, str] = os.environ,
+                         list_gpus: Callable[[], list[str]] = nvidia_smi_gpus) -> list[str]:
+    """The GPUs named by --humanfix-devices, or else every visible GPU."""
     outer = environ.get("CUDA_VISIBLE_DEVICES")
     if settings.devices:
         return resolve_requested(settings.devices,
                                  parse_visible(outer) if outer is not None else None)
-    if resolve_spec(settings.model).kind != "transformers":
-        return []
     return visible_gpus(environ, list_gpus)
+
+
+def run_devices(settings: Settings, environ: MutableMapping[str, str] = os.environ,
+                list_gpus: Callable[[], list[str]] = nvidia_smi_gpus) -> list[str]:
+    """The GPUs handed to workers: those named by --humanfix-devices, or else, for a model that
+    runs in the workers (transformers), every visible GPU; none for a server or a control, and
+    none under --humanfix-serve, where the engines hold the GPUs."""
+    if settings.serve:
+        return []
+    if not settings.devices and resolve_spec(settings.model).kind != "transformers":
+        return []
+    return requested_or_visible(settings, environ, list_gpus)
 
 
 def auto_num_workers(settings: Settings, environ: MutableMapping[str, str] = os.environ,

@@ -7,6 +7,7 @@ every later task errors at once instead of retrying the load.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -35,6 +36,8 @@ class Runner:
         self.settings = settings
         self.run_id = run_id
         self._model: Model | None = None
+        # Under --humanfix-serve: {"base_url", "model"} of the shared engine answering instead.
+        self.endpoint: dict[str, str] | None = None
         self._model_error: str | None = None
         # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
         self.device: str | None = None
@@ -66,13 +69,19 @@ class Runner:
                                  "this process (not retried); see the first error or the summary")
         if self._model is None:
             try:
-                self._model = load_model(self.settings.model, self.settings)
+                self._model = self._load_model()
             except Exception as exc:
                 reason = str(exc) if isinstance(exc, ModelLoadError) else \
                     f"{type(exc).__name__}: {exc}"
                 self._model_error = f"model {self.settings.model!r} failed to load: {reason}"
                 raise ModelLoadError(self._model_error) from exc
         return self._model
+
+    def _load_model(self) -> Model:
+        if self.endpoint is None:
+            return load_model(self.settings.model, self.settings)
+        return load_model("openai:" + self.endpoint["model"],
+                          dataclasses.replace(self.settings, base_url=self.endpoint["base_url"]))
 
     def evaluate(self, task: Task) -> TaskResult:
         started = time.monotonic()

@@ -43,7 +43,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     run_id = config.workerinput["humanfix_run_id"] if is_worker(config) else new_run_id()
     runner = Runner(settings, run_id)
     try:
-        check_spec(settings.model, settings)
+        if not settings.serve:  # under serve, server.engine_model checks it on the controller
+            check_spec(settings.model, settings)
         runner.tasks  # loads and validates the dataset now, not at the first item
         devices = DevicePool([] if is_worker(config) else run_devices(settings))
         runner.device = own_device(config, devices)
@@ -55,8 +56,20 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: collect the tasks only, not the project's own tests.
         config.args = [str(config.invocation_params.dir)]
+    hooks = XdistHooks(run_id, devices)
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(run_id, devices), "humanfix-xdist")
+        config.pluginmanager.register(hooks, "humanfix-xdist")
+    if is_worker(config):
+        runner.endpoint = config.workerinput.get("humanfix_endpoint")
+    elif settings.serve:
+        from .server import ServeError, serve
+
+        try:
+            hooks.serving = serve(settings)
+        except (ServeError, DeviceError, ModelSpecError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(hooks.serving, "humanfix-serve")
+        runner.endpoint = hooks.serving.endpoint_for("main")
     if not is_worker(config):
         if not config.option.xmlpath:
             config.option.xmlpath = str(Path(settings.report_dir) / "junit.xml")
@@ -75,10 +88,14 @@ class XdistHooks:
     def __init__(self, run_id: str, devices: DevicePool) -> None:
         self.run_id = run_id
         self.devices = devices
+        self.serving: Any = None  # server.Serving under --humanfix-serve
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["humanfix_run_id"] = self.run_id
         node.workerinput["humanfix_device"] = self.devices.acquire(node.gateway.id)
+        if self.serving is not None:
+            node.workerinput["humanfix_endpoint"] = \
+                self.serving.endpoint_for(node.workerinput["workerid"])
 
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
         self.devices.release(node.gateway.id)

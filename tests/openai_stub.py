@@ -1,0 +1,98 @@
+"""A scripted OpenAI-compatible server on loopback, for faults a real server will not stage on cue.
+
+`POST /v1/chat/completions` answers, in order, the statuses of `script` (an int is that error
+status, "ok" a completion, a float a delay of that many seconds before the completion), then
+completions. `die_after=N` closes the server after its N-th completion: later connections are
+refused, as when a server process goes away. It closes itself after `lifetime` seconds in any case,
+so a broken test cannot leave it running.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+REPLY = "```python\ndef f():\n    return 1\n```"
+
+
+class StubServer:
+    def __init__(self, script: list[Any] = (), die_after: int | None = None,
+                 lifetime: float = 120.0) -> None:
+        self.script = list(script)
+        self.die_after = die_after
+        self.requests: list[tuple[str, str, dict]] = []
+        self.auth: list[str | None] = []
+        self.completions = 0
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                stub.requests.append(("GET", self.path, {}))
+                self._send(200, {"object": "list", "data": []})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with stub._lock:
+                    stub.requests.append(("POST", self.path, body))
+                    stub.auth.append(self.headers.get("Authorization"))
+                    step = stub.script.pop(0) if stub.script else "ok"
+                if isinstance(step, int):
+                    self._send(step, {"error": {"message": f"scripted {step}"}})
+                    return
+                if isinstance(step, float):
+                    time.sleep(step)
+                self._send(200, completion(body))
+                with stub._lock:
+                    stub.completions += 1
+                    dying = stub.die_after is not None and stub.completions >= stub.die_after
+                if dying:
+                    threading.Thread(target=stub.close).start()
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        self._timer = threading.Timer(lifetime, self.close)
+        self._timer.daemon = True
+        self._timer.start()
+        self._closed = False
+
+    def posts(self) -> list[dict]:
+        return [body for method, _, body in self.requests if method == "POST"]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._timer.cancel()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> "StubServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def completion(request: dict) -> dict:
+    return {"id": "stub", "object": "chat.completion", "created": 0, "model": request["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": REPLY}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}

@@ -1,0 +1,165 @@
+"""Real OpenAI-compatible servers on loopback: `transformers serve` on the tiny model, started by
+server.py both for the openai: backend test and by the plugin itself under --humanfix-serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix import server
+
+TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    log = tmp_path_factory.mktemp("engine") / "server.log"
+    engine = server.launch(str(tiny_model), log, timeout=180)
+    yield engine
+    engine.stop()
+
+
+def records(pytester: pytest.Pytester) -> list[dict]:
+    lines = (pytester.path / "reports" / "humanfix.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def assert_answered_by_a_model(rows: list[dict], count: int) -> None:
+    assert len(rows) == count
+    for row in rows:
+        assert row["outcome"] in ("fixed", "unfixed"), row["error"]
+        assert row["tokens"]["prompt"] > 0 and row["tokens"]["completion"] > 0
+
+
+def chat_requests(log: Path) -> int:
+    return len(re.findall(r'"POST /v1/chat/completions HTTP/1.1" 200', log.read_text()))
+
+
+@pytest.mark.slow
+def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine):
+    before = chat_requests(tiny_engine.log_path)
+    humanfix_pytester.runpytest("--humanfix-model", f"openai:{tiny_engine.model}",
+                                "--humanfix-base-url", tiny_engine.base_url, *TINY)
+    assert_answered_by_a_model(records(humanfix_pytester), 2)
+    assert chat_requests(tiny_engine.log_path) - before == 2
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def processes_with(fragment: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if fragment in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, tiny_model):
+    result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_model), "--humanfix-serve",
+                                         *TINY)
+    (line,) = [l for l in result.outlines if l.startswith("humanfix serve: engine pid")]
+    pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
+    reports = humanfix_pytester.path / "reports"
+    assert sorted(p.name for p in reports.glob("server-*.log")) == ["server-0.log"]
+    # Both workers' tasks went to the one engine, and to nothing else.
+    assert_answered_by_a_model(records(humanfix_pytester), 2)
+    assert {r["worker"] for r in records(humanfix_pytester)} <= {"gw0", "gw1"}
+    assert chat_requests(reports / "server-0.log") == 2
+    assert not process_alive(pid)
+    assert processes_with(f"--port {port} ") == []
+
+
+@pytest.mark.slow
+def test_an_engine_that_cannot_start_is_a_clear_error(humanfix_pytester, tmp_path):
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    result = humanfix_pytester.runpytest("--humanfix-model", str(empty), "--humanfix-serve",
+                                         "--humanfix-max", "1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    message = "\n".join(result.errlines)
+    assert "the model engine for" in message and "exited with status" in message
+    assert "server-0.log" in message
+    assert processes_with(str(empty)) == []
+
+
+def test_serve_needs_a_model_an_engine_can_load(humanfix_pytester):
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-serve")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--humanfix-serve starts an engine for a transformers model*"])
+
+
+def test_each_worker_is_pointed_at_an_engine_round_robin():
+    engines = [server.Engine("m", str(d), 9000 + d, Path(f"server-{d}.log"), []) for d in (0, 1)]
+    serving = server.Serving(engines)
+    ports = [serving.endpoint_for(w)["base_url"].rsplit(":", 1)[1] for w in ("gw0", "gw1", "gw2")]
+    assert ports == ["9000/v1", "9001/v1", "9000/v1"]
+
+
+def test_vllm_is_preferred_when_installed(monkeypatch):
+    real = server.importlib.util.find_spec
+    monkeypatch.setattr(server.importlib.util, "find_spec",
+                        lambda name: object() if name == "vllm" else real(name))
+    command = server.engine_command("org/model", 8123, "0", seed=3)
+    assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert "--port" in command and "8123" in command
+
+
+def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
+    from pytest_humanfix.settings import Settings
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    assert server.serve_devices(Settings(model="m")) == ["2", "5"]
+    # Numbers in --humanfix-devices count the GPUs left visible, as torch numbers them.
+    assert server.serve_devices(Settings(model="m", devices=("1",))) == ["5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert server.serve_devices(Settings(model="m")) == [None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
+def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pytester, tiny_model,
+                                                                 signum):
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--humanfix-model",
+               str(tiny_model), "--humanfix-serve", "--humanfix-max", "30"]
+    run = subprocess.Popen(command, cwd=humanfix_pytester.path, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    log = humanfix_pytester.path / "reports" / "server-0.log"
+    port = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (log.exists() and chat_requests(log)):  # the run is under way
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        port = re.search(r"--port (\d+) ", log.read_text()).group(1)
+        assert processes_with(f"--port {port} ")
+        run.send_signal(signum)
+        run.wait(60)
+        deadline = time.monotonic() + 30
+        while processes_with(f"--port {port} ") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_with(f"--port {port} ") == []
+    finally:
+        run.kill()
+        run.wait()
+        for pid in processes_with(f"--port {port} ") if port else []:
+            os.killpg(pid, signal.SIGKILL)  # a failed test must not leave the engine behind
