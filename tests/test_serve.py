@@ -93,6 +93,8 @@ def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, t
 def test_an_engine_that_cannot_start_is_a_clear_error(humanfix_pytester, tmp_path):
     empty = tmp_path / "not-a-model"
     empty.mkdir()
+    # Looks like a model folder to the spec check; the engine itself cannot load it.
+    (empty / "config.json").write_text("{}")
     result = humanfix_pytester.runpytest("--humanfix-model", str(empty), "--humanfix-serve",
                                          "--humanfix-max", "1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
