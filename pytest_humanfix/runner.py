@@ -18,7 +18,8 @@ from .agent import repair
 from .dataset import Task, content_hash, load_tasks, select
 from .models import Model, ModelLoadError, load_model
 from .results import TaskResult
-from .sandbox import Limits, ProcessSandbox, SandboxError
+from .sandbox import Limits, SandboxError
+from .sandbox_setup import Choice, make_sandbox
 from .settings import Settings
 
 
@@ -50,8 +51,15 @@ class Runner:
         return content_hash(self.all_tasks)
 
     @functools.cached_property
-    def sandbox(self) -> ProcessSandbox:
-        return ProcessSandbox(Limits(timeout=self.settings.timeout))
+    def sandbox_choice(self) -> Choice:
+        """The layer and executor for this process, probed once; SandboxError if the ones
+        asked for explicitly cannot work here."""
+        return make_sandbox(self.settings.sandbox, self.settings.executor,
+                            Limits(timeout=self.settings.timeout))
+
+    @property
+    def sandbox(self):
+        return self.sandbox_choice.sandbox
 
     @property
     def protocol(self) -> dict[str, Any]:
@@ -91,7 +99,7 @@ class Runner:
             "protocol": self.protocol,
             "dataset": self.settings.dataset,
             "dataset_hash": self.dataset_hash,
-            "sandbox": self.sandbox.layer if "sandbox" in self.__dict__ else None,
+            "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,
             "worker": worker_id(),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

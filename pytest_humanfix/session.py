@@ -17,6 +17,7 @@ from .dataset import DatasetError
 from .models import ModelSpecError, check_spec
 from .report import JsonlWriter, ReportError, summarize, summary_lines
 from .runner import Runner, new_run_id
+from .sandbox import SandboxError
 from .settings import Settings
 
 
@@ -30,7 +31,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     try:
         check_spec(settings.model)
         runner.tasks  # loads and validates the dataset now, not at the first item
-    except (ModelSpecError, DatasetError) as exc:
+        runner.sandbox_choice  # an explicit --humanfix-sandbox/-executor that cannot work here
+    except (ModelSpecError, DatasetError, SandboxError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", "humanfix: a HumanEvalFix repair task (pytest-humanfix)")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
