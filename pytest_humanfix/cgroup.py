@@ -52,7 +52,9 @@ class Cgroup:
                 if (path / "pids.max").exists():
                     (path / "pids.max").write_text(str(pids_max))
                 if (path / "memory.limit_in_bytes").exists():
-                    (path / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    # Twice the per-process RLIMIT_AS: one process meets its own limit (a
+                    # MemoryError) first, while many together are still bounded.
+                    (path / "memory.limit_in_bytes").write_text(str(2 * memory_bytes))
         except OSError:
             Cgroup(dirs).remove()
             raise

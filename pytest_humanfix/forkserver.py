@@ -137,7 +137,7 @@ class WarmSandbox:
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
         self._proc: subprocess.Popen | None = None
-        self._server_pid = 0
+        self._chain: list[int] = []  # harness-side pids from the child we started to the server
         self._buffer = b""
         self._count = itertools.count()
         atexit.register(self.shutdown)
@@ -149,15 +149,7 @@ class WarmSandbox:
     @property
     def server_pids(self) -> set[int]:
         """The server and what holds it (bwrap and its init): the processes that stay."""
-        if self._proc is None:
-            return set()
-        pids, chain = set(), [self._proc.pid]
-        while chain:
-            pid = chain.pop()
-            pids.add(pid)
-            if pid != self._server_pid:
-                chain.extend(_children(pid))
-        return pids
+        return set(self._chain) if self._proc is not None else set()
 
     def start(self) -> None:
         """Start the server and wait until it has imported the prelude; SandboxError if not."""
@@ -179,16 +171,16 @@ class WarmSandbox:
             log_text = (self.home / "server.log").read_text(errors="replace").strip()
             self.close()
             raise SandboxError(f"the warm executor did not start: {log_text[-500:] or '?'}")
-        self._server_pid = self._find_server()
+        self._chain = self._find_server()
 
-    def _find_server(self) -> int:
+    def _find_server(self) -> list[int]:
         assert self._proc is not None
-        chain = [self._proc.pid]
-        while chain:
-            pid = chain.pop(0)
-            if _cmdline(pid)[:3] == [self.python, "-I", "-c"]:
-                return pid
-            chain.extend(_children(pid))
+        paths = [[self._proc.pid]]
+        while paths:
+            path = paths.pop(0)
+            if _cmdline(path[-1])[:3] == [self.python, "-I", "-c"]:
+                return path
+            paths.extend(path + [child] for child in _children(path[-1]))
         self.close()
         raise SandboxError("the warm executor started but its process cannot be found")
 
@@ -239,7 +231,7 @@ class WarmSandbox:
             self._send(json.dumps(config))
             if self._read_line(REPLY_SECONDS) != "forked":
                 raise SandboxError("the warm executor did not fork a child")
-            children = _children(self._server_pid)
+            children = _children(self._chain[-1])
             if len(children) != 1:
                 raise SandboxError(f"the warm executor has {len(children)} children, not 1")
             group.add(children[0])
