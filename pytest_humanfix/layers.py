@@ -52,6 +52,9 @@ class ProcessLayer:
     def inside(self, path: Path, root: Path) -> str:
         return str(path)
 
+    def exit_code(self, code: int) -> int:
+        return code
+
     def describe(self) -> str:
         net = ("own network namespace" if self.network == "namespace"
                else "socket guard (no network namespace allowed here)")
@@ -95,6 +98,10 @@ class BwrapLayer:
 
     def inside(self, path: Path, root: Path) -> str:
         return str(Path(BOX, path.relative_to(root)))
+
+    def exit_code(self, code: int) -> int:
+        # bwrap's init reports a child killed by signal N as status 128 + N, as a shell does.
+        return -(code - 128) if 128 < code < 128 + 65 else code
 
     def describe(self) -> str:
         return ("bwrap layer: read-only file system, home hidden, private writable folder, "

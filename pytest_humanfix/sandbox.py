@@ -148,6 +148,7 @@ class Verdict:
     network: str
     layer: str = "process"
     executor: str = "fresh"  # fresh interpreter, or a child of the warm executor
+    output_limited: bool = False  # stdout or stderr reached the file size limit
 
     @property
     def passed(self) -> bool:
@@ -167,6 +168,9 @@ def first_failure(verdict: Verdict) -> str:
     if verdict.status == "exited_early":
         return ("the program exited with status 0 before the tests ran to their end "
                 "(sys.exit or os._exit in the candidate?)")
+    if verdict.output_limited:
+        return ("the program's output reached the sandbox's file size limit and was cut "
+                f"(exit status {verdict.exit_code})")
     lines = [line for line in verdict.stderr.splitlines() if line.strip()]
     exception = next((l for l in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error", l)), None)
     if exception is None:
@@ -269,7 +273,9 @@ class Execution:
         return Verdict(status=status, exit_code=code, seconds=round(seconds, 4),
                        stdout=_read_capped(self.stdout, limits.output_bytes, tail=False),
                        stderr=stderr, network=layer.network, layer=layer.name,
-                       executor=executor)
+                       executor=executor, output_limited=max(
+                           self.stdout.stat().st_size, self.stderr.stat().st_size)
+                       >= limits.file_bytes)
 
 
 class Layer(Protocol):
@@ -282,6 +288,8 @@ class Layer(Protocol):
     def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]: ...
 
     def inside(self, path: Path, root: Path) -> str: ...
+
+    def exit_code(self, code: int) -> int: ...
 
     def describe(self) -> str: ...
 
@@ -339,7 +347,7 @@ class FreshSandbox:
             finally:
                 os.close(read_end)
             try:
-                code: int | None = proc.wait(timeout=self.limits.timeout)
+                code: int | None = self.layer.exit_code(proc.wait(timeout=self.limits.timeout))
                 timed_out = False
             except subprocess.TimeoutExpired:
                 timed_out = True

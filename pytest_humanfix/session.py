@@ -49,6 +49,10 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(controller, "humanfix-controller")
+        if config.pluginmanager.hasplugin("xdist"):
+            from .crash import CrashRecorder
+
+            config.pluginmanager.register(CrashRecorder(controller), "humanfix-crash")
     return runner
 
 
