@@ -33,12 +33,16 @@ START_SECONDS = 60.0  # importing the prelude on a cold disk
 REPLY_SECONDS = 10.0  # for a reply that does not wait on candidate code
 
 SERVER = CHILD_CODE + r"""
-import signal, traceback
+import atexit, ctypes, signal, threading, traceback
 _isolate_network(sys.argv[1])
+_prctl = ctypes.CDLL(None).prctl
 if sys.argv[2] == "pdeathsig":
-    import ctypes
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the harness
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the harness
+# Not dumpable: a candidate without CAP_SYS_PTRACE cannot read or write this process's memory
+# through ptrace or /proc/<pid>/mem, so it cannot tamper with the executions after its own.
+_prctl(4, 0)  # PR_SET_DUMPABLE
 exec(sys.argv[3], {})
+atexit._clear()  # the children run the candidate's exit handlers, never ours
 del sys.argv[1:]
 _requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
 _replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -78,6 +82,12 @@ def _child(cfg, go):
     except BaseException:
         traceback.print_exc()
     finally:
+        # What an interpreter does at its end: wait for the threads, run the exit handlers.
+        try:
+            threading._shutdown()
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -94,8 +104,9 @@ while True:
     _pid = os.fork()
     if _pid == 0:
         _requests = _replies = None
+        _cfg, _line = json.loads(_line), None  # the nonce lives on only where _run keeps it
         os.close(_go_write)
-        _child(json.loads(_line), _go_read)
+        _child(_cfg, _go_read)
     os.close(_go_read)
     _replies.write("forked\n")
     _replies.flush()
