@@ -102,11 +102,22 @@ class Cgroup:
                     time.sleep(0.005)
 
 
+def _remove_stale(parent: Path) -> None:
+    """Groups of harness processes that died without cleaning up (a crashed worker, SIGKILL)."""
+    for group in parent.glob("humanfix-*-*"):
+        pid = group.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            Cgroup([group, *group.glob("run-*")]).remove()  # removed last to first
+
+
 def open_cgroups() -> tuple[Cgroup | None, str]:
     """A parent group for this sandbox under our own groups, or None and why not."""
     pids_parent = own_group("pids")
     if pids_parent is None:
         return None, "no cgroup v1 pids hierarchy mounted at /sys/fs/cgroup/pids"
+    for parent in (pids_parent, own_group("memory")):
+        if parent is not None:
+            _remove_stale(parent)
     name = f"humanfix-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     dirs = []
     try:

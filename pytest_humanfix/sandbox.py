@@ -1,13 +1,15 @@
 """Run a candidate program against a task's tests, isolated from the harness.
 
-Every execution is a fresh `python -I` process in its own temporary folder and process group,
-with stdin closed, an environment that carries no secrets, rlimits set by a bootstrap before any
-candidate code runs, output captured to a cap, and no network: a new network namespace where the
-kernel lets us make one, else a guard that makes `socket` refuse to connect.
+Every execution runs in its own folder and process group, with stdin closed, an environment
+that carries no secrets, rlimits set before any candidate code runs, output captured to a cap,
+and no network. Where (the layer: bwrap or a plain process, layers.py) and how (a fresh
+interpreter here, or a child of the warm executor, forkserver.py) are chosen by sandbox_setup.py;
+cgroup.py bounds and reaps every process an execution starts.
 
-The verdict needs proof that the test code ran to its end: the bootstrap writes a one-time nonce
-to a file after the program returns, so exiting with status 0 early is never a pass. (Code that
-sets out to forge that proof from inside the same process can; the bwrap layer is the answer.)
+The verdict needs proof that the test code ran to its end: the code before the candidate writes
+a one-time nonce to a file after the program returns, so exiting with status 0 early is never a
+pass. (Code that sets out to forge that proof from inside the same process can read the nonce
+from its caller's frame; no layer changes that, since the proof is written in-process.)
 """
 
 from __future__ import annotations
