@@ -313,7 +313,9 @@ def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester
 def render_table(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     configs = sorted({r["config"] for r in rows})
-    cases = list(dict.fromkeys(r["case"] for r in rows))
+    order = [c.name for c in CASES]
+    cases = sorted(dict.fromkeys(r["case"] for r in rows),
+                   key=lambda name: order.index(name) if name in order else len(order))
     cell = {(r["case"], r["config"]): r["happened"].replace("|", "/") for r in rows}
     lines = ["| case | " + " | ".join(configs) + " |", "|---" * (len(configs) + 1) + "|"]
     for case in cases:
