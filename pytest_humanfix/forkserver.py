@@ -173,7 +173,8 @@ class WarmSandbox:
             try:
                 # Its own session: Ctrl-C reaches the harness, which then stops the server.
                 self._proc = subprocess.Popen(
-                    argv, cwd=self.mount, env=dict(SAFE_ENV, HOME=str(self.mount)),
+                    argv, cwd=self.mount,
+                    env=dict(SAFE_ENV, HOME=self.layer.inside(self.mount, self.mount)),
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                     start_new_session=True)
             except OSError as exc:
