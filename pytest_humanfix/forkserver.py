@@ -225,6 +225,11 @@ class WarmSandbox:
         try:
             execution.prepare(program)
             return self._run(execution, group)
+        except BaseException:
+            # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
+            # belong to this execution, so it must not serve another one.
+            self.close()
+            raise
         finally:
             group.kill()
             group.remove()

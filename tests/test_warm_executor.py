@@ -50,3 +50,25 @@ def test_warm_falls_back_to_fresh_and_says_why(monkeypatch: pytest.MonkeyPatch) 
     assert choice.sandbox.run(build_program("", "print(1)")).passed
     with pytest.raises(SandboxError, match="--humanfix-executor warm: the server could not"):
         make_sandbox("auto", "warm", Limits(timeout=5))
+
+
+def test_an_interrupted_execution_does_not_confuse_the_next(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-timeout or Ctrl-C may interrupt the harness while a child runs."""
+    import signal
+
+    warm = make_sandbox("auto", "warm", Limits(timeout=10)).sandbox
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            warm.run(build_program("", "import time\ntime.sleep(5)\nprint('late')"))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    after = warm.run(build_program("", "print('next')"))
+    assert after.passed and after.stdout == "next\n"
