@@ -21,13 +21,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from .cgroup import Cgroup
 from .sandbox import (CHILD_CODE, PRELUDE, SAFE_ENV, Execution, Layer, Limits, SandboxError,
-                      Verdict)
+                      Verdict, temp_folder)
 
 START_SECONDS = 60.0  # importing the prelude on a cold disk
 REPLY_SECONDS = 10.0  # for a reply that does not wait on candidate code
@@ -143,7 +142,7 @@ class WarmSandbox:
         self.limits = limits
         self.cgroups = cgroups
         self.python = python
-        self.home = Path(tempfile.mkdtemp(prefix="humanfix-warm-"))
+        self.home = temp_folder("warm")
         # The only folder the layer makes writable: the executions' folders live in it.
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
@@ -247,10 +246,10 @@ class WarmSandbox:
         try:
             self._send(json.dumps(config))
             if self._read_line(REPLY_SECONDS) != "forked":
-                raise SandboxError("the warm executor did not fork a child")
+                raise SandboxError("the server did not fork a child")
             children = _children(self._chain[-1])
             if len(children) != 1:
-                raise SandboxError(f"the warm executor has {len(children)} children, not 1")
+                raise SandboxError(f"the server has {len(children)} children, not 1")
             group.add(children[0])
             self._send("go")
         except (OSError, SandboxError) as exc:

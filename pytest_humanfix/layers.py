@@ -10,6 +10,7 @@ environment, rlimits and its own network namespace where the kernel allows one.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -115,7 +116,7 @@ def probe_bwrap(python: str = sys.executable) -> tuple[str | None, str]:
     if bwrap is None:
         return None, "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     layer = BwrapLayer(bwrap, python)
-    with tempfile.TemporaryDirectory(prefix="humanfix-probe-") as root:
+    with tempfile.TemporaryDirectory(prefix=f"humanfix-probe-{os.getpid()}-") as root:
         argv = layer.command([python, "-I", "-c", "import os; print(os.getpid())"], Path(root),
                              Path(root))
         try:

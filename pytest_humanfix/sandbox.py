@@ -203,6 +203,19 @@ def build_program(code: str, test: str, test_setup: str = "") -> str:
     return candidate + "\n" + (test_setup + "\n" if test_setup else "") + test + "\n"
 
 
+def temp_folder(kind: str) -> Path:
+    """A new private folder named for this process, so a later run can tell it is stale."""
+    return Path(tempfile.mkdtemp(prefix=f"humanfix-{kind}-{os.getpid()}-"))
+
+
+def remove_stale_folders() -> None:
+    """Folders of harness processes that died without cleaning up (SIGKILL, a crashed worker)."""
+    for folder in Path(tempfile.gettempdir()).glob("humanfix-*-*-*"):
+        pid = folder.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def _read_capped(path: Path, cap: int, tail: bool) -> str:
     with path.open("rb") as handle:
         size = handle.seek(0, os.SEEK_END)
@@ -313,7 +326,7 @@ class FreshSandbox:
         return self.layer.network
 
     def run(self, program: str) -> Verdict:
-        root = Path(tempfile.mkdtemp(prefix="humanfix-"))
+        root = temp_folder("run")
         execution = Execution(root, root)
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes) \
             if self.cgroups else None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .cgroup import open_cgroups
 from .forkserver import WarmSandbox
 from .layers import BwrapLayer, ProcessLayer, probe_bwrap
-from .sandbox import FreshSandbox, Layer, Limits, SandboxError
+from .sandbox import FreshSandbox, Layer, Limits, SandboxError, remove_stale_folders
 
 
 @dataclass
@@ -39,6 +39,7 @@ def choose_layer(wanted: str, python: str = sys.executable) -> tuple[Layer, list
 def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
                  python: str = sys.executable) -> Choice:
     """SandboxError when an explicitly requested layer or executor cannot work here."""
+    remove_stale_folders()
     layer, notes = choose_layer(layer_wanted, python)
     cgroups, how = open_cgroups()
     if cgroups is None:
