@@ -40,7 +40,8 @@ class ProcessLayer:
     # What this layer cannot stop; printed when auto falls back to it.
     NOT_PROTECTED = (
         "writes and deletions anywhere the harness's user may write (e.g. /tmp, the home folder)",
-        "reading files and other processes' environments through /proc, the harness's included",
+        "reading files (the dataset's canonical solutions included) and other processes' "
+        "environments through /proc, the harness's included",
         "a candidate that moves itself out of its cgroup",
     )
 
@@ -79,9 +80,12 @@ class BwrapLayer:
     name = "bwrap"
     network = "bwrap"  # a network namespace bwrap made: only loopback, and nothing listens
 
-    def __init__(self, bwrap: str, python: str = sys.executable) -> None:
+    def __init__(self, bwrap: str, python: str = sys.executable,
+                 hidden_files: tuple[str, ...] = ()) -> None:
         self.bwrap = bwrap
         self.python = python
+        # The dataset holds every task's canonical solution: the candidate must not read it.
+        self.hidden_files = [f for f in map(Path, hidden_files) if f.is_file()]
 
     def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
@@ -91,6 +95,8 @@ class BwrapLayer:
             for keep in _needed_under(folder, self.python):
                 args += ["--ro-bind", str(keep), str(keep)]
             args += ["--remount-ro", str(folder)]
+        for hidden in self.hidden_files:
+            args += ["--ro-bind", "/dev/null", str(hidden.resolve())]
         args += ["--bind", str(root), BOX, "--remount-ro", "/tmp", "--remount-ro", "/dev",
                  "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                  "--unshare-cgroup-try", "--die-with-parent", "--new-session",
@@ -105,7 +111,8 @@ class BwrapLayer:
         return -(code - 128) if 128 < code < 128 + 65 else code
 
     def describe(self) -> str:
-        return ("bwrap layer: read-only file system, home hidden, private writable folder, "
+        return ("bwrap layer: read-only file system, home and dataset hidden, private writable "
+                "folder, "
                 "new PID/network/IPC namespaces, no capabilities")
 
 

@@ -55,7 +55,8 @@ class Runner:
         """The layer and executor for this process, probed once; SandboxError if the ones
         asked for explicitly cannot work here."""
         return make_sandbox(self.settings.sandbox, self.settings.executor,
-                            Limits(timeout=self.settings.timeout))
+                            Limits(timeout=self.settings.timeout),
+                            hidden_files=(self.settings.dataset,))
 
     @property
     def sandbox(self):

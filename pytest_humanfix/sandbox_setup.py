@@ -19,13 +19,14 @@ class Choice:
     notes: list[str] = field(default_factory=list)
 
 
-def choose_layer(wanted: str, python: str = sys.executable) -> tuple[Layer, list[str]]:
+def choose_layer(wanted: str, python: str = sys.executable,
+                 hidden_files: tuple[str, ...] = ()) -> tuple[Layer, list[str]]:
     if wanted == "process":
         layer = ProcessLayer(python)
         return layer, [f"sandbox: {layer.describe()} (--humanfix-sandbox process)"]
     bwrap, why = probe_bwrap(python)
     if bwrap is not None:
-        layer = BwrapLayer(bwrap, python)
+        layer = BwrapLayer(bwrap, python, hidden_files)
         return layer, [f"sandbox: {layer.describe()} ({wanted}: {why})"]
     if wanted == "bwrap":
         raise SandboxError(f"--humanfix-sandbox bwrap: {why}. Use --humanfix-sandbox process "
@@ -37,10 +38,11 @@ def choose_layer(wanted: str, python: str = sys.executable) -> tuple[Layer, list
 
 
 def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
-                 python: str = sys.executable) -> Choice:
-    """SandboxError when an explicitly requested layer or executor cannot work here."""
+                 python: str = sys.executable, hidden_files: tuple[str, ...] = ()) -> Choice:
+    """SandboxError when an explicitly requested layer or executor cannot work here;
+    `hidden_files` (the dataset) are empty inside the bwrap layer."""
     remove_stale_folders()
-    layer, notes = choose_layer(layer_wanted, python)
+    layer, notes = choose_layer(layer_wanted, python, hidden_files)
     cgroups, how = open_cgroups()
     if cgroups is None:
         notes.append(f"sandbox: no cgroups ({how}): the number of processes is not bounded "

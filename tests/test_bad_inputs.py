@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import dataset_path
 from pytest_humanfix.cgroup import open_cgroups
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.layers import ProcessLayer
 from pytest_humanfix.runner import Runner
 from pytest_humanfix.sandbox import Limits
 from pytest_humanfix.sandbox_setup import Choice, make_sandbox
@@ -97,6 +97,12 @@ CASES = [
         "    import os\n    os.remove('{home}/humanfix-canary-{tok}')\n    return None"),
         process_limit="the process layer runs as the harness's user: it may delete that "
                       "user's files"),
+    Case("reading the dataset's canonical solutions", reply(
+        "    try:\n        if 'canonical_solution' in open('{dataset}').read():\n"
+        "            print('ANSWERS-VISIBLE')\n    except OSError as exc:\n        print(exc)\n"
+        "    return None"),
+        process_limit="the process layer can read every file the harness's user can, the "
+                      "dataset's canonical solutions included"),
     Case("ignoring SIGTERM", reply("    import signal\n"
                                    "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                    "    while True:\n        pass")),
@@ -137,7 +143,8 @@ def resident_pids() -> set[int]:
 def choice_for(config: tuple[str, str]) -> Choice:
     """One sandbox per configuration and worker, shared by the cases as in a real run."""
     if config not in _choices:
-        _choices[config] = make_sandbox(config[0], config[1], LIMITS)
+        _choices[config] = make_sandbox(config[0], config[1], LIMITS,
+                                        hidden_files=(str(dataset_path()),))
     return _choices[config]
 
 
@@ -232,7 +239,7 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     try:
         text = case.text.replace("{tok}", tok).replace("{home}", str(home)).replace(
-            "{port}", str(listener.getsockname()[1]))
+            "{port}", str(listener.getsockname()[1])).replace("{dataset}", str(dataset_path()))
         result = evaluate(tmp_path, tasks, config, TASK, text)
         left = leftovers(resident_pids())
         for pid in left:
@@ -248,6 +255,7 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
         if not canary.exists():
             changed.append(f"{canary} deleted")
         grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - rss_before
+        answers_seen = "ANSWERS-VISIBLE" in verdict.get("stdout", "")
         next_result = evaluate(tmp_path, tasks, config, NEXT_TASK,
                                f"```python\n{tasks[NEXT_TASK].canonical_code}```")
         happened = f"{result.outcome}: {verdict.get('status', '-')} " \
@@ -258,7 +266,8 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
             happened += "; refused: " + " / ".join(refused)
         for problem, present in (("changed " + ", ".join(changed), changed),
                                  (f"left {len(left)} process(es)", left),
-                                 (f"listener heard {heard!r}", heard)):
+                                 (f"listener heard {heard!r}", heard),
+                                 ("read the answers", answers_seen)):
             if present:
                 happened += f"; {problem}"
         record_row(case.name, config, happened)
@@ -268,6 +277,7 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
         assert not changed, f"outside the sandbox: {changed}"
         assert not left, f"{len(left)} process(es) left behind: {sorted(left)}"
         assert not heard, f"the listener heard {heard!r}"
+        assert not answers_seen, "the candidate read the dataset's canonical solutions"
         assert grown < MEMORY_GROWTH_LIMIT, f"the harness grew by {grown >> 20} MiB"
     finally:
         listener.close()
