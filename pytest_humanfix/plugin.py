@@ -40,6 +40,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUNNER] = start(config, settings)
 
 
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    runner = config.stash.get(RUNNER, None)
+    if runner is None:
+        return None
+    return [f"humanfix {note}" for note in runner.sandbox_choice.notes]
+
+
 def pytest_collect_directory(path: Path, parent: pytest.Collector):
     if RUNNER in parent.config.stash and path == parent.config.invocation_params.dir:
         from .items import HumanfixDirectory

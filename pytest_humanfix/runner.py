@@ -19,7 +19,8 @@ from .agent import repair
 from .dataset import Task, content_hash, load_tasks, select
 from .models import Model, ModelLoadError, load_model
 from .results import TaskResult
-from .sandbox import Limits, ProcessSandbox, SandboxError
+from .sandbox import Limits, SandboxError
+from .sandbox_setup import Choice, make_sandbox
 from .settings import Settings
 
 
@@ -55,8 +56,16 @@ class Runner:
         return content_hash(self.all_tasks)
 
     @functools.cached_property
-    def sandbox(self) -> ProcessSandbox:
-        return ProcessSandbox(Limits(timeout=self.settings.timeout))
+    def sandbox_choice(self) -> Choice:
+        """The layer and executor for this process, probed once; SandboxError if the ones
+        asked for explicitly cannot work here."""
+        return make_sandbox(self.settings.sandbox, self.settings.executor,
+                            Limits(timeout=self.settings.timeout),
+                            hidden_files=(self.settings.dataset,))
+
+    @property
+    def sandbox(self):
+        return self.sandbox_choice.sandbox
 
     @property
     def protocol(self) -> dict[str, Any]:
@@ -105,7 +114,7 @@ class Runner:
             "protocol": self.protocol,
             "dataset": self.settings.dataset,
             "dataset_hash": self.dataset_hash,
-            "sandbox": self.sandbox.layer if "sandbox" in self.__dict__ else None,
+            "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,
             "worker": worker_id(),
             "device": self.device,
             "model_error": self._model_error,

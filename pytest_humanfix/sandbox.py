@@ -1,18 +1,19 @@
 """Run a candidate program against a task's tests, isolated from the harness.
 
-Every execution is a fresh `python -I` process in its own temporary folder and process group,
-with stdin closed, an environment that carries no secrets, rlimits set by a bootstrap before any
-candidate code runs, output captured to a cap, and no network: a new network namespace where the
-kernel lets us make one, else a guard that makes `socket` refuse to connect.
+Every execution runs in its own folder and process group, with stdin closed, an environment
+that carries no secrets, rlimits set before any candidate code runs, output captured to a cap,
+and no network. Where (the layer: bwrap or a plain process, layers.py) and how (a fresh
+interpreter here, or a child of the warm executor, forkserver.py) are chosen by sandbox_setup.py;
+cgroup.py bounds and reaps every process an execution starts.
 
-The verdict needs proof that the test code ran to its end: the bootstrap writes a one-time nonce
-to a file after the program returns, so exiting with status 0 early is never a pass. (Code that
-sets out to forge that proof from inside the same process can; the bwrap layer is the answer.)
+The verdict needs proof that the test code ran to its end: the code before the candidate writes
+a one-time nonce to a file after the program returns, so exiting with status 0 early is never a
+pass. (Code that sets out to forge that proof from inside the same process can read the nonce
+from its caller's frame; no layer changes that, since the proof is written in-process.)
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -23,8 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
+
+from .cgroup import Cgroup
 
 # The imports the BigCode evaluation harness puts before every Python candidate (IMPORT_HELPER).
 PRELUDE = "\n".join([
@@ -48,46 +52,60 @@ PRELUDE = "\n".join([
 
 PROGRAM_NAME = "program.py"
 DONE_NAME = ".humanfix-done"
+STARTED_NAME = ".humanfix-started"
 SANDBOX_FAULT_EXIT = 113  # the bootstrap could not set up isolation: a harness fault
 
-# Runs first in the sandboxed interpreter, before any candidate code.
-BOOTSTRAP = r"""
+# What every execution runs before candidate code, in a fresh interpreter (BOOTSTRAP) and in
+# each child of the warm executor (forkserver.SERVER) alike.
+CHILD_CODE = r"""
 import json, os, resource, sys
-with os.fdopen(int(sys.argv[1]), encoding="utf-8") as _pipe:
-    cfg = json.load(_pipe)
-del sys.argv[1:]
 def _fault(message):
     sys.stderr.write("humanfix sandbox: " + message + "\n")
+    sys.stderr.flush()
     os._exit(%(fault)d)
-if cfg["network"] == "namespace":
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(0x40000000) != 0 and libc.unshare(0x10000000 | 0x40000000) != 0:
-        _fault("cannot create a network namespace (errno %%d)" %% ctypes.get_errno())
-else:
-    import socket
-    def _refuse(*args, **kwargs):
-        raise OSError(101, "network is disabled in the humanfix sandbox")
-    for _name in ("connect", "connect_ex", "bind", "sendto", "sendmsg"):
-        setattr(socket.socket, _name, _refuse)
-    socket.create_connection = _refuse
-    socket.getaddrinfo = _refuse
-for _name, (_soft, _hard) in cfg["rlimits"].items():
-    try:
-        resource.setrlimit(getattr(resource, _name), (_soft, _hard))
-    except (ValueError, OSError) as exc:
-        _fault("cannot set %%s: %%s" %% (_name, exc))
-_done, _nonce = cfg["done"], cfg["nonce"]
-del cfg
-with open(%(program)r, encoding="utf-8") as _f:
-    _code = compile(_f.read(), %(program)r, "exec")
-exec(_code, {"__name__": "__main__", "__builtins__": __builtins__})
-with open(_done, "w") as _f:
-    _f.write(_nonce)
+def _isolate_network(mode):
+    if mode == "namespace":
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x40000000) != 0 and libc.unshare(0x10000000 | 0x40000000) != 0:
+            _fault("cannot create a network namespace (errno %%d)" %% ctypes.get_errno())
+    elif mode == "guard":
+        import socket
+        def _refuse(*args, **kwargs):
+            raise OSError(101, "network is disabled in the humanfix sandbox")
+        for _name in ("connect", "connect_ex", "bind", "sendto", "sendmsg"):
+            setattr(socket.socket, _name, _refuse)
+        socket.create_connection = _refuse
+        socket.getaddrinfo = _refuse
+def _limit(rlimits):
+    for name, (soft, hard) in rlimits.items():
+        try:
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+        except (ValueError, OSError) as exc:
+            _fault("cannot set %%s: %%s" %% (name, exc))
+def _run(cfg):
+    # Isolation is in place: from here on, whatever happens is the candidate's doing.
+    open(cfg["started"], "w").close()
+    done, nonce = cfg["done"], cfg["nonce"]
+    cfg.clear()
+    with open(%(program)r, encoding="utf-8") as f:
+        code = compile(f.read(), %(program)r, "exec")
+    exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+    with open(done, "w") as f:
+        f.write(nonce)
 """ % {"fault": SANDBOX_FAULT_EXIT, "program": PROGRAM_NAME}
 
+BOOTSTRAP = CHILD_CODE + r"""
+with os.fdopen(int(sys.argv[1]), encoding="utf-8") as _pipe:
+    _cfg = json.load(_pipe)
+del sys.argv[1:]
+_isolate_network(_cfg["network"])
+_limit(_cfg["rlimits"])
+_run(_cfg)
+"""
+
 # Variables the candidate sees; nothing else of the harness's environment crosses over.
-_SAFE_ENV = {
+SAFE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
@@ -131,6 +149,8 @@ class Verdict:
     stderr: str
     network: str
     layer: str = "process"
+    executor: str = "fresh"  # fresh interpreter, or a child of the warm executor
+    output_limited: bool = False  # stdout or stderr reached the file size limit
 
     @property
     def passed(self) -> bool:
@@ -150,6 +170,9 @@ def first_failure(verdict: Verdict) -> str:
     if verdict.status == "exited_early":
         return ("the program exited with status 0 before the tests ran to their end "
                 "(sys.exit or os._exit in the candidate?)")
+    if verdict.output_limited:
+        return ("the program's output reached the sandbox's file size limit and was cut "
+                f"(exit status {verdict.exit_code})")
     lines = [line for line in verdict.stderr.splitlines() if line.strip()]
     exception = next((l for l in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error", l)), None)
     if exception is None:
@@ -180,18 +203,17 @@ def build_program(code: str, test: str, test_setup: str = "") -> str:
     return candidate + "\n" + (test_setup + "\n" if test_setup else "") + test + "\n"
 
 
-@functools.cache
-def network_mode(python: str = sys.executable) -> str:
-    """'namespace' if this machine lets a process make its own network namespace, else 'guard'."""
-    probe = ("import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
-             "sys.exit(0 if libc.unshare(0x40000000) == 0 "
-             "or libc.unshare(0x10000000 | 0x40000000) == 0 else 1)")
-    try:
-        done = subprocess.run([python, "-I", "-c", probe], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "guard"
-    return "namespace" if done.returncode == 0 else "guard"
+def temp_folder(kind: str) -> Path:
+    """A new private folder named for this process, so a later run can tell it is stale."""
+    return Path(tempfile.mkdtemp(prefix=f"humanfix-{kind}-{os.getpid()}-"))
+
+
+def remove_stale_folders() -> None:
+    """Folders of harness processes that died without cleaning up (SIGKILL, a crashed worker)."""
+    for folder in Path(tempfile.gettempdir()).glob("humanfix-*-*-*"):
+        pid = folder.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _read_capped(path: Path, cap: int, tail: bool) -> str:
@@ -214,68 +236,49 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-class ProcessSandbox:
-    """Fresh interpreter per execution; see the module docstring for what it isolates."""
+@dataclass
+class Execution:
+    """One execution's files on the harness's side; `box` is the candidate's working folder."""
 
-    layer = "process"
+    root: Path
+    mount: Path  # the folder the layer makes writable: root itself, or the warm executor's
+    nonce: str = field(default_factory=lambda: secrets.token_hex(16))
 
-    def __init__(self, limits: Limits | None = None, python: str = sys.executable) -> None:
-        self.limits = limits or Limits()
-        self.python = python
-        self.network = network_mode(python)
+    def inside(self, layer: "Layer", path: Path) -> str:
+        return layer.inside(path, self.mount)
 
-    def describe(self) -> str:
-        net = ("own network namespace" if self.network == "namespace"
-               else "socket guard (no network namespace allowed here)")
-        return f"{self.layer} sandbox, network: {net}"
+    @property
+    def box(self) -> Path:
+        return self.root / "box"
 
-    def run(self, program: str) -> Verdict:
-        workdir = Path(tempfile.mkdtemp(prefix="humanfix-"))
-        try:
-            return self._run_in(workdir, program)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+    @property
+    def stdout(self) -> Path:
+        return self.root / "stdout"
 
-    def _run_in(self, workdir: Path, program: str) -> Verdict:
-        box = workdir / "box"
-        box.mkdir()
-        (box / PROGRAM_NAME).write_text(program, encoding="utf-8")
-        nonce = secrets.token_hex(16)
-        config = json.dumps({"network": self.network, "rlimits": self.limits.rlimits(),
-                             "done": str(box / DONE_NAME), "nonce": nonce}).encode()
-        # The nonce travels through a pipe, not argv, so /proc/self/cmdline does not show it.
-        read_end, write_end = os.pipe()
-        os.write(write_end, config)
-        os.close(write_end)
-        env = dict(_SAFE_ENV, HOME=str(box), TMPDIR=str(box))
-        out_path, err_path = workdir / "stdout", workdir / "stderr"
-        started = time.monotonic()
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    [self.python, "-I", "-c", BOOTSTRAP, str(read_end)], cwd=box, env=env,
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, process_group=0,
-                    pass_fds=(read_end,))
-            except OSError as exc:
-                raise SandboxError(f"cannot start {self.python}: {exc}") from exc
-            finally:
-                os.close(read_end)
-            try:
-                code: int | None = proc.wait(timeout=self.limits.timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                code = None
-            finally:
-                # Also reaps children the candidate left behind in its process group.
-                _kill_group(proc.pid)
-                proc.wait()
-        seconds = time.monotonic() - started
-        stderr = _read_capped(err_path, self.limits.output_bytes, tail=True)
-        if code == SANDBOX_FAULT_EXIT and "humanfix sandbox:" in stderr:
-            raise SandboxError(stderr.strip())
-        done = box / DONE_NAME
-        proven = done.is_file() and done.read_text(errors="replace") == nonce
+    @property
+    def stderr(self) -> Path:
+        return self.root / "stderr"
+
+    def prepare(self, program: str) -> None:
+        self.box.mkdir(parents=True)
+        (self.box / PROGRAM_NAME).write_text(program, encoding="utf-8")
+
+    def config(self, layer: "Layer", rlimits: dict) -> dict:
+        """What the code before the candidate needs, with paths as seen inside the layer."""
+        return {"network": layer.network, "rlimits": rlimits, "nonce": self.nonce,
+                "started": self.inside(layer, self.box / STARTED_NAME),
+                "done": self.inside(layer, self.box / DONE_NAME)}
+
+    def verdict(self, code: int | None, timed_out: bool, seconds: float, limits: Limits,
+                layer: "Layer", executor: str) -> Verdict:
+        stderr = _read_capped(self.stderr, limits.output_bytes, tail=True)
+        if not (self.box / STARTED_NAME).exists():
+            # The candidate never ran: the layer or the bootstrap failed (a harness fault).
+            raise SandboxError(f"{layer.name} sandbox did not start"
+                               f"{' within the time limit' if timed_out else ''}: "
+                               f"{stderr.strip() or f'exit status {code}'}")
+        done = self.box / DONE_NAME
+        proven = done.is_file() and done.read_text(errors="replace") == self.nonce
         if timed_out:
             status = "timeout"
         elif code == 0:
@@ -283,5 +286,102 @@ class ProcessSandbox:
         else:
             status = "failed"
         return Verdict(status=status, exit_code=code, seconds=round(seconds, 4),
-                       stdout=_read_capped(out_path, self.limits.output_bytes, tail=False),
-                       stderr=stderr, network=self.network, layer=self.layer)
+                       stdout=_read_capped(self.stdout, limits.output_bytes, tail=False),
+                       stderr=stderr, network=layer.network, layer=layer.name,
+                       executor=executor, output_limited=max(
+                           self.stdout.stat().st_size, self.stderr.stat().st_size)
+                       >= limits.file_bytes)
+
+
+class Layer(Protocol):
+    """Where executions run: `command` wraps an argv so it runs inside the layer, with `root`
+    (a harness folder) as its only writable place, seen inside at `inside(root)`."""
+
+    name: str
+    network: str
+
+    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]: ...
+
+    def inside(self, path: Path, root: Path) -> str: ...
+
+    def exit_code(self, code: int) -> int: ...
+
+    def describe(self) -> str: ...
+
+
+class FreshSandbox:
+    """A fresh interpreter per execution inside `layer`; see the module docstring."""
+
+    executor = "fresh"
+
+    def __init__(self, layer: "Layer", limits: Limits | None = None,
+                 cgroups: Cgroup | None = None, python: str = sys.executable) -> None:
+        self.layer = layer
+        self.limits = limits or Limits()
+        self.cgroups = cgroups
+        self.python = python
+
+    @property
+    def network(self) -> str:
+        return self.layer.network
+
+    def run(self, program: str) -> Verdict:
+        root = temp_folder("run")
+        execution = Execution(root, root)
+        group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes) \
+            if self.cgroups else None
+        try:
+            execution.prepare(program)
+            return self._run(execution, group)
+        finally:
+            if group is not None:
+                group.kill()
+                group.remove()
+            shutil.rmtree(execution.root, ignore_errors=True)
+
+    def _run(self, execution: Execution, group: Cgroup | None) -> Verdict:
+        config = json.dumps(execution.config(self.layer, self.limits.rlimits())).encode()
+        # The nonce travels through a pipe, not argv, so /proc/self/cmdline does not show it.
+        read_end, write_end = os.pipe()
+        os.write(write_end, config)
+        os.close(write_end)
+        box = execution.inside(self.layer, execution.box)
+        env = dict(SAFE_ENV, HOME=box, TMPDIR=box)
+        argv = self.layer.command([self.python, "-I", "-c", BOOTSTRAP, str(read_end)],
+                                  execution.mount, execution.box)
+        started = time.monotonic()
+        with execution.stdout.open("wb") as out, execution.stderr.open("wb") as err:
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=execution.box, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                    stderr=err, process_group=0, pass_fds=(read_end,),
+                    # Joined before exec, so nothing the candidate starts is outside the group.
+                    preexec_fn=(lambda: group.add(os.getpid())) if group else None)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise SandboxError(f"cannot start {argv[0]}: {exc}") from exc
+            finally:
+                os.close(read_end)
+            try:
+                code: int | None = self.layer.exit_code(proc.wait(timeout=self.limits.timeout))
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                code = None
+            finally:
+                # Also reaps children the candidate left behind in its process group.
+                _kill_group(proc.pid)
+                if group is not None:
+                    group.kill()
+                proc.wait()
+        return execution.verdict(code, timed_out, time.monotonic() - started, self.limits,
+                                 self.layer, self.executor)
+
+
+class ProcessSandbox(FreshSandbox):
+    """A fresh interpreter in the process layer, without cgroups: the harness's first sandbox,
+    kept for callers that build one directly."""
+
+    def __init__(self, limits: Limits | None = None, python: str = sys.executable) -> None:
+        from .layers import ProcessLayer
+
+        super().__init__(ProcessLayer(python), limits, None, python)

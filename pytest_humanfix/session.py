@@ -19,6 +19,7 @@ from .devices import DeviceError, DevicePool, pin, run_devices
 from .models import ModelSpecError, check_spec
 from .report import JsonlWriter, ReportError, summarize, summary_lines
 from .runner import Runner, new_run_id
+from .sandbox import SandboxError
 from .settings import Settings
 
 
@@ -46,11 +47,12 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         if not settings.serve:  # under serve, server.engine_model checks it on the controller
             check_spec(settings.model, settings)
         runner.tasks  # loads and validates the dataset now, not at the first item
+        runner.sandbox_choice  # an explicit --humanfix-sandbox/-executor that cannot work here
         devices = DevicePool([] if is_worker(config) else run_devices(settings))
         runner.device = own_device(config, devices)
         if runner.device is not None:
             pin(runner.device)
-    except (ModelSpecError, DatasetError, DeviceError) as exc:
+    except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", "humanfix: a HumanEvalFix repair task (pytest-humanfix)")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -79,6 +81,10 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(controller, "humanfix-controller")
+        if config.pluginmanager.hasplugin("xdist"):
+            from .crash import CrashRecorder
+
+            config.pluginmanager.register(CrashRecorder(controller), "humanfix-crash")
     return runner
 
 

@@ -138,6 +138,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("item-timeout", "seconds one task item may take before pytest-timeout stops it "
            "(default: derived from the budget; pytest's own --timeout wins)",
            convert=_positive_float, metavar="S"),
+    Option("executor", "how executions start: warm (a fork server per worker imports the "
+           "prelude once and forks a child per execution), fresh (a new interpreter each time), "
+           "or auto (warm where it can start; default)", default="auto",
+           convert=_choice("auto", "warm", "fresh"), metavar="auto|warm|fresh"),
     # Gates and resumption.
     Option("fail-under", "fail the run when pass@1 is below F (a fraction, e.g. 0.35)",
            convert=_non_negative_float, metavar="F"),
@@ -218,6 +222,7 @@ class Settings:
     sandbox: str = "auto"
     timeout: float = 10.0
     item_timeout: float | None = None
+    executor: str = "auto"
     fail_under: float | None = None
     baseline: str | None = None
     alpha: float = 0.05

@@ -1,0 +1,68 @@
+"""Per-execution cost of the sandbox: fresh interpreter against the warm executor, under the
+bwrap and the process layers, measured in one run on one small canonical program.
+
+Each configuration runs the same program (the BigCode prelude with numpy, HumanEvalFix
+Python/0's canonical solution and its tests) N times, after one untimed warm-up run; the
+figure is the median wall time of `sandbox.run` as the harness sees it (set-up, start,
+verdict and clean-up included). Ratios compare configurations measured in this same run.
+
+    python benchmarks/bench_sandbox.py [--dataset PATH] [--runs 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.sandbox import Limits, build_program
+from pytest_humanfix.sandbox_setup import make_sandbox
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
+CONFIGS = [("bwrap", "fresh"), ("bwrap", "warm"), ("process", "fresh"), ("process", "warm")]
+
+
+def median_ms(layer: str, executor: str, program: str, runs: int) -> float:
+    sandbox = make_sandbox(layer, executor, Limits()).sandbox
+    warm_up = sandbox.run(program)  # starts the warm executor, fills the page cache
+    assert warm_up.passed, warm_up
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        verdict = sandbox.run(program)
+        times.append(time.perf_counter() - started)
+        assert verdict.passed and verdict.executor == executor, verdict
+    return 1000 * statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path,
+                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+    task = next(t for t in load_tasks(str(args.dataset)) if t.task_id == "Python/0")
+    program = build_program(task.canonical_code, task.test, task.test_setup)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"median wall ms per execution over {args.runs} runs of {task.task_id}'s canonical "
+          "program:")
+    ms = {}
+    for layer, executor in CONFIGS:
+        ms[layer, executor] = median_ms(layer, executor, program, args.runs)
+        print(f"  {layer:<8} {executor:<6} {ms[layer, executor]:8.1f} ms")
+    for layer in ("bwrap", "process"):
+        print(f"fresh / warm under {layer}: "
+              f"{ms[layer, 'fresh'] / ms[layer, 'warm']:.1f}x")
+    for executor in ("fresh", "warm"):
+        print(f"bwrap / process with {executor}: "
+              f"{ms['bwrap', executor] / ms['process', executor]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

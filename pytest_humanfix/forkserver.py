@@ -1,0 +1,288 @@
+"""The warm executor: one long-lived interpreter per worker, inside the sandbox layer, that has
+imported the prelude (numpy included) once and forks a fresh child for every execution.
+
+Each child gets what a fresh interpreter gets: its own working folder, a new session and process
+group, stdin on /dev/null, stdout and stderr in capped files, the clean environment, the rlimits,
+the network isolation of the layer (the server made or entered it before forking), and the same
+nonce proof of completion. The harness puts each child in its own cgroup before it runs a single
+candidate statement (the child waits for a "go"), so everything the candidate starts is counted,
+bounded and killed by the harness, never by code the candidate could tamper with. That is why
+the warm executor needs writable cgroups; without them, `make_sandbox` keeps fresh interpreters.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .cgroup import Cgroup
+from .sandbox import (CHILD_CODE, PRELUDE, SAFE_ENV, Execution, Layer, Limits, SandboxError,
+                      Verdict, temp_folder)
+
+START_SECONDS = 60.0  # importing the prelude on a cold disk
+REPLY_SECONDS = 10.0  # for a reply that does not wait on candidate code
+
+SERVER = CHILD_CODE + r"""
+import atexit, ctypes, signal, threading, traceback
+_isolate_network(sys.argv[1])
+_prctl = ctypes.CDLL(None).prctl
+if sys.argv[2] == "pdeathsig":
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the harness
+# Not dumpable: a candidate without CAP_SYS_PTRACE cannot read or write this process's memory
+# through ptrace or /proc/<pid>/mem, so it cannot tamper with the executions after its own.
+_prctl(4, 0)  # PR_SET_DUMPABLE
+exec(sys.argv[3], {})
+atexit._clear()  # the children run the candidate's exit handlers, never ours
+del sys.argv[1:]
+_requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+_replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+_null = os.open(os.devnull, os.O_RDWR)
+os.dup2(_null, 0)
+os.dup2(_null, 1)
+def _exit_code(exc):
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    print(exc.code, file=sys.stderr)
+    return 1
+def _child(cfg, go):
+    code = 1
+    try:
+        os.read(go, 1)  # returns once the harness has put this process in its cgroup
+        os.setsid()
+        os.chdir(cfg["cwd"])
+        for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+                                (1, cfg["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                                (2, cfg["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+            new = os.open(path, flags, 0o600)
+            os.dup2(new, fd)
+            os.close(new)
+        os.closerange(3, 1 << 16)  # the control pipes above all
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        os.environ.clear()
+        os.environ.update(cfg.pop("env"))
+        _limit(cfg.pop("rlimits"))
+        _run(cfg)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        # What an interpreter does at its end: wait for the threads, run the exit handlers.
+        try:
+            threading._shutdown()
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code)
+_replies.write("ready\n")
+_replies.flush()
+while True:
+    _line = _requests.readline()
+    if not _line:
+        break
+    _go_read, _go_write = os.pipe()
+    _pid = os.fork()
+    if _pid == 0:
+        _requests = _replies = None
+        _cfg, _line = json.loads(_line), None  # the nonce lives on only where _run keeps it
+        os.close(_go_write)
+        _child(_cfg, _go_read)
+    os.close(_go_read)
+    _replies.write("forked\n")
+    _replies.flush()
+    _requests.readline()
+    os.close(_go_write)
+    _status = os.waitpid(_pid, 0)[1]
+    _replies.write(json.dumps({"exit_code": os.waitstatus_to_exitcode(_status)}) + "\n")
+    _replies.flush()
+"""
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+class WarmSandbox:
+    """Same interface and verdicts as `FreshSandbox`; one server per harness process."""
+
+    executor = "warm"
+
+    def __init__(self, layer: Layer, limits: Limits, cgroups: Cgroup,
+                 python: str = sys.executable) -> None:
+        self.layer = layer
+        self.limits = limits
+        self.cgroups = cgroups
+        self.python = python
+        self.home = temp_folder("warm")
+        # The only folder the layer makes writable: the executions' folders live in it.
+        self.mount = self.home / "humanfix-mount"
+        self.mount.mkdir()
+        self._proc: subprocess.Popen | None = None
+        self._chain: list[int] = []  # harness-side pids from the child we started to the server
+        self._buffer = b""
+        self._count = itertools.count()
+        atexit.register(self.shutdown)
+
+    @property
+    def network(self) -> str:
+        return self.layer.network
+
+    @property
+    def server_pids(self) -> set[int]:
+        """The server and what holds it (bwrap and its init): the processes that stay."""
+        return set(self._chain) if self._proc is not None else set()
+
+    def start(self) -> None:
+        """Start the server and wait until it has imported the prelude; SandboxError if not."""
+        deathsig = "pdeathsig" if self.layer.name == "process" else "bwrap"
+        argv = self.layer.command(
+            [self.python, "-I", "-c", SERVER, self.layer.network, deathsig, PRELUDE],
+            self.mount, self.mount)
+        self._buffer = b""
+        with (self.home / "server.log").open("wb") as log:
+            try:
+                # Its own session: Ctrl-C reaches the harness, which then stops the server.
+                self._proc = subprocess.Popen(
+                    argv, cwd=self.mount,
+                    env=dict(SAFE_ENV, HOME=self.layer.inside(self.mount, self.mount)),
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                    start_new_session=True)
+            except OSError as exc:
+                raise SandboxError(f"cannot start the warm executor: {exc}") from exc
+        if self._read_line(START_SECONDS) != "ready":
+            log_text = (self.home / "server.log").read_text(errors="replace").strip()
+            self.close()
+            raise SandboxError(f"the warm executor did not start: {log_text[-500:] or '?'}")
+        self._chain = self._find_server()
+
+    def _find_server(self) -> list[int]:
+        assert self._proc is not None
+        paths = [[self._proc.pid]]
+        while paths:
+            path = paths.pop(0)
+            if _cmdline(path[-1])[:3] == [self.python, "-I", "-c"]:
+                return path
+            paths.extend(path + [child] for child in _children(path[-1]))
+        self.close()
+        raise SandboxError("the warm executor started but its process cannot be found")
+
+    def _read_line(self, timeout: float) -> str | None:
+        """The server's next reply line, or None on timeout or when it has gone."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    def _send(self, text: str) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(text.encode() + b"\n")
+        self._proc.stdin.flush()
+
+    def run(self, program: str) -> Verdict:
+        if self._proc is None or self._proc.poll() is not None:
+            self.start()
+        execution = Execution(self.mount / str(next(self._count)), self.mount)
+        group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes)
+        try:
+            execution.prepare(program)
+            return self._run(execution, group)
+        except BaseException:
+            # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
+            # belong to this execution, so it must not serve another one.
+            self.close()
+            raise
+        finally:
+            group.kill()
+            group.remove()
+            # Anything a candidate left in the shared folder goes, not only its own folder.
+            for entry in self.mount.iterdir():
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+
+    def _run(self, execution: Execution, group: Cgroup) -> Verdict:
+        box = execution.inside(self.layer, execution.box)
+        config = execution.config(self.layer, self.limits.rlimits())
+        config.update(cwd=box, env=dict(SAFE_ENV, HOME=box, TMPDIR=box),
+                      stdout=execution.inside(self.layer, execution.stdout),
+                      stderr=execution.inside(self.layer, execution.stderr))
+        started = time.monotonic()
+        try:
+            self._send(json.dumps(config))
+            if self._read_line(REPLY_SECONDS) != "forked":
+                raise SandboxError("the server did not fork a child")
+            children = _children(self._chain[-1])
+            if len(children) != 1:
+                raise SandboxError(f"the server has {len(children)} children, not 1")
+            group.add(children[0])
+            self._send("go")
+        except (OSError, SandboxError) as exc:
+            self.close()
+            raise SandboxError(f"warm executor: {exc}") from exc
+        reply = self._read_line(self.limits.timeout)
+        timed_out = reply is None and self._proc is not None and self._proc.poll() is None
+        if reply is None:
+            group.kill()
+            reply = self._read_line(REPLY_SECONDS) if timed_out else None
+        seconds = time.monotonic() - started
+        if reply is None:
+            # The server is gone (the candidate may kill its parent): start anew next time,
+            # and judge this execution as killed; it proved nothing.
+            self.close()
+            code: int | None = -signal.SIGKILL
+        else:
+            code = None if timed_out else json.loads(reply)["exit_code"]
+        return execution.verdict(code, timed_out, seconds, self.limits, self.layer,
+                                 self.executor)
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def shutdown(self) -> None:
+        self.close()
+        shutil.rmtree(self.home, ignore_errors=True)

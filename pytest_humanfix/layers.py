@@ -1,0 +1,137 @@
+"""The two isolation layers an execution can run in: bubblewrap, and a plain process.
+
+`bwrap`: a read-only view of the file system with the home folder hidden, a private writable
+folder (the only writable place), fresh /tmp and /dev that are read-only, new PID, network, IPC
+and UTS namespaces, --die-with-parent, --new-session and every capability dropped; the
+bootstrap inside sets the rlimits. `process`: an ordinary child process with a clean
+environment, rlimits and its own network namespace where the kernel allows one.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+@functools.cache
+def network_mode(python: str = sys.executable) -> str:
+    """'namespace' if this machine lets a process make its own network namespace, else 'guard'."""
+    probe = ("import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+             "sys.exit(0 if libc.unshare(0x40000000) == 0 "
+             "or libc.unshare(0x10000000 | 0x40000000) == 0 else 1)")
+    try:
+        done = subprocess.run([python, "-I", "-c", probe], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "guard"
+    return "namespace" if done.returncode == 0 else "guard"
+
+
+BOX = "/tmp/humanfix"  # where the writable folder appears inside bwrap
+
+
+class ProcessLayer:
+    name = "process"
+    # What this layer cannot stop; printed when auto falls back to it.
+    NOT_PROTECTED = (
+        "writes and deletions anywhere the harness's user may write (e.g. /tmp, the home folder)",
+        "reading files (the dataset's canonical solutions included) and other processes' "
+        "environments through /proc, the harness's included",
+        "a candidate that moves itself out of its cgroup",
+    )
+
+    def __init__(self, python: str = sys.executable) -> None:
+        self.network = network_mode(python)
+
+    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]:
+        return argv
+
+    def inside(self, path: Path, root: Path) -> str:
+        return str(path)
+
+    def exit_code(self, code: int) -> int:
+        return code
+
+    def describe(self) -> str:
+        net = ("own network namespace" if self.network == "namespace"
+               else "socket guard (no network namespace allowed here)")
+        return f"process layer, network: {net}"
+
+
+def _hidden_folders() -> list[Path]:
+    """Folders to replace with an empty one inside bwrap: the home folder (keys, tokens)."""
+    home = Path.home().resolve()
+    return [home] if home != Path("/") and home.is_dir() else []
+
+
+def _needed_under(folder: Path, python: str) -> list[Path]:
+    """Interpreter folders inside a hidden folder (e.g. ~/.pyenv) that must stay visible."""
+    needed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                         Path(python).resolve().parent)}
+    return sorted(p for p in needed if p.is_relative_to(folder) and p != folder)
+
+
+class BwrapLayer:
+    name = "bwrap"
+    network = "bwrap"  # a network namespace bwrap made: only loopback, and nothing listens
+
+    def __init__(self, bwrap: str, python: str = sys.executable,
+                 hidden_files: tuple[str, ...] = ()) -> None:
+        self.bwrap = bwrap
+        self.python = python
+        # The dataset holds every task's canonical solution: the candidate must not read it.
+        self.hidden_files = [f for f in map(Path, hidden_files) if f.is_file()]
+
+    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]:
+        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                "--tmpfs", "/tmp"]
+        for folder in _hidden_folders():
+            args += ["--tmpfs", str(folder)]
+            for keep in _needed_under(folder, self.python):
+                args += ["--ro-bind", str(keep), str(keep)]
+            args += ["--remount-ro", str(folder)]
+        for hidden in self.hidden_files:
+            args += ["--ro-bind", "/dev/null", str(hidden.resolve())]
+        args += ["--bind", str(root), BOX, "--remount-ro", "/tmp", "--remount-ro", "/dev",
+                 "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                 "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+                 "--cap-drop", "ALL", "--chdir", self.inside(cwd, root), "--", *argv]
+        return args
+
+    def inside(self, path: Path, root: Path) -> str:
+        return str(Path(BOX, path.relative_to(root)))
+
+    def exit_code(self, code: int) -> int:
+        # bwrap's init reports a child killed by signal N as status 128 + N, as a shell does.
+        return -(code - 128) if 128 < code < 128 + 65 else code
+
+    def describe(self) -> str:
+        return ("bwrap layer: read-only file system, home and dataset hidden, private writable "
+                "folder, "
+                "new PID/network/IPC namespaces, no capabilities")
+
+
+@functools.cache
+def probe_bwrap(python: str = sys.executable) -> tuple[str | None, str]:
+    """The bwrap executable if it can run our interpreter here, else None and why not."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None, "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    layer = BwrapLayer(bwrap, python)
+    with tempfile.TemporaryDirectory(prefix=f"humanfix-probe-{os.getpid()}-") as root:
+        argv = layer.command([python, "-I", "-c", "import os; print(os.getpid())"], Path(root),
+                             Path(root))
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"bwrap did not run: {exc}"
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return None, f"bwrap cannot make a sandbox here: {reason}"
+    return bwrap, "bwrap works"

@@ -1,0 +1,68 @@
+"""Choosing the sandbox for a run: which layer (bwrap or process) and which executor (warm or
+fresh), each probed once per process, with the lines that tell the user what was chosen and,
+on a fallback, what is then not protected."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from .cgroup import open_cgroups
+from .forkserver import WarmSandbox
+from .layers import BwrapLayer, ProcessLayer, probe_bwrap
+from .sandbox import FreshSandbox, Layer, Limits, SandboxError, remove_stale_folders
+
+
+@dataclass
+class Choice:
+    sandbox: FreshSandbox | WarmSandbox
+    notes: list[str] = field(default_factory=list)
+
+
+def choose_layer(wanted: str, python: str = sys.executable,
+                 hidden_files: tuple[str, ...] = ()) -> tuple[Layer, list[str]]:
+    if wanted == "process":
+        layer = ProcessLayer(python)
+        return layer, [f"sandbox: {layer.describe()} (--humanfix-sandbox process)"]
+    bwrap, why = probe_bwrap(python)
+    if bwrap is not None:
+        layer = BwrapLayer(bwrap, python, hidden_files)
+        return layer, [f"sandbox: {layer.describe()} ({wanted}: {why})"]
+    if wanted == "bwrap":
+        raise SandboxError(f"--humanfix-sandbox bwrap: {why}. Use --humanfix-sandbox process "
+                           "to run without it.")
+    layer = ProcessLayer(python)
+    return layer, [f"sandbox: {layer.describe()} (auto fell back: {why})",
+                   "sandbox: the process layer does NOT protect against: "
+                   + "; ".join(ProcessLayer.NOT_PROTECTED)]
+
+
+def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
+                 python: str = sys.executable, hidden_files: tuple[str, ...] = ()) -> Choice:
+    """SandboxError when an explicitly requested layer or executor cannot work here;
+    `hidden_files` (the dataset) are empty inside the bwrap layer."""
+    remove_stale_folders()
+    layer, notes = choose_layer(layer_wanted, python, hidden_files)
+    cgroups, how = open_cgroups()
+    if cgroups is None:
+        notes.append(f"sandbox: no cgroups ({how}): the number of processes is not bounded "
+                     "for root, and processes that leave their session may outlive a run")
+    else:
+        notes.append(f"sandbox: a {how} per execution bounds and reaps its processes")
+    if executor_wanted == "fresh":
+        return Choice(FreshSandbox(layer, limits, cgroups, python),
+                      notes + ["sandbox: a fresh interpreter per execution "
+                               "(--humanfix-executor fresh)"])
+    try:
+        if cgroups is None:
+            raise SandboxError("it needs writable cgroups to reap what each child leaves behind")
+        warm = WarmSandbox(layer, limits, cgroups, python)
+        warm.start()
+    except SandboxError as exc:
+        if executor_wanted == "warm":
+            raise SandboxError(f"--humanfix-executor warm: {exc}") from None
+        return Choice(FreshSandbox(layer, limits, cgroups, python),
+                      notes + [f"sandbox: a fresh interpreter per execution "
+                               f"(warm executor unavailable: {exc})"])
+    return Choice(warm, notes + ["sandbox: warm executor (one fork server per worker imports "
+                                 "the prelude once; a fresh child per execution)"])

