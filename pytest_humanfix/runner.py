@@ -72,7 +72,7 @@ class Runner:
     def evaluate(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
-            return repair(task, self.model(), self.sandbox)
+            return repair(task, self.model(), self.sandbox, self.settings)
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)
         except Exception as exc:  # a harness bug must not pass for "not fixed"
