@@ -155,11 +155,15 @@ def _normalise_body(body: str) -> str:
         if cut is not None:
             rest = rest[:cut]
     else:
-        # The first line lost its indentation (a copy from the middle of a function).
+        # The first line lost its indentation (copied from the middle of a function): give it
+        # the depth at which the body parses, trying its child's depth less one level first.
         indents = [len(line) - len(line.lstrip()) for line in rest if line.strip()]
         if indents and min(indents) > 0:
-            depth = min(indents) - (4 if first.rstrip().endswith(":") else 0)
-            first = " " * max(depth, 0) + first
+            tries = [indents[0] - 4, indents[0] - 2, *sorted(set(indents))]
+            for depth in (d for d in tries if d >= 0):
+                body = textwrap.dedent("\n".join([" " * depth + first, *rest]))
+                if _parses("def _():\n" + textwrap.indent(body, "    ")):
+                    return body
     return textwrap.dedent("\n".join([first, *rest]))
 
 

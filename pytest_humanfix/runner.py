@@ -69,6 +69,14 @@ class Runner:
                 raise ModelLoadError(self._model_error) from exc
         return self._model
 
+    def preload(self) -> None:
+        """Load the model now if it is not loaded; a failure is remembered, and every task
+        reports it as its error."""
+        try:
+            self.model()
+        except ModelLoadError:
+            pass
+
     def evaluate(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:

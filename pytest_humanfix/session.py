@@ -72,7 +72,11 @@ class Controller:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "humanfix", None)
-        if record is not None and report.when == "teardown":
+        if report.when == "???":  # xdist: the worker died while running this item
+            from .timeouts import crashed_record
+
+            record = crashed_record(self.runner, report.nodeid, report)
+        if record is not None and report.when in ("teardown", "???"):
             self.writer.write(record)
             self.records.append(record)
 
