@@ -84,27 +84,27 @@ def _calls_any(node: ast.AST, names: set[str]) -> bool:
 
 
 def keep_definitions(code: str, entry_point: str) -> str:
-    """Top-level definitions only: no example calls, prints, echoed tests, `__main__` blocks,
-    or assignments that run the solution at import time."""
+    """Drop top-level statements that would run at import: example calls, prints, echoed tests,
+    `__main__` blocks, assignments that call the solution. Everything else, blank lines and
+    comments included, stays as written (so the diff against the buggy code stays small)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return code
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     runs_code = defined | {"print", "input"}
-    lines = code.splitlines()
-    kept: list[str] = []
+    dropped: set[int] = set()
     for node in tree.body:
-        if not isinstance(node, _KEPT_NODES):
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != entry_point \
-                and _TEST_FUNCTIONS.match(node.name):
-            continue
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and _calls_any(node, runs_code):
-            continue
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        kept.append("\n".join(lines[first - 1:node.end_lineno]))
-    return "\n\n".join(kept) + "\n" if kept else code
+        echoed_test = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            and node.name != entry_point and _TEST_FUNCTIONS.match(node.name)
+        runs = isinstance(node, (ast.Assign, ast.AnnAssign)) and _calls_any(node, runs_code)
+        if echoed_test or runs or not isinstance(node, _KEPT_NODES):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            dropped.update(range(first, node.end_lineno + 1))
+    if not dropped:
+        return code
+    lines = code.splitlines()
+    return "\n".join(l for n, l in enumerate(lines, 1) if n not in dropped).rstrip() + "\n"
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
