@@ -14,7 +14,7 @@ import traceback
 import uuid
 from typing import Any
 
-from .agent import repair
+from .agent import repair, repair_graph
 from .dataset import Task, content_hash, load_tasks, select
 from .models import Model, ModelLoadError, load_model
 from .results import TaskResult
@@ -70,12 +70,15 @@ class Runner:
         return self._model
 
     def preload(self) -> None:
-        """Load the model now if it is not loaded; a failure is remembered, and every task
-        reports it as its error."""
+        """Do the one-off work of a process before its first task's timer starts: load the
+        model (a failure is remembered, and every task reports it), probe the sandbox, build
+        the agent's graph."""
         try:
             self.model()
         except ModelLoadError:
             pass
+        self.sandbox
+        repair_graph()
 
     def evaluate(self, task: Task) -> TaskResult:
         started = time.monotonic()

@@ -212,7 +212,8 @@ class TokenModel:
     spec = "tokens"
 
     def generate(self, messages, task):
-        return Generation(text=fenced(task.buggy_code), prompt_tokens=100 * len(messages),
+        wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")
+        return Generation(text=fenced(wrong), prompt_tokens=100 * len(messages),
                           completion_tokens=7, seconds=0.5)
 
 
@@ -223,7 +224,8 @@ def test_trajectory_in_the_record_is_plain_json(task, dataset):
     first, second = record["attempts"]
     assert first["status"] == "failed" and second["status"] == "repeat"
     assert first["reply"].startswith("Here is the fixed function")
-    assert first["code"] and first["diff"].startswith("--- buggy")
+    assert "elem - elem2 - 1" in first["code"]
+    assert first["diff"].startswith("--- buggy") and "+                distance = elem - elem2 - 1" in first["diff"]
     assert first["verdict"]["status"] == "failed" and first["execute_seconds"] > 0
     assert first["feedback"] and first["generate_seconds"] == 0.5
     assert [a["prompt_tokens"] for a in record["attempts"]] == [100, 300]

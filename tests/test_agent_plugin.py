@@ -68,22 +68,22 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
 def test_item_timeout_is_an_error_with_a_record(humanfix_pytester):
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK}",
-        "--humanfix-timeout=60", "--humanfix-item-timeout=2")
+        "--humanfix-timeout=60", "--humanfix-item-timeout=5")
     result.assert_outcomes(failed=1, errors=1)
     got = records(humanfix_pytester)
     assert got["Python/0"]["outcome"] == "unfixed"
     timed_out = got[LOOPING_TASK]
     assert timed_out["outcome"] == "error" and "item timeout fired" in timed_out["error"]
-    assert "Timeout (>2.0s)" in timed_out["error"]
+    assert "Timeout (>5.0s)" in timed_out["error"]
     result.stdout.fnmatch_lines(["*fixed 0, not fixed 1, errors 1*"])
 
 
 def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester):
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task={LOOPING_TASK}", "--humanfix-timeout=60",
-        "--humanfix-item-timeout=120", "--timeout=2")
+        "--humanfix-item-timeout=120", "--timeout=5")
     result.assert_outcomes(errors=1)
-    assert "Timeout (>2.0s)" in records(humanfix_pytester)[LOOPING_TASK]["error"]
+    assert "Timeout (>5.0s)" in records(humanfix_pytester)[LOOPING_TASK]["error"]
 
 
 def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanfix_pytester):
@@ -91,7 +91,7 @@ def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanf
     controller writes an error record for the item it died on."""
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK},Python/1",
-        "--humanfix-timeout=60", "--timeout=2", "--timeout-method=thread", "-n", "1")
+        "--humanfix-timeout=20", "--timeout=10", "--timeout-method=thread", "-n", "1")
     result.stdout.fnmatch_lines([f"*worker 'gw0' crashed while running*{LOOPING_TASK.replace('/', '_')}*"])
     got = records(humanfix_pytester)
     assert set(got) == {"Python/0", LOOPING_TASK, "Python/1"}
