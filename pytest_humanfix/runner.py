@@ -71,14 +71,13 @@ class Runner:
 
     def preload(self) -> None:
         """Do the one-off work of a process before its first task's timer starts: load the
-        model (a failure is remembered, and every task reports it), probe the sandbox, build
-        the agent's graph."""
-        try:
-            self.model()
-        except ModelLoadError:
-            pass
-        self.sandbox
-        repair_graph()
+        model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
+        `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
+        for warm_up in (self.model, lambda: self.sandbox, repair_graph):
+            try:
+                warm_up()
+            except Exception:
+                pass
 
     def evaluate(self, task: Task) -> TaskResult:
         started = time.monotonic()

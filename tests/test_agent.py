@@ -246,3 +246,15 @@ def test_langgraph_is_not_imported_with_the_plugin():
             "print('langgraph' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies, dataset):
+    """The raw replies in the trajectory let `replay:<results.jsonl>` re-score a run."""
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
+    runner = Runner(Settings(model="first", dataset=str(dataset), iters=2), "run-3")
+    runner._model = model
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(runner.record(runner.evaluate(task))) + "\n", encoding="utf-8")
+    again, _ = run(task, load_model(f"replay:{results}"), iters=2)
+    assert statuses(again) == ["failed", "repeat", "passed"]
+    assert [a.reply for a in again.attempts] == [replies.wrong[0], replies.wrong_again, replies.fixed]

@@ -218,3 +218,17 @@ def test_check_rejects_what_the_tests_cannot_call(code, reason):
 ])
 def test_check_accepts_compatible_signatures(code):
     assert check_candidate(code, _task()) == ""
+
+
+@pytest.mark.parametrize("variant", ["tests", "docs"])
+def test_every_canonical_solution_survives_extraction_and_the_check(dataset, variant):
+    """Replying with the known fix, as a chat model would, must never be rejected or altered."""
+    from pytest_humanfix.prompts import prompt_base
+
+    for task in load_tasks(str(dataset)):
+        base = prompt_base(task, variant)
+        for reply in (fence(task.canonical_code), fence(task.canonical_solution)):
+            code = extract_code("Fixed:\n" + reply, task.entry_point, base, task.buggy_code)
+            assert check_candidate(code, task) == "", task.task_id
+            assert fingerprint(code) == fingerprint(base + task.canonical_solution) or \
+                fingerprint(code) == fingerprint(task.canonical_code), task.task_id
