@@ -20,6 +20,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     settings_mod.add_options(parser)
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    settings = settings_mod.Settings.from_config(config)
+    if not settings.active:
+        return None
+    from .devices import auto_num_workers
+
+    return auto_num_workers(settings)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     settings = settings_mod.Settings.from_config(config)

@@ -36,6 +36,8 @@ class Runner:
         self.run_id = run_id
         self._model: Model | None = None
         self._model_error: str | None = None
+        # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
+        self.device: str | None = None
 
     @functools.cached_property
     def all_tasks(self) -> list[Task]:
@@ -59,13 +61,16 @@ class Runner:
 
     def model(self) -> Model:
         if self._model_error is not None:
-            raise ModelLoadError(self._model_error)
+            # The first task carried the full reason; the rest say it briefly, at once.
+            raise ModelLoadError(f"model {self.settings.model!r} failed to load earlier in "
+                                 "this process (not retried); see the first error or the summary")
         if self._model is None:
             try:
-                self._model = load_model(self.settings.model)
+                self._model = load_model(self.settings.model, self.settings)
             except Exception as exc:
-                self._model_error = f"model {self.settings.model!r} failed to load: " \
-                                    f"{type(exc).__name__}: {exc}"
+                reason = str(exc) if isinstance(exc, ModelLoadError) else \
+                    f"{type(exc).__name__}: {exc}"
+                self._model_error = f"model {self.settings.model!r} failed to load: {reason}"
                 raise ModelLoadError(self._model_error) from exc
         return self._model
 
@@ -103,5 +108,7 @@ class Runner:
             "dataset_hash": self.dataset_hash,
             "sandbox": self.sandbox.layer if "sandbox" in self.__dict__ else None,
             "worker": worker_id(),
+            "device": self.device,
+            "model_error": self._model_error,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

@@ -8,12 +8,14 @@ registered only in the controller (the process without `workerinput`): it alone 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .dataset import DatasetError
+from .devices import DeviceError, DevicePool, pin, run_devices
 from .models import ModelSpecError, check_spec
 from .report import JsonlWriter, ReportError, summarize, summary_lines
 from .runner import Runner, new_run_id
@@ -24,20 +26,37 @@ def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def is_distributing(config: pytest.Config) -> bool:
+    """This process is an xdist controller: it hands out tasks and devices, runs nothing."""
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def own_device(config: pytest.Config, devices: DevicePool) -> str | None:
+    """The GPU this process runs the model on: a worker's is the controller's pick, a run without
+    xdist takes the first; an xdist controller runs no model and takes none."""
+    if is_worker(config):
+        return config.workerinput.get("humanfix_device")
+    return None if is_distributing(config) else devices.acquire("main")
+
+
 def start(config: pytest.Config, settings: Settings) -> Runner:
     run_id = config.workerinput["humanfix_run_id"] if is_worker(config) else new_run_id()
     runner = Runner(settings, run_id)
     try:
-        check_spec(settings.model)
+        check_spec(settings.model, settings)
         runner.tasks  # loads and validates the dataset now, not at the first item
-    except (ModelSpecError, DatasetError) as exc:
+        devices = DevicePool([] if is_worker(config) else run_devices(settings))
+        runner.device = own_device(config, devices)
+        if runner.device is not None:
+            pin(runner.device)
+    except (ModelSpecError, DatasetError, DeviceError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", "humanfix: a HumanEvalFix repair task (pytest-humanfix)")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: collect the tasks only, not the project's own tests.
         config.args = [str(config.invocation_params.dir)]
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(run_id), "humanfix-xdist")
+        config.pluginmanager.register(XdistHooks(run_id, devices), "humanfix-xdist")
     if not is_worker(config):
         if not config.option.xmlpath:
             config.option.xmlpath = str(Path(settings.report_dir) / "junit.xml")
@@ -53,11 +72,16 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
 class XdistHooks:
     """Registered only when pytest-xdist is installed; sends run state to the workers."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, devices: DevicePool) -> None:
         self.run_id = run_id
+        self.devices = devices
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["humanfix_run_id"] = self.run_id
+        node.workerinput["humanfix_device"] = self.devices.acquire(node.gateway.id)
+
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        self.devices.release(node.gateway.id)
 
 
 class Controller:
@@ -107,6 +131,11 @@ class Controller:
                               self.files())
         for line in lines:
             terminalreporter.write_line(line)
+        # One line per distinct load failure, however many tasks and workers it stopped.
+        failures = Counter(r["model_error"] for r in self.records if r.get("model_error"))
+        for error, count in failures.items():
+            terminalreporter.write_line(
+                f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()

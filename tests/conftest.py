@@ -39,3 +39,11 @@ def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
     pytester.makeini("[pytest]\n")
     monkeypatch.setenv("HUMANFIX_DATASET", str(dataset))
     return pytester
+
+
+@pytest.fixture
+def no_outer_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No CUDA_VISIBLE_DEVICES around the test, and whatever a run sets there undone after."""
+    # Setting before deleting makes monkeypatch restore the original state, even "unset".
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")

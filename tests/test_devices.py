@@ -1,0 +1,184 @@
+"""GPU assignment for xdist workers: the pure rules, then real runs with --humanfix-devices."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.devices import (DeviceError, DevicePool, auto_num_workers, nvidia_smi_gpus,
+                                     parse_visible, pin, resolve_requested, run_devices,
+                                     visible_gpus)
+from pytest_humanfix.settings import Settings
+
+
+def no_gpu_listing() -> list[str]:
+    raise AssertionError("GPUs must not be looked for here")
+
+
+@pytest.mark.parametrize("value, devices", [
+    ("0,1", ["0", "1"]), (" 2 , 3 ", ["2", "3"]), ("", []), ("-1", []), ("2,-1,3", ["2"]),
+    ("GPU-8f2c,MIG-1a", ["GPU-8f2c", "MIG-1a"]),
+])
+def test_cuda_visible_devices_read_as_cuda_reads_it(value: str, devices: list[str]) -> None:
+    assert parse_visible(value) == devices
+
+
+def test_outer_cuda_visible_devices_wins_over_the_gpu_listing() -> None:
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "5,7"}, no_gpu_listing) == ["5", "7"]
+    assert visible_gpus({}, lambda: ["0", "1", "2"]) == ["0", "1", "2"]
+
+
+def test_nvidia_smi_listing_is_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: GPU-a)'\n"
+                    "echo '  MIG 1g.10gb Device 0: (UUID: MIG-b)'\n"
+                    "echo 'GPU 1: NVIDIA H100 (UUID: GPU-c)'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert nvidia_smi_gpus() == ["0", "1"]
+    fake.unlink()
+    assert nvidia_smi_gpus() == []
+
+
+def test_requested_devices_pass_through_without_an_outer_restriction() -> None:
+    assert resolve_requested(("0", "1"), None) == ["0", "1"]
+
+
+def test_requested_devices_count_within_an_outer_restriction() -> None:
+    # As torch numbers them: under CUDA_VISIBLE_DEVICES=2,3, device 1 is physical GPU 3.
+    assert resolve_requested(("1", "0"), ["2", "3"]) == ["3", "2"]
+    assert resolve_requested(("GPU-b",), ["GPU-a", "GPU-b"]) == ["GPU-b"]
+    with pytest.raises(DeviceError, match="leaves 2 GPU\\(s\\), numbered 0 to 1"):
+        resolve_requested(("2",), ["2", "3"])
+
+
+def test_a_device_named_twice_is_refused() -> None:
+    with pytest.raises(DeviceError, match="names 0 more than once"):
+        resolve_requested(("0", "1", "0"), None)
+
+
+def test_run_devices_for_each_kind_of_model() -> None:
+    given = Settings(model="canonical", devices=("0", "1"))
+    assert run_devices(given, {}, no_gpu_listing) == ["0", "1"]
+    # A control or a server needs no GPU in the workers, so none is looked for.
+    assert run_devices(Settings(model="canonical"), {}, no_gpu_listing) == []
+    assert run_devices(Settings(model="openai:m"), {}, no_gpu_listing) == []
+    assert run_devices(Settings(model="qwen"), {}, lambda: ["0", "1"]) == ["0", "1"]
+    assert run_devices(Settings(model="qwen"), {"CUDA_VISIBLE_DEVICES": "3"}, no_gpu_listing) \
+        == ["3"]
+    assert run_devices(Settings(model="qwen"), {}, lambda: []) == []
+
+
+def test_auto_workers_is_one_per_gpu() -> None:
+    assert auto_num_workers(Settings(model="qwen"), {}, lambda: ["0", "1", "2", "3"]) == 4
+    # No GPU, or a bad option (reported when the run starts): xdist picks, one per CPU.
+    assert auto_num_workers(Settings(model="qwen"), {}, lambda: []) is None
+    assert auto_num_workers(Settings(model="qwen", devices=("0", "0")), {}, no_gpu_listing) \
+        is None
+
+
+def test_pool_spreads_workers_and_reuses_a_crashed_workers_gpu() -> None:
+    # Three GPUs for two workers, so that a GPU never given back would show: the replacement
+    # would take the spare GPU 2 instead of the crashed worker's GPU 0.
+    pool = DevicePool(["0", "1", "2"])
+    assert pool.acquire("gw0") == "0"
+    assert pool.acquire("gw1") == "1"
+    assert pool.acquire("gw0") == "0"  # asking again changes nothing
+    pool.release("gw0")  # gw0 crashed
+    assert pool.acquire("gw2") == "0"  # its replacement takes the freed GPU
+    assert pool.acquire("gw3") == "2"
+    assert pool.acquire("gw4") == "0"  # more workers than GPUs: they share, evenly
+    assert DevicePool([]).acquire("gw0") is None
+
+
+def test_pin_sets_the_variable_before_cuda_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    environ: dict[str, str] = {}
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: False))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    pin("1", environ)
+    assert environ == {"CUDA_VISIBLE_DEVICES": "1"}
+    fake_torch.cuda.is_initialized = lambda: True
+    with pytest.raises(DeviceError, match="CUDA was initialised"):
+        pin("0", {})
+
+
+def read_records(pytester: pytest.Pytester) -> list[dict]:
+    path = pytester.path / "reports" / "humanfix.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+CRASHING_CONFTEST = """
+import os
+from pathlib import Path
+
+def pytest_configure(config):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        # What the worker's CUDA sees, after pytest-humanfix pinned it.
+        Path("seen-" + worker).write_text(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+
+def pytest_runtest_setup(item):
+    if os.environ.get("PYTEST_XDIST_WORKER") == "gw0":
+        os._exit(1)
+"""
+
+
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_replacement_of_a_crashed_worker_takes_its_gpu(humanfix_pytester: pytest.Pytester) -> None:
+    humanfix_pytester.makeconftest(CRASHING_CONFTEST)
+    # A spare third GPU: a replacement given a fresh GPU rather than the freed one would get 2.
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "4",
+                                         "-n", "2", "--humanfix-devices", "0,1,2")
+    result.stdout.fnmatch_lines(["*replacing crashed worker gw0*"])
+    seen = {path.name.removeprefix("seen-"): path.read_text()
+            for path in humanfix_pytester.path.glob("seen-gw*")}
+    assert seen["gw0"] == "0" and seen["gw1"] == "1"
+    assert seen["gw2"] == "0"
+    records = read_records(humanfix_pytester)
+    assert {r["device"] for r in records if r["worker"] == "gw1"} <= {"1"}
+    assert {r["device"] for r in records if r["worker"] == "gw2"} <= {"0"}
+    assert {r["worker"] for r in records} <= {"gw1", "gw2"}
+
+
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_auto_starts_one_worker_per_device(humanfix_pytester: pytest.Pytester) -> None:
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "3",
+                                         "-n", "auto", "--humanfix-devices", "0,1,2")
+    result.stdout.fnmatch_lines(["*3 workers [[]3 items[]]*"])
+    records = read_records(humanfix_pytester)
+    assert sorted(r["device"] for r in records) == ["0", "1", "2"]
+    assert len({(r["worker"], r["device"]) for r in records}) == 3
+
+
+def test_outer_restriction_is_respected(humanfix_pytester: pytest.Pytester,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "2",
+                                         "-n", "2", "--humanfix-devices", "1,0")
+    result.assert_outcomes(passed=2)
+    assert {r["worker"]: r["device"] for r in read_records(humanfix_pytester)} \
+        == {"gw0": "6", "gw1": "4"}
+
+
+def test_bad_device_is_a_short_usage_error(humanfix_pytester: pytest.Pytester,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "-n", "2",
+                                         "--humanfix-devices", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--humanfix-devices 2 is not visible" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_a_run_without_xdist_takes_the_first_device(humanfix_pytester: pytest.Pytester) -> None:
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1",
+                                         "--humanfix-devices", "1,0")
+    result.assert_outcomes(passed=1)
+    assert [r["device"] for r in read_records(humanfix_pytester)] == ["1"]
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # undone by no_outer_cuda afterwards

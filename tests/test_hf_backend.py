@@ -1,0 +1,156 @@
+"""The transformers backend on the tiny random model, alone and through pytest with two workers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import types
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix import hf_backend
+from pytest_humanfix.hf_backend import TransformersModel, decoding_kwargs, torch_dtype
+from pytest_humanfix.settings import Settings
+
+QWEN3_LIKE_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}"
+)
+MESSAGES = [{"role": "user", "content": "Fix bugs in has_close_elements."}]
+
+
+@pytest.fixture(scope="module")
+def task(dataset: Path):
+    return load_tasks(str(dataset))[0]
+
+
+def tiny(tiny_model: Path, **settings) -> TransformersModel:
+    return TransformersModel(str(tiny_model), str(tiny_model),
+                             Settings(model=str(tiny_model), **settings))
+
+
+def test_greedy_at_temperature_zero_and_plain_sampling_otherwise() -> None:
+    assert decoding_kwargs(Settings(max_new_tokens=7)) == {
+        "max_new_tokens": 7, "repetition_penalty": 1.0, "do_sample": False}
+    assert decoding_kwargs(Settings(temperature=0.2)) == {
+        "max_new_tokens": 512, "repetition_penalty": 1.0, "do_sample": True,
+        "temperature": 0.2, "top_p": 1.0, "top_k": 0}
+
+
+def test_bf16_on_cuda_and_fp32_on_cpu() -> None:
+    import torch
+
+    assert torch_dtype(torch, "cuda") is torch.bfloat16
+    assert torch_dtype(torch, "cpu") is torch.float32
+
+
+def test_workers_share_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = []
+    fake_torch = types.SimpleNamespace(set_num_threads=threads.append)
+    monkeypatch.setattr(hf_backend.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    hf_backend._share_cpus(fake_torch)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    hf_backend._share_cpus(fake_torch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # the user's own choice is left alone
+    hf_backend._share_cpus(fake_torch)
+    assert threads == [2, 8]
+
+
+def test_generation_counts_tokens_and_time(tiny_model: Path, task) -> None:
+    model = tiny(tiny_model, max_new_tokens=12)
+    assert model.device == "cpu" and str(model.model.dtype) == "torch.float32"
+    reply = model.generate(MESSAGES, task)
+    prompt = model.tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True,
+                                                 return_dict=False)
+    assert reply.prompt_tokens == len(prompt)
+    assert 1 <= reply.completion_tokens <= 12
+    assert reply.seconds > 0
+    # Greedy: the same conversation gets the same reply.
+    assert model.generate(MESSAGES, task).text == reply.text
+
+
+def test_sampling_follows_the_seed(tiny_model: Path, task) -> None:
+    def first_reply(seed: int) -> str:
+        return tiny(tiny_model, max_new_tokens=16, temperature=1.0, seed=seed) \
+            .generate(MESSAGES, task).text
+
+    assert first_reply(3) == first_reply(3)
+    assert first_reply(3) != first_reply(4)
+
+
+def test_thinking_is_turned_off_in_the_chat_template(tiny_model: Path) -> None:
+    model = tiny(tiny_model)
+    model.tokenizer.chat_template = QWEN3_LIKE_TEMPLATE
+    prompt = model.tokenizer.decode(model.prompt_ids(MESSAGES)["input_ids"][0])
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+def read_records(pytester: pytest.Pytester) -> list[dict]:
+    path = pytester.path / "reports" / "humanfix.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_tiny_model_under_xdist_on_two_devices(humanfix_pytester: pytest.Pytester,
+                                               tiny_model: Path) -> None:
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", str(tiny_model), "--humanfix-max", "3", "-n", "2",
+        "--humanfix-devices", "0,1", "--humanfix-max-new-tokens", "16")
+    records = read_records(humanfix_pytester)
+    assert len(records) == 3
+    # A random model fixes nothing, but every task is scored: no harness error.
+    assert all(r["outcome"] in ("fixed", "unfixed") for r in records), \
+        [r["error"] for r in records]
+    result.assert_outcomes(failed=Counter(r["outcome"] for r in records)["unfixed"],
+                           passed=Counter(r["outcome"] for r in records)["fixed"])
+    for record in records:
+        assert record["tokens"]["prompt"] > 100
+        assert 1 <= record["tokens"]["completion"] <= 16
+        assert record["attempts"][0]["completion_tokens"] == record["tokens"]["completion"]
+        assert record["model_error"] is None
+    devices = {r["worker"]: r["device"] for r in records}
+    assert sorted(devices) == ["gw0", "gw1"]
+    assert sorted(devices.values()) == ["0", "1"]
+
+
+@pytest.fixture
+def weightless_model(tiny_model: Path, tmp_path: Path) -> Path:
+    """The tiny model's folder without its weights: it passes the spec check, then cannot load."""
+    folder = tmp_path / "weightless"
+    shutil.copytree(tiny_model, folder, ignore=shutil.ignore_patterns("*.safetensors"))
+    return folder
+
+
+def test_a_model_that_cannot_load_is_reported_once(humanfix_pytester: pytest.Pytester,
+                                                   weightless_model: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # this run must not pin the test process
+    loads = []
+    real_init = TransformersModel.__init__
+
+    def counted_init(self, *args):
+        loads.append(args)
+        real_init(self, *args)
+
+    monkeypatch.setattr(TransformersModel, "__init__", counted_init)
+    result = humanfix_pytester.runpytest("--humanfix-model", str(weightless_model),
+                                         "--humanfix-max", "3")
+    result.assert_outcomes(errors=3)
+    assert len(loads) == 1
+    records = read_records(humanfix_pytester)
+    assert [r["outcome"] for r in records] == ["error"] * 3
+    assert "no file named model.safetensors" in records[0]["error"]
+    assert all("not retried" in r["error"] for r in records[1:])
+    assert len({r["model_error"] for r in records}) == 1
+    failed_lines = [line for line in result.stdout.lines if "MODEL LOAD FAILED" in line]
+    assert len(failed_lines) == 1
+    assert "3 task(s) errored without retrying" in failed_lines[0]
+    assert "no file named model.safetensors" in failed_lines[0]

@@ -1,0 +1,127 @@
+"""Model specs: what each spec resolves to, and the errors for specs that name nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.models import (ALIASES, ModelSpecError, ResolvedSpec, check_spec,
+                                    load_model, resolve_spec)
+from pytest_humanfix.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("alias, hub_id", [
+    ("qwen", "Qwen/Qwen2.5-0.5B-Instruct"),
+    ("qwen-coder", "Qwen/Qwen2.5-Coder-0.5B-Instruct"),
+    ("qwen3-0.6b", "Qwen/Qwen3-0.6B"),
+    ("deepseek-coder-1.3b", "deepseek-ai/deepseek-coder-1.3b-instruct"),
+])
+def test_aliases_name_their_hub_models(alias: str, hub_id: str) -> None:
+    assert resolve_spec(alias) == ResolvedSpec("transformers", hub_id)
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("canonical", ResolvedSpec("control", "canonical")),
+    ("buggy", ResolvedSpec("control", "buggy")),
+    ("bigcode/starcoder2-3b", ResolvedSpec("transformers", "bigcode/starcoder2-3b")),
+    ("openai:gpt-4o-mini", ResolvedSpec("openai", "gpt-4o-mini")),
+    ("openai:Qwen/Qwen2.5-0.5B-Instruct", ResolvedSpec("openai", "Qwen/Qwen2.5-0.5B-Instruct")),
+    ("replay:/data/replies.jsonl", ResolvedSpec("replay", "/data/replies.jsonl")),
+])
+def test_specs_resolve_to_their_backend(spec: str, expected: ResolvedSpec) -> None:
+    assert resolve_spec(spec) == expected
+
+
+def test_a_local_folder_is_a_transformers_model(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    assert resolve_spec(str(tmp_path)) == ResolvedSpec("transformers", str(tmp_path.resolve()))
+
+
+def test_a_folder_without_config_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelSpecError, match="has no config.json"):
+        resolve_spec(str(tmp_path))
+
+
+@pytest.mark.parametrize("spec", ["./no/such/folder", "/no/such/folder", "a/b/c", "org/na me"])
+def test_a_path_that_is_no_folder_is_refused(spec: str) -> None:
+    with pytest.raises(ModelSpecError, match="no model folder at"):
+        resolve_spec(spec)
+
+
+def test_unknown_alias_lists_the_known_ones() -> None:
+    with pytest.raises(ModelSpecError) as error:
+        resolve_spec("qwne")
+    message = str(error.value)
+    assert "unknown model 'qwne'" in message
+    assert "Did you mean qwen?" in message
+    for alias, hub_id in ALIASES.items():
+        assert f"{alias} ({hub_id})" in message
+    for other in ("canonical", "buggy", "openai:<model>", "replay:<file.jsonl>"):
+        assert other in message
+
+
+def test_openai_needs_a_model_name() -> None:
+    with pytest.raises(ModelSpecError, match="openai: needs the served model's name"):
+        resolve_spec("openai:")
+
+
+def test_openai_spec_dispatches_to_the_openai_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = []
+    fake = types.ModuleType("pytest_humanfix.openai_backend")
+    fake.OpenAIModel = lambda *args: made.append(args) or "model"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pytest_humanfix.openai_backend", fake)
+    settings = Settings(model="openai:tiny")
+    assert load_model("openai:tiny", settings) == "model"
+    assert made == [("openai:tiny", "tiny", settings)]
+
+
+def test_check_spec_reads_a_replay_file(tmp_path: Path) -> None:
+    bad = tmp_path / "replies.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(ModelSpecError, match="line 1 is not JSON"):
+        check_spec(f"replay:{bad}", Settings())
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"task_id": "Python/0", "completion": "x"}) + "\n")
+    check_spec(f"replay:{good}", Settings())
+
+
+def test_check_spec_loads_no_weights_and_reaches_no_hub(tmp_path: Path) -> None:
+    # A folder with a config but no weights passes: weights are the workers' business.
+    (tmp_path / "config.json").write_text("{}")
+    program = (
+        "import sys\n"
+        "from pytest_humanfix.models import check_spec\n"
+        "from pytest_humanfix.settings import Settings\n"
+        f"for spec in ['qwen', 'Qwen/Qwen3-0.6B', {str(tmp_path)!r}, 'openai:m']:\n"
+        "    check_spec(spec, Settings(model=spec))\n"
+        "heavy = {'torch', 'transformers', 'huggingface_hub', 'openai'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+
+
+def test_unknown_model_is_a_short_usage_error(humanfix_pytester: pytest.Pytester) -> None:
+    result = humanfix_pytester.runpytest("--humanfix-model", "qwne")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = result.stderr.str()
+    assert "unknown model 'qwne'" in errors and "qwen-coder (Qwen/" in errors
+    assert "Traceback" not in errors + result.stdout.str()
+    assert len(errors.strip().splitlines()) <= 2
+
+
+def test_folder_without_config_is_a_usage_error(humanfix_pytester: pytest.Pytester,
+                                                tmp_path: Path) -> None:
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    result = humanfix_pytester.runpytest("--humanfix-model", str(empty))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "has no config.json" in result.stderr.str()
