@@ -32,7 +32,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=40)
     args = parser.parse_args()
     tasks = load_tasks(str(args.dataset))[: args.tasks]
-    sandbox, model, settings = ProcessSandbox(), load_model("canonical"), Settings()
+    settings = Settings()
+    sandbox, model = ProcessSandbox(), load_model("canonical", settings)
     repair_graph()  # the one-off import and compile is not per task
 
     started = time.perf_counter()

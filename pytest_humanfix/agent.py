@@ -99,7 +99,8 @@ def propose(state: RepairState, runtime: Any) -> dict[str, Any]:
 def check(state: RepairState, runtime: Any) -> dict[str, Any]:
     ctx: RepairContext = runtime.context
     *earlier, latest = state["attempts"]
-    reason = check_candidate(latest.code, ctx.task)
+    empty = latest.code.startswith(ctx.base) and not latest.code[len(ctx.base):].strip()
+    reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
     if reason:
         return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
     key = fingerprint(latest.code)

@@ -44,6 +44,7 @@ class Replies:
         self.wrong_again = fenced(task.buggy_code.replace(
             "distance = elem - elem2", "distance = (elem - elem2 - 1)  # subtract one"))
         self.syntax_error = fenced(f"def {task.entry_point}(numbers, threshold)\n    return False\n")
+        self.no_code = "<think>\nThe tests are long; I ran out of tokens before answering.\n</think>\n"
         self.bad_signature = fenced(f"def {task.entry_point}(numbers):\n    return False\n")
         # Passes the two docstring examples, fails the hidden tests.
         self.examples_only = fenced(task.declaration + "    return threshold < 0.4\n")
@@ -82,7 +83,7 @@ def replay(tmp_path: Path, task_id: str, completions: list[str]) -> Recording:
     with path.open("a", encoding="utf-8") as handle:
         for completion in completions:
             handle.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
-    return Recording(load_model(f"replay:{path}"))
+    return Recording(load_model(f"replay:{path}", Settings()))
 
 
 def run(task, model, sandbox=None, **settings):
@@ -122,7 +123,8 @@ def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replie
 
 
 @pytest.mark.parametrize("shape, reason", [("syntax_error", "syntax error"),
-                                           ("bad_signature", "does not match")])
+                                           ("bad_signature", "does not match"),
+                                           ("no_code", "holds no code")])
 def test_reply_failing_the_check_costs_a_round_and_is_told_why(tmp_path, task, replies, shape,
                                                                reason):
     model = replay(tmp_path, TASK_ID, [getattr(replies, shape), replies.fixed])
@@ -255,6 +257,6 @@ def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies,
     runner._model = model
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps(runner.record(runner.evaluate(task))) + "\n", encoding="utf-8")
-    again, _ = run(task, load_model(f"replay:{results}"), iters=2)
+    again, _ = run(task, load_model(f"replay:{results}", Settings()), iters=2)
     assert statuses(again) == ["failed", "repeat", "passed"]
     assert [a.reply for a in again.attempts] == [replies.wrong[0], replies.wrong_again, replies.fixed]
