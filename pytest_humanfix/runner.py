@@ -36,6 +36,7 @@ class Runner:
         self.run_id = run_id
         self._model: Model | None = None
         self._model_error: str | None = None
+        self._load_error_unreported = False
         # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
         self.device: str | None = None
 
@@ -61,6 +62,9 @@ class Runner:
 
     def model(self) -> Model:
         if self._model_error is not None:
+            if self._load_error_unreported:  # the load failed in `preload`, before any task
+                self._load_error_unreported = False
+                raise ModelLoadError(self._model_error)
             # The first task carried the full reason; the rest say it briefly, at once.
             raise ModelLoadError(f"model {self.settings.model!r} failed to load earlier in "
                                  "this process (not retried); see the first error or the summary")
@@ -78,7 +82,12 @@ class Runner:
         """Do the one-off work of a process before its first task's timer starts: load the
         model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
         `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
-        for warm_up in (self.model, lambda: self.sandbox, repair_graph):
+        if self._model is None and self._model_error is None:
+            try:
+                self.model()
+            except ModelLoadError:
+                self._load_error_unreported = True
+        for warm_up in (lambda: self.sandbox, repair_graph):
             try:
                 warm_up()
             except Exception:

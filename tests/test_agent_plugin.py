@@ -107,3 +107,29 @@ def test_item_timeout_is_derived_from_the_budget():
     assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) == 3 * 310 + 10
     assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) == 6 * 25 + 10
     assert item_timeout(Settings(iters=5, item_timeout=42.0)) == 42.0
+
+
+SLOW_LOAD_CONFTEST = """
+import time
+import pytest_humanfix.runner as runner_module
+
+real_load = runner_module.load_model
+
+def slow_load(spec, settings):
+    time.sleep(4)
+    return real_load(spec, settings)
+
+def pytest_configure(config):
+    runner_module.load_model = slow_load
+
+def pytest_unconfigure(config):
+    runner_module.load_model = real_load
+"""
+
+
+def test_model_load_does_not_count_against_the_item_timeout(humanfix_pytester):
+    humanfix_pytester.makeconftest(SLOW_LOAD_CONFTEST)
+    result = humanfix_pytester.runpytest("--humanfix-model=canonical", "--humanfix-task=Python/0",
+                                         "--humanfix-item-timeout=2")
+    result.assert_outcomes(passed=1)
+    assert records(humanfix_pytester)["Python/0"]["outcome"] == "fixed"
