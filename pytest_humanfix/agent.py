@@ -1,15 +1,40 @@
-"""The repair loop: ask the model, extract its code, execute it in the sandbox."""
+"""The repair agent: a LangGraph state machine around the model and the sandbox.
+
+    propose -> check -> execute -> (fixed or budget spent) -> finish
+                 |          |
+                 +----------+--> reflect -> propose        (while rounds are left)
+
+`propose` asks the model and extracts its code; `check` parses it and compares the entry point
+with the declaration (nothing runs), and spots a reply that repeats an earlier attempt; `execute`
+runs it in the sandbox on the tests the protocol lets the agent see during repair (the task's
+`test` in the `tests` variant, only its `example_test` in the `docs` variant); `reflect` turns
+what went wrong into the next user turn. `finish` grades the final candidate on the full hidden
+`test`, reusing an execution of the same code where there is one.
+
+`settings.iters` is the number of repair rounds after the first attempt: the model is asked at
+most `iters + 1` times. A rejected or repeated reply costs its round like any other.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
 import time
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
+from . import prompts
 from .dataset import Task
-from .extract import extract_code
+from .extract import extract_code, fingerprint
 from .models import Model
+from .precheck import check_candidate
 from .results import Attempt, TaskResult
-from .sandbox import ProcessSandbox, build_program
+from .sandbox import ProcessSandbox, Verdict, build_program
+from .settings import Settings
+
+# Graph steps one round can take (propose, check, execute, reflect), and finish once.
+STEPS_PER_ROUND = 4
 
 
 def unified_diff(before: str, after: str) -> str:
@@ -18,27 +43,179 @@ def unified_diff(before: str, after: str) -> str:
         fromfile="buggy", tofile="candidate"))
 
 
-def repair_messages(task: Task) -> list[dict[str, str]]:
-    user = (f"{task.declaration}{task.buggy_solution}\n\n{task.test}\n\n"
-            f"Fix bugs in {task.entry_point}.")
-    return [{"role": "user", "content": user}]
+def recursion_limit(iters: int) -> int:
+    return STEPS_PER_ROUND * (iters + 1) + 1
 
 
-def repair(task: Task, model: Model, sandbox: ProcessSandbox) -> TaskResult:
-    started = time.monotonic()
-    begin = time.monotonic()
-    generation = model.generate(repair_messages(task), task)
-    generate_seconds = generation.seconds or time.monotonic() - begin
-    code = extract_code(generation.text, task.entry_point, task.declaration)
-    verdict = sandbox.run(build_program(code, task.test, task.test_setup))
-    diff = unified_diff(task.buggy_code, code)
-    attempt = Attempt(code=code, diff=diff, verdict=verdict.to_dict(),
+@dataclass(frozen=True)
+class RepairContext:
+    """What stays fixed while one task is repaired (LangGraph's run-scoped context)."""
+
+    task: Task
+    model: Model
+    sandbox: ProcessSandbox
+    settings: Settings
+
+    @property
+    def base(self) -> str:
+        return prompts.prompt_base(self.task, self.settings.variant)
+
+    @property
+    def round_tests(self) -> tuple[str, str]:
+        """(name, code) of the tests the agent may run during repair."""
+        if self.settings.variant == "docs":
+            return "example_test", self.task.example_test
+        return "test", self.task.test
+
+
+class RepairState(TypedDict):
+    messages: list[dict[str, str]]  # the chat so far, ending with a user turn before `propose`
+    attempts: list[Attempt]         # one per reply, in order
+    rounds_left: int                # replies still allowed after the latest one
+    result: TaskResult | None       # set by `finish`
+
+
+def _replace_last(attempts: list[Attempt], **changes: Any) -> list[Attempt]:
+    return [*attempts[:-1], dataclasses.replace(attempts[-1], **changes)]
+
+
+def _run(ctx: RepairContext, code: str, tests: str) -> Verdict:
+    return ctx.sandbox.run(build_program(code, tests, ctx.task.test_setup))
+
+
+def propose(state: RepairState, runtime: Any) -> dict[str, Any]:
+    ctx: RepairContext = runtime.context
+    began = time.monotonic()
+    generation = ctx.model.generate(state["messages"], ctx.task)
+    seconds = generation.seconds or time.monotonic() - began
+    code = extract_code(generation.text, ctx.task.entry_point, ctx.base, ctx.task.buggy_code)
+    attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
                       prompt_tokens=generation.prompt_tokens,
                       completion_tokens=generation.completion_tokens,
-                      generate_seconds=round(generate_seconds, 4),
-                      execute_seconds=verdict.seconds)
-    return TaskResult(
-        task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
-        outcome="fixed" if verdict.passed else "unfixed", code=code, diff=diff,
-        verdict=verdict.to_dict(), failure="" if verdict.passed else verdict.first_failure(),
-        attempts=[attempt], seconds=round(time.monotonic() - started, 4))
+                      generate_seconds=round(seconds, 4), reply=generation.text)
+    return {"attempts": [*state["attempts"], attempt], "rounds_left": state["rounds_left"] - 1}
+
+
+def check(state: RepairState, runtime: Any) -> dict[str, Any]:
+    ctx: RepairContext = runtime.context
+    *earlier, latest = state["attempts"]
+    empty = latest.code.startswith(ctx.base) and not latest.code[len(ctx.base):].strip()
+    reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
+    if reason:
+        return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
+    key = fingerprint(latest.code)
+    for number, attempt in enumerate(earlier, 1):
+        if attempt.status in ("passed", "failed") and fingerprint(attempt.code) == key:
+            return {"attempts": _replace_last(state["attempts"], status="repeat", repeat_of=number)}
+    return {}
+
+
+def execute(state: RepairState, runtime: Any) -> dict[str, Any]:
+    ctx: RepairContext = runtime.context
+    name, tests = ctx.round_tests
+    verdict = _run(ctx, state["attempts"][-1].code, tests)
+    return {"attempts": _replace_last(
+        state["attempts"], status="passed" if verdict.passed else "failed", tests=name,
+        verdict=verdict.to_dict(), execute_seconds=verdict.seconds)}
+
+
+def _failure_of(attempt: Attempt) -> str:
+    verdict = attempt.verdict
+    return Verdict(**verdict).first_failure() if verdict else ""
+
+
+def reflect(state: RepairState, runtime: Any) -> dict[str, Any]:
+    ctx: RepairContext = runtime.context
+    attempts = state["attempts"]
+    latest = attempts[-1]
+    if latest.status == "rejected":
+        feedback = prompts.rejection_feedback(ctx.task, latest.check)
+    elif latest.status == "repeat":
+        feedback = prompts.repeat_feedback(
+            ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]))
+    else:
+        feedback = prompts.failure_feedback(ctx.task, _failure_of(latest),
+                                            example_only=latest.tests == "example_test")
+    messages = [*state["messages"], {"role": "assistant", "content": latest.reply},
+                {"role": "user", "content": feedback}]
+    return {"messages": messages, "attempts": _replace_last(attempts, feedback=feedback)}
+
+
+def final_candidate(attempts: list[Attempt]) -> int:
+    """Index of the attempt that is graded: the latest one that passed the check (the agent
+    would not submit code it knows cannot run), else the latest one."""
+    for index in range(len(attempts) - 1, -1, -1):
+        if attempts[index].status != "rejected":
+            return index
+    return len(attempts) - 1
+
+
+def finish(state: RepairState, runtime: Any) -> dict[str, Any]:
+    ctx: RepairContext = runtime.context
+    attempts = list(state["attempts"])
+    index = final_candidate(attempts)
+    code = attempts[index].code
+    key = fingerprint(code)
+    graded = next((a.verdict for a in attempts
+                   if a.tests == "test" and a.verdict and fingerprint(a.code) == key), None)
+    if graded is None:
+        graded = _run(ctx, code, ctx.task.test).to_dict()
+    if attempts[index].status == "":  # passed the check, not run in a round: graded only
+        attempts[index] = dataclasses.replace(attempts[index], status="graded")
+    verdict = Verdict(**graded)
+    result = TaskResult(
+        task_id=ctx.task.task_id, entry_point=ctx.task.entry_point, bug_type=ctx.task.bug_type,
+        outcome="fixed" if verdict.passed else "unfixed", code=code,
+        diff=attempts[index].diff, verdict=graded,
+        failure="" if verdict.passed else verdict.first_failure(), attempts=attempts,
+        final_attempt=index)
+    return {"result": result, "attempts": attempts}
+
+
+def after_check(state: RepairState, runtime: Any) -> str:
+    ctx: RepairContext = runtime.context
+    latest = state["attempts"][-1]
+    if latest.status in ("rejected", "repeat"):
+        return "reflect" if state["rounds_left"] > 0 else "finish"
+    if ctx.settings.variant == "docs" and (state["rounds_left"] == 0 or not ctx.round_tests[1]):
+        # Running the examples would change nothing: no round is left to act on them.
+        return "finish"
+    return "execute"
+
+
+def after_execute(state: RepairState) -> str:
+    if state["attempts"][-1].status == "passed" or state["rounds_left"] == 0:
+        return "finish"
+    return "reflect"
+
+
+@functools.cache
+def repair_graph():
+    """The compiled graph, built once per process; langgraph is imported only here."""
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(RepairState, context_schema=RepairContext)
+    graph.add_node("propose", propose)
+    graph.add_node("check", check)
+    graph.add_node("execute", execute)
+    graph.add_node("reflect", reflect)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "propose")
+    graph.add_edge("propose", "check")
+    graph.add_conditional_edges("check", after_check, ["execute", "reflect", "finish"])
+    graph.add_conditional_edges("execute", after_execute, ["reflect", "finish"])
+    graph.add_edge("reflect", "propose")
+    graph.add_edge("finish", END)
+    return graph.compile()
+
+
+def repair(task: Task, model: Model, sandbox: ProcessSandbox, settings: Settings) -> TaskResult:
+    started = time.monotonic()
+    context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings)
+    state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
+                          "attempts": [], "rounds_left": settings.iters + 1, "result": None}
+    final = repair_graph().invoke(state, {"recursion_limit": recursion_limit(settings.iters)},
+                                  context=context)
+    result = final["result"]
+    result.seconds = round(time.monotonic() - started, 4)
+    return result

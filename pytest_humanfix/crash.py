@@ -1,6 +1,7 @@
-"""A worker that dies in the middle of a task (a segfault in a native library, the OOM killer)
-must not lose the task: pytest-xdist reports the crash on the controller, which records the task
-as a harness error, so the JSONL and the summary count it and the run goes on."""
+"""A worker that dies in the middle of a task (the OOM killer, a segfault in a native library, a
+pytest-timeout 'thread' timeout) must not lose the task: xdist reports the crash to the
+controller as a report of phase "???", and the controller records the task as a harness error,
+so the JSONL and the summary count it and the run goes on with a new worker."""
 
 from __future__ import annotations
 
@@ -8,30 +9,20 @@ from typing import Any
 
 import pytest
 
-from .results import TaskResult
+from .timeouts import error_result
 
 
-class CrashRecorder:
-    """Registered on the xdist controller only, next to the `Controller` whose files it uses."""
-
-    def __init__(self, controller: Any) -> None:
-        self.controller = controller
-
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport,
-                               sched: Any) -> None:
-        runner = self.controller.runner
-        task = next((t for t in runner.tasks if crashitem.endswith("::" + t.item_name)), None)
-        if task is None:
-            return
-        gateway = getattr(getattr(report, "node", None), "gateway", None)
-        worker = getattr(gateway, "id", "?")
-        result = TaskResult(
-            task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
-            outcome="error",
-            error=f"xdist worker {worker} died while running {task.task_id} (a crash in the "
-                  "harness process itself, e.g. the OOM killer or a native library); the run "
-                  "went on with a new worker")
-        record = runner.record(result)
+def crashed_record(runner: Any, nodeid: str, report: pytest.TestReport) -> dict[str, Any] | None:
+    name = nodeid.rsplit("::", 1)[-1]
+    task = next((t for t in runner.tasks if t.item_name == name), None)
+    if task is None:
+        return None
+    worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+    record = runner.record(error_result(
+        task, f"the xdist worker running this task died while running {task.task_id} "
+              f"({report.longrepr}): a crash of the harness process itself, e.g. the OOM "
+              "killer, a native library, or a pytest-timeout 'thread' timeout. The task is not "
+              "scored; the run went on with a new worker."))
+    if worker:
         record["worker"] = worker
-        self.controller.writer.write(record)
-        self.controller.records.append(record)
+    return record

@@ -1,9 +1,9 @@
 """Turn a model's reply into a candidate program for the task.
 
-Small models answer in many shapes: a fenced block or bare code, a whole function or only its
-body, reasoning in `<think>` tags, the buggy and the fixed version one after the other, example
-calls and echoed tests after the function. This keeps what defines the solution (imports,
-helpers, the entry point) and drops what would run at import time.
+Small models answer in many shapes: a fenced block or bare code between prose, a whole function
+or only its body, reasoning in `<think>` tags, the buggy and the fixed version one after the
+other, example calls and echoed tests after the function. This keeps what defines the solution
+(imports, helpers, the entry point) and drops what would run at import time.
 """
 
 from __future__ import annotations
@@ -12,42 +12,93 @@ import ast
 import re
 import textwrap
 
-_THINK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE)
-_CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.#-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)",
+                    re.DOTALL | re.MULTILINE)
+_CODE_START = re.compile(r"^(def |async def |class |import |from \S+ import |@)")
 _KEPT_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                ast.Assign, ast.AnnAssign, ast.Try)
+# Names of functions that echo the task's tests rather than solve it.
+_TEST_FUNCTIONS = re.compile(r"^(check|test_\w*|main)$")
 
 
 def strip_thinking(reply: str) -> str:
-    return _THINK.sub("", reply)
+    text = _THINK.sub("", reply)
+    # Qwen3's chat template may open the <think> block in the prompt: only the close is replied.
+    close = text.lower().rfind("</think>")
+    return text[close + len("</think>"):] if close != -1 else text
 
 
 def code_blocks(reply: str) -> list[str]:
-    return [body for _lang, body in _FENCE.findall(reply) if body.strip()]
+    """Contents of the fenced blocks that may be Python (untagged or tagged py*), in order.
+    A fence left open (the reply ran out of tokens) runs to the end of the reply."""
+    blocks = []
+    for indent, _fence, lang, body in _FENCE.findall(reply):
+        if lang and not lang.lower().startswith("py"):
+            continue
+        if indent:  # a block inside a markdown list is indented with its fence
+            body = textwrap.dedent(body)
+        if body.strip():
+            blocks.append(body)
+    return blocks
 
 
 def defines(code: str, name: str) -> bool:
     return re.search(rf"^(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
 
 
-def _bare_code(text: str) -> str:
-    match = _CODE_START.search(text)
-    return text[match.start():] if match else text
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
-def _keep_definitions(code: str, entry_point: str) -> str:
-    """Drop top-level statements that would run at import: example calls, echoed tests,
-    `__main__` blocks. Everything else, blank lines and comments included, stays as written."""
+def _code_region(text: str, entry_point: str) -> str:
+    """The longest stretch of `text` that parses and defines the entry point: drops prose
+    before and after bare code, and doctest or output lines after a function."""
+    if _parses(text):
+        return text
+    lines = text.splitlines()
+    pattern = re.compile(rf"^(async\s+)?def\s+{re.escape(entry_point)}\s*\(")
+    def_lines = [i for i, line in enumerate(lines) if pattern.match(line)]
+    if not def_lines:
+        return text
+    last_def = def_lines[-1]  # when a reply shows the buggy code first, the fix comes last
+    starts = [i for i in range(last_def + 1) if _CODE_START.match(lines[i])]
+    # A top-level statement can only end where the next unindented line begins.
+    ends = [i for i in range(len(lines), last_def, -1)
+            if i == len(lines) or (lines[i].strip() and not lines[i][0].isspace())]
+    for start in starts:
+        for end in ends:
+            segment = "\n".join(lines[start:end]) + "\n"
+            if _parses(segment):
+                return segment
+    return text
+
+
+def _calls_any(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+               for n in ast.walk(node))
+
+
+def keep_definitions(code: str, entry_point: str) -> str:
+    """Drop top-level statements that would run at import: example calls, prints, echoed tests,
+    `__main__` blocks, assignments that call the solution. Everything else, blank lines and
+    comments included, stays as written (so the diff against the buggy code stays small)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return code
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    runs_code = defined | {"print", "input"}
     dropped: set[int] = set()
     for node in tree.body:
-        is_check = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-            and node.name == "check" and node.name != entry_point
-        if is_check or not isinstance(node, _KEPT_NODES):
+        echoed_test = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            and node.name != entry_point and _TEST_FUNCTIONS.match(node.name)
+        runs = isinstance(node, (ast.Assign, ast.AnnAssign)) and _calls_any(node, runs_code)
+        if echoed_test or runs or not isinstance(node, _KEPT_NODES):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             dropped.update(range(first, node.end_lineno + 1))
     if not dropped:
@@ -56,23 +107,110 @@ def _keep_definitions(code: str, entry_point: str) -> str:
     return "\n".join(l for n, l in enumerate(lines, 1) if n not in dropped).rstrip() + "\n"
 
 
-def complete_body(body: str, declaration: str) -> str:
-    """A reply holding only the function body is completed from the task's declaration."""
-    body = textwrap.dedent(body).strip("\n")
-    return declaration + textwrap.indent(body, "    ") + "\n"
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
 
 
-def extract_code(reply: str, entry_point: str, declaration: str) -> str:
+def with_declared_helpers(code: str, declaration: str, entry_point: str) -> str:
+    """Put back what the declaration defines before the entry point (imports, helper functions
+    such as `is_palindrome` of Python/10) when the reply repeats only the entry point."""
+    try:
+        tree = ast.parse(code)
+        declared = ast.parse(declaration + "    pass\n")
+    except SyntaxError:
+        return code
+    have_names = _top_level_names(tree)
+    have_imports = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    missing = []
+    for node in declared.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
+            break
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            needed = ast.unparse(node) not in have_imports
+        else:
+            needed = not (_top_level_names(ast.Module(body=[node], type_ignores=[])) <= have_names)
+        if needed:
+            missing.append(ast.get_source_segment(declaration + "    pass\n", node, padded=False))
+    if not missing:
+        return code
+    return "\n".join(missing) + "\n\n\n" + code
+
+
+def _normalise_body(body: str) -> str:
+    lines = [re.sub(r"^\t+", lambda m: "    " * len(m.group()), line)
+             for line in body.strip("\n").splitlines()]
+    if not lines:
+        return ""
+    first, rest = lines[0], lines[1:]
+    if first[:1].isspace():
+        # BigCode's stop rule: the body ends at the first unindented line.
+        cut = next((i for i, line in enumerate(rest) if line.strip() and not line[0].isspace()), None)
+        if cut is not None:
+            rest = rest[:cut]
+    else:
+        # The first line lost its indentation (copied from the middle of a function): give it
+        # the depth at which the body parses, trying its child's depth less one level first.
+        indents = [len(line) - len(line.lstrip()) for line in rest if line.strip()]
+        if indents and min(indents) > 0:
+            tries = [indents[0] - 4, indents[0] - 2, *sorted(set(indents))]
+            for depth in (d for d in tries if d >= 0):
+                body = textwrap.dedent("\n".join([" " * depth + first, *rest]))
+                if _parses("def _():\n" + textwrap.indent(body, "    ")):
+                    return body
+    return textwrap.dedent("\n".join([first, *rest]))
+
+
+def complete_body(body: str, base: str) -> str:
+    """A reply holding only the function body is put after the prompt base (the declaration, or
+    the docstring prompt), as BigCode's post-processing does with every generation."""
+    return base + textwrap.indent(_normalise_body(body), "    ") + "\n"
+
+
+def _function_key(code: str, name: str) -> str | None:
+    """The entry point's parameters and statements, ignoring formatting and its docstring."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in reversed(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]
+            return ast.dump(node.args) + "".join(ast.dump(s) for s in body)
+    return None
+
+
+def fingerprint(code: str) -> str:
+    """Equal for programs that differ only in layout and comments: a repeated attempt."""
+    try:
+        return ast.dump(ast.parse(code))
+    except (SyntaxError, ValueError):
+        return " ".join(code.split())
+
+
+def extract_code(reply: str, entry_point: str, base: str, buggy: str = "") -> str:
+    """The candidate program in `reply`; `base` completes a reply that is only the body, and
+    `buggy` (the task's buggy code) tells a quoted original from the fix."""
     text = strip_thinking(reply)
     blocks = code_blocks(text)
-    defining = [b for b in blocks if defines(b, entry_point)]
+    defining = [_code_region(b, entry_point) for b in blocks if defines(b, entry_point)]
     if defining:
-        # The last full definition: replies often show the buggy code first, then the fix.
-        code = defining[-1]
+        buggy_key = _function_key(buggy, entry_point) if buggy else None
+        changed = [b for b in defining if _function_key(b, entry_point) != buggy_key]
+        code = (changed or defining)[-1]
     elif blocks:
-        code = max(blocks, key=len)
+        return complete_body(max(blocks, key=len), base)
+    elif defines(text, entry_point):
+        code = _code_region(text, entry_point)
     else:
-        code = _bare_code(text) if defines(text, entry_point) else text
-    if not defines(code, entry_point):
-        return complete_body(code, declaration)
-    return _keep_definitions(code, entry_point)
+        return complete_body(text, base)
+    return with_declared_helpers(keep_definitions(code, entry_point), base, entry_point)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
+from . import timeouts
 from .dataset import Task
 from .plugin import RUNNER
 from .results import TaskResult
@@ -47,7 +49,13 @@ class TaskItem(pytest.Item):
 
     def setup(self) -> None:
         runner = self.config.stash[RUNNER]
-        self.result = runner.evaluate(self.task)
+        started = time.monotonic()
+        try:
+            self.result = runner.evaluate(self.task)
+        except pytest.fail.Exception as exc:
+            if not timeouts.fired(exc):
+                raise
+            self.result = timeouts.timed_out(self.task, exc, time.monotonic() - started)
         self.humanfix_record = runner.record(self.result)
         self.user_properties.extend([
             ("task_id", self.task.task_id),

@@ -57,6 +57,19 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector):
     return None
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    # Outside pytest-timeout's own wrapper, which reads the item's timeout marker. The model
+    # loads first, so that a download never counts against one task's timeout.
+    if RUNNER in item.config.stash and hasattr(item, "task"):
+        from .timeouts import apply_item_timeout
+
+        runner = item.config.stash[RUNNER]
+        runner.preload()
+        apply_item_timeout(item, runner.settings)
+    return (yield)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield

@@ -18,6 +18,14 @@ class Attempt:
     completion_tokens: int = 0
     generate_seconds: float = 0.0
     execute_seconds: float = 0.0
+    reply: str = ""  # the model's raw reply, before extraction
+    # What the agent did with it: passed / failed (executed on `tests`), rejected (failed the
+    # check, `check` says why), repeat (same code as attempt number `repeat_of`, not run again),
+    # graded (final candidate, run only on the hidden test).
+    status: str = ""
+    check: str = ""
+    repeat_of: int | None = None
+    tests: str = ""  # which of the task's tests ran in the round: test or example_test
 
 
 @dataclass
@@ -32,6 +40,7 @@ class TaskResult:
     failure: str = ""
     error: str = ""
     attempts: list[Attempt] = field(default_factory=list)
+    final_attempt: int | None = None  # index of the graded attempt
     seconds: float = 0.0
 
     def __post_init__(self) -> None:

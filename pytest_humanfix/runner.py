@@ -15,7 +15,7 @@ import traceback
 import uuid
 from typing import Any
 
-from .agent import repair
+from .agent import repair, repair_graph
 from .dataset import Task, content_hash, load_tasks, select
 from .models import Model, ModelLoadError, load_model
 from .results import TaskResult
@@ -40,6 +40,7 @@ class Runner:
         # Under --humanfix-serve: {"base_url", "model"} of the shared engine answering instead.
         self.endpoint: dict[str, str] | None = None
         self._model_error: str | None = None
+        self._load_error_unreported = False
         # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
         self.device: str | None = None
 
@@ -73,9 +74,12 @@ class Runner:
 
     def model(self) -> Model:
         if self._model_error is not None:
-            # The first task carried the full reason; the rest say it briefly, at once.
-            raise ModelLoadError(f"model {self.settings.model!r} failed to load earlier in "
-                                 "this process (not retried); see the first error or the summary")
+            if self._load_error_unreported:  # the load failed in `preload`, before any task
+                self._load_error_unreported = False
+                raise ModelLoadError(self._model_error)
+            # Every later task errors at once, and still says why.
+            raise ModelLoadError(f"{self._model_error} (not retried: it failed earlier in "
+                                 "this process)")
         if self._model is None:
             try:
                 self._model = self._load_model()
@@ -92,10 +96,25 @@ class Runner:
         return load_model("openai:" + self.endpoint["model"],
                           dataclasses.replace(self.settings, base_url=self.endpoint["base_url"]))
 
+    def preload(self) -> None:
+        """Do the one-off work of a process before its first task's timer starts: load the
+        model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
+        `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
+        if self._model is None and self._model_error is None:
+            try:
+                self.model()
+            except ModelLoadError:
+                self._load_error_unreported = True
+        for warm_up in (lambda: self.sandbox, repair_graph):
+            try:
+                warm_up()
+            except Exception:
+                pass
+
     def evaluate(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
-            return repair(task, self.model(), self.sandbox)
+            return repair(task, self.model(), self.sandbox, self.settings)
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)
         except Exception as exc:  # a harness bug must not pass for "not fixed"

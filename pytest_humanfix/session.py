@@ -81,10 +81,6 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(controller, "humanfix-controller")
-        if config.pluginmanager.hasplugin("xdist"):
-            from .crash import CrashRecorder
-
-            config.pluginmanager.register(CrashRecorder(controller), "humanfix-crash")
     return runner
 
 
@@ -119,7 +115,11 @@ class Controller:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "humanfix", None)
-        if record is not None and report.when == "teardown":
+        if report.when == "???":  # xdist: the worker died while running this item
+            from .crash import crashed_record
+
+            record = crashed_record(self.runner, report.nodeid, report)
+        if record is not None and report.when in ("teardown", "???"):
             self.writer.write(record)
             self.records.append(record)
 

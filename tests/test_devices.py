@@ -142,7 +142,10 @@ def test_replacement_of_a_crashed_worker_takes_its_gpu(humanfix_pytester: pytest
     records = read_records(humanfix_pytester)
     assert {r["device"] for r in records if r["worker"] == "gw1"} <= {"1"}
     assert {r["device"] for r in records if r["worker"] == "gw2"} <= {"0"}
-    assert {r["worker"] for r in records} <= {"gw1", "gw2"}
+    # The item gw0 died on has the controller's error record; every task has one record.
+    assert len({r["task_id"] for r in records}) == len(records) == 4
+    assert all(r["outcome"] == "error" and "worker running this task died" in r["error"]
+               for r in records if r["worker"] == "gw0")
 
 
 @pytest.mark.usefixtures("no_outer_cuda")

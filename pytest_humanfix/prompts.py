@@ -1,0 +1,59 @@
+"""What the model is told: the HumanEvalPack repair prompts and the agent's feedback turns.
+
+The first turn follows bigcode-evaluation-harness (`bigcode_eval/tasks/humanevalpack.py`,
+`HumanEvalFixBase.get_prompt` with the `instruct` prompt): the context is the prompt base plus the
+buggy solution (plus the task's tests in the `tests` variant), followed by the instruction
+`Fix bugs in <entry point>.` There the prompt base (the declaration, or in the `docs` variant the
+docstring prompt) is also appended as the start of the model's answer; a chat model writes its
+own answer, so it is not, and `extract.complete_body` puts the same prompt base in front of a
+reply that holds only the function body, as BigCode's post-processing does.
+"""
+
+from __future__ import annotations
+
+from .dataset import Task
+
+VARIANTS = ("tests", "docs")
+
+
+def prompt_base(task: Task, variant: str) -> str:
+    """The code the model's answer continues: BigCode's `get_prompt_base`."""
+    return task.prompt if variant == "docs" else task.declaration
+
+
+def instruction(task: Task) -> str:
+    return f"Fix bugs in {task.entry_point}."
+
+
+def first_prompt(task: Task, variant: str) -> str:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    context = prompt_base(task, variant) + task.buggy_solution
+    if variant == "tests":  # the tests are the source of ground truth the model may read
+        context += "\n" + task.test
+    return (context + "\n" + instruction(task)).strip()
+
+
+def first_messages(task: Task, variant: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": first_prompt(task, variant)}]
+
+
+def _ask_again(task: Task) -> str:
+    return (f"{instruction(task)} Reply with the complete corrected function "
+            f"`{task.signature or task.entry_point}` in one ```python block.")
+
+
+def failure_feedback(task: Task, failure: str, example_only: bool) -> str:
+    which = "the examples from the docstring" if example_only else "the tests"
+    return f"Your code does not pass {which}:\n{failure.strip()}\n\n{_ask_again(task)}"
+
+
+def rejection_feedback(task: Task, reason: str) -> str:
+    return f"Your code was not run: {reason}\n\n{_ask_again(task)}"
+
+
+def repeat_feedback(task: Task, earlier: int, earlier_failure: str) -> str:
+    """For a reply whose code is the same as attempt number `earlier` (1-based)."""
+    said = f"; it failed with:\n{earlier_failure.strip()}" if earlier_failure.strip() else ""
+    return (f"Your code is the same as your attempt {earlier}, which did not fix the bug{said}\n\n"
+            f"Change the code. {_ask_again(task)}")

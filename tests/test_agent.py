@@ -1,0 +1,262 @@
+"""The repair agent's graph routing, driven by recorded replies (`replay:<file>`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix import agent, prompts
+from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.models import Generation, load_model
+from pytest_humanfix.runner import Runner
+from pytest_humanfix.sandbox import Limits, ProcessSandbox
+from pytest_humanfix.settings import Settings
+
+TASK_ID = "Python/0"  # has_close_elements: the bug is a missing abs()
+
+
+@pytest.fixture(scope="module")
+def tasks(dataset: Path) -> dict[str, Task]:
+    return {t.task_id: t for t in load_tasks(str(dataset))}
+
+
+@pytest.fixture(scope="module")
+def task(tasks) -> Task:
+    return tasks[TASK_ID]
+
+
+def fenced(code: str) -> str:
+    return f"Here is the fixed function:\n\n```python\n{code}```\n"
+
+
+class Replies:
+    """The shapes of reply the tests need for Python/0."""
+
+    def __init__(self, task: Task) -> None:
+        self.fixed = fenced(task.canonical_code)
+        self.wrong = [fenced(task.buggy_code.replace("elem - elem2", f"elem - elem2 - {n}"))
+                      for n in range(1, 4)]
+        # The first wrong reply again, laid out differently and with a comment.
+        self.wrong_again = fenced(task.buggy_code.replace(
+            "distance = elem - elem2", "distance = (elem - elem2 - 1)  # subtract one"))
+        self.syntax_error = fenced(f"def {task.entry_point}(numbers, threshold)\n    return False\n")
+        self.no_code = "<think>\nThe tests are long; I ran out of tokens before answering.\n</think>\n"
+        self.bad_signature = fenced(f"def {task.entry_point}(numbers):\n    return False\n")
+        # Passes the two docstring examples, fails the hidden tests.
+        self.examples_only = fenced(task.declaration + "    return threshold < 0.4\n")
+
+
+@pytest.fixture(scope="module")
+def replies(task) -> Replies:
+    return Replies(task)
+
+
+class Recording:
+    """A model wrapper that keeps every chat it was asked to answer."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.spec = model.spec
+        self.chats: list[list[dict[str, str]]] = []
+
+    def generate(self, messages, task):
+        self.chats.append([dict(m) for m in messages])
+        return self.model.generate(messages, task)
+
+
+class CountingSandbox:
+    def __init__(self) -> None:
+        self.sandbox = ProcessSandbox(Limits(timeout=10))
+        self.programs: list[str] = []
+
+    def run(self, program: str):
+        self.programs.append(program)
+        return self.sandbox.run(program)
+
+
+def replay(tmp_path: Path, task_id: str, completions: list[str]) -> Recording:
+    path = tmp_path / "replies.jsonl"
+    with path.open("a", encoding="utf-8") as handle:
+        for completion in completions:
+            handle.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
+    return Recording(load_model(f"replay:{path}", Settings()))
+
+
+def run(task, model, sandbox=None, **settings):
+    sandbox = sandbox or CountingSandbox()
+    return agent.repair(task, model, sandbox, Settings(**settings)), sandbox
+
+
+def statuses(result) -> list[str]:
+    return [a.status for a in result.attempts]
+
+
+def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.fixed, replies.wrong[1]])
+    result, sandbox = run(task, model, iters=2)
+    assert result.outcome == "fixed"
+    assert statuses(result) == ["failed", "passed"]
+    assert result.final_attempt == 1 and result.code == result.attempts[1].code
+    # The second chat holds the first reply and the feedback on it.
+    first, second = model.chats
+    assert second[:2] == [first[0], {"role": "assistant", "content": replies.wrong[0]}]
+    assert second[2] == {"role": "user", "content": result.attempts[0].feedback}
+    assert "AssertionError" in result.attempts[0].feedback
+    # The passing round ran the hidden test already: grading does not run it again.
+    assert len(sandbox.programs) == 2
+
+
+def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
+    result, sandbox = run(task, model, iters=2)
+    assert statuses(result) == ["failed", "repeat", "passed"]
+    repeat = result.attempts[1]
+    assert repeat.repeat_of == 1 and repeat.verdict is None and repeat.execute_seconds == 0
+    assert "same as your attempt 1" in repeat.feedback
+    assert "AssertionError" in repeat.feedback  # what the earlier attempt failed with
+    assert len(sandbox.programs) == 2  # attempts 1 and 3 only
+    assert result.outcome == "fixed"
+
+
+@pytest.mark.parametrize("shape, reason", [("syntax_error", "syntax error"),
+                                           ("bad_signature", "does not match"),
+                                           ("no_code", "holds no code")])
+def test_reply_failing_the_check_costs_a_round_and_is_told_why(tmp_path, task, replies, shape,
+                                                               reason):
+    model = replay(tmp_path, TASK_ID, [getattr(replies, shape), replies.fixed])
+    result, sandbox = run(task, model, iters=1)
+    assert statuses(result) == ["rejected", "passed"]
+    rejected = result.attempts[0]
+    assert reason in rejected.check and rejected.verdict is None
+    assert rejected.check in rejected.feedback and "was not run" in rejected.feedback
+    assert len(sandbox.programs) == 1
+    assert result.outcome == "fixed"
+
+
+def test_rejected_last_reply_is_still_graded_on_the_hidden_test(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.syntax_error])
+    result, sandbox = run(task, model)
+    assert statuses(result) == ["rejected"] and result.outcome == "unfixed"
+    assert result.attempts[0].feedback == ""  # no round left: nothing shown to the model
+    assert len(sandbox.programs) == 1 and "SyntaxError" in result.verdict["stderr"]
+
+
+def test_the_budget_ends_the_loop(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [*replies.wrong, replies.fixed])
+    result, sandbox = run(task, model, iters=2)
+    assert result.outcome == "unfixed"
+    assert statuses(result) == ["failed", "failed", "failed"] and len(model.chats) == 3
+    assert [bool(a.feedback) for a in result.attempts] == [True, True, False]
+    assert result.final_attempt == 2 and len(sandbox.programs) == 3
+
+
+def test_default_is_one_attempt_strict_pass_at_1(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.fixed])
+    result, _ = run(task, model)
+    assert result.outcome == "unfixed" and len(model.chats) == 1 and len(result.attempts) == 1
+
+
+def test_final_candidate_is_the_last_one_that_passed_the_check(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.syntax_error])
+    result, sandbox = run(task, model, iters=1)
+    assert statuses(result) == ["failed", "rejected"]
+    assert result.final_attempt == 0 and result.code == result.attempts[0].code
+    assert result.outcome == "unfixed" and len(sandbox.programs) == 1
+
+
+def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(
+        tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.examples_only, replies.fixed])
+    result, sandbox = run(task, model, iters=2, variant="docs")
+    assert statuses(result) == ["failed", "passed"]
+    assert [a.tests for a in result.attempts] == ["example_test", "example_test"]
+    assert "examples" in result.attempts[0].feedback
+    # Graded on the hidden test, which the examples-only fix does not pass.
+    assert result.outcome == "unfixed" and "AssertionError" in result.failure
+    assert [task.example_test in p for p in sandbox.programs] == [True, True, False]
+    assert task.test in sandbox.programs[-1]
+    # The model saw the docstring, never the hidden tests.
+    seen = "\n".join(m["content"] for chat in model.chats for m in chat)
+    assert task.docstring.splitlines()[0] in seen
+    assert "assert has_close_elements([1.0, 2.0, 3.9" not in seen
+
+
+def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, replies):
+    model = replay(tmp_path, TASK_ID, [replies.fixed])
+    result, sandbox = run(task, model, variant="docs")
+    assert result.outcome == "fixed" and statuses(result) == ["graded"]
+    assert len(sandbox.programs) == 1 and task.test in sandbox.programs[0]
+
+
+@pytest.mark.parametrize("variant", ["tests", "docs"])
+def test_first_prompt_is_bigcodes_instruct_prompt(task, variant):
+    base = task.declaration if variant == "tests" else task.prompt
+    context = base + task.buggy_solution + ("\n" + task.test if variant == "tests" else "")
+    expected = (context + "\nFix bugs in has_close_elements.").strip()
+    assert prompts.first_messages(task, variant) == [{"role": "user", "content": expected}]
+
+
+def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeypatch):
+    """The longest path (every round executed) fits the limit exactly; one step less stops."""
+    from langgraph.errors import GraphRecursionError
+
+    model = replay(tmp_path, TASK_ID, replies.wrong)
+    monkeypatch.setattr(agent, "recursion_limit", lambda iters: 4 * (iters + 1))
+    with pytest.raises(GraphRecursionError):
+        run(task, model, iters=2)
+
+
+class TokenModel:
+    spec = "tokens"
+
+    def generate(self, messages, task):
+        wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")
+        return Generation(text=fenced(wrong), prompt_tokens=100 * len(messages),
+                          completion_tokens=7, seconds=0.5)
+
+
+def test_trajectory_in_the_record_is_plain_json(task, dataset):
+    runner = Runner(Settings(model="tokens", dataset=str(dataset), iters=1), "run-1")
+    runner._model = TokenModel()
+    record = json.loads(json.dumps(runner.record(runner.evaluate(task))))
+    first, second = record["attempts"]
+    assert first["status"] == "failed" and second["status"] == "repeat"
+    assert first["reply"].startswith("Here is the fixed function")
+    assert "elem - elem2 - 1" in first["code"]
+    assert first["diff"].startswith("--- buggy") and "+                distance = elem - elem2 - 1" in first["diff"]
+    assert first["verdict"]["status"] == "failed" and first["execute_seconds"] > 0
+    assert first["feedback"] and first["generate_seconds"] == 0.5
+    assert [a["prompt_tokens"] for a in record["attempts"]] == [100, 300]
+    assert record["tokens"] == {"prompt": 400, "completion": 14}
+    assert record["protocol"]["iters"] == 1 and record["protocol"]["variant"] == "tests"
+
+
+def test_model_failure_mid_loop_is_an_error_not_unfixed(tmp_path, task, tasks, dataset, replies):
+    path = tmp_path / "only-python-0.jsonl"
+    path.write_text(json.dumps({"task_id": TASK_ID, "completion": replies.fixed}) + "\n")
+    runner = Runner(Settings(model=f"replay:{path}", dataset=str(dataset)), "run-2")
+    result = runner.evaluate(tasks["Python/1"])
+    assert result.outcome == "error" and "no reply for Python/1" in result.error
+
+
+def test_langgraph_is_not_imported_with_the_plugin():
+    code = ("import sys, pytest_humanfix.plugin, pytest_humanfix.agent, pytest_humanfix.runner;"
+            "print('langgraph' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies, dataset):
+    """The raw replies in the trajectory let `replay:<results.jsonl>` re-score a run."""
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
+    runner = Runner(Settings(model="first", dataset=str(dataset), iters=2), "run-3")
+    runner._model = model
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(runner.record(runner.evaluate(task))) + "\n", encoding="utf-8")
+    again, _ = run(task, load_model(f"replay:{results}", Settings()), iters=2)
+    assert statuses(again) == ["failed", "repeat", "passed"]
+    assert [a.reply for a in again.attempts] == [replies.wrong[0], replies.wrong_again, replies.fixed]

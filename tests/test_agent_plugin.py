@@ -1,0 +1,135 @@
+"""The agent and the item timeout through pytest itself (pytester runs, some under xdist)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.report import read_jsonl
+from pytest_humanfix.settings import Settings
+from pytest_humanfix.timeouts import item_timeout
+
+LOOPING_TASK = "Python/10"  # its buggy solution never returns
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}```\n"
+
+
+def records(pytester: pytest.Pytester) -> dict[str, dict]:
+    path = pytester.path / "reports" / "humanfix.jsonl"
+    # Every line must be whole JSON: a torn line would be skipped by read_jsonl, so compare.
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    parsed = read_jsonl(path)
+    assert len(parsed) == len(lines)
+    return {r["task_id"]: r for r in parsed}
+
+
+@pytest.fixture
+def replay_file(humanfix_pytester: pytest.Pytester, dataset: Path) -> Path:
+    """Python/0 is fixed at the second reply; Python/2 never (the buggy code three times)."""
+    tasks = {t.task_id: t for t in load_tasks(str(dataset))}
+    fixed, buggy = tasks["Python/0"].canonical_code, tasks["Python/0"].buggy_code
+    wrong = buggy.replace("elem - elem2", "elem - elem2 - 1")
+    rows = [("Python/0", wrong), ("Python/0", fixed), ("Python/0", fixed),
+            *[("Python/2", tasks["Python/2"].buggy_code)] * 3]
+    path = humanfix_pytester.path / "replies.jsonl"
+    path.write_text("".join(json.dumps({"task_id": t, "completion": fenced(c)}) + "\n"
+                            for t, c in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("variant", ["tests", "docs"])
+def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_file, variant):
+    result = humanfix_pytester.runpytest(
+        f"--humanfix-model=replay:{replay_file}", "--humanfix-task=Python/0,Python/2",
+        "--humanfix-iters=2", f"--humanfix-variant={variant}",
+        *(["-n", "2"] if variant == "tests" else []))  # one run crosses xdist, one does not
+    result.assert_outcomes(passed=1, failed=1)
+    protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
+    result.stdout.fnmatch_lines([f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0]"])
+    got = records(humanfix_pytester)
+    for record in got.values():
+        assert record["protocol"] == {"variant": variant, "iters": 2, "samples": 1,
+                                      "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0}
+    fixed, unfixed = got["Python/0"], got["Python/2"]
+    assert fixed["outcome"] == "fixed"
+    assert [a["status"] for a in fixed["attempts"]] == ["failed", "passed"]
+    assert fixed["attempts"][0]["feedback"] and fixed["attempts"][0]["diff"]
+    # The buggy code three times: executed once, then told it repeats (docs: on the examples).
+    assert unfixed["outcome"] == "unfixed"
+    assert [a["status"] for a in unfixed["attempts"]] == ["failed", "repeat", "repeat"]
+    expected_tests = "test" if variant == "tests" else "example_test"
+    assert unfixed["attempts"][0]["tests"] == expected_tests
+
+
+def test_item_timeout_is_an_error_with_a_record(humanfix_pytester):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK}",
+        "--humanfix-timeout=60", "--humanfix-item-timeout=5")
+    result.assert_outcomes(failed=1, errors=1)
+    got = records(humanfix_pytester)
+    assert got["Python/0"]["outcome"] == "unfixed"
+    timed_out = got[LOOPING_TASK]
+    assert timed_out["outcome"] == "error" and "item timeout fired" in timed_out["error"]
+    assert "Timeout (>5.0s)" in timed_out["error"]
+    result.stdout.fnmatch_lines(["*fixed 0, not fixed 1, errors 1*"])
+
+
+def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model=buggy", f"--humanfix-task={LOOPING_TASK}", "--humanfix-timeout=60",
+        "--humanfix-item-timeout=120", "--timeout=5")
+    result.assert_outcomes(errors=1)
+    assert "Timeout (>5.0s)" in records(humanfix_pytester)[LOOPING_TASK]["error"]
+
+
+def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanfix_pytester):
+    """pytest-timeout's thread method ends the worker with os._exit; xdist replaces it, and the
+    controller writes an error record for the item it died on."""
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK},Python/1",
+        "--humanfix-timeout=20", "--timeout=10", "--timeout-method=thread", "-n", "1")
+    result.stdout.fnmatch_lines([f"*worker 'gw0' crashed while running*{LOOPING_TASK.replace('/', '_')}*"])
+    got = records(humanfix_pytester)
+    assert set(got) == {"Python/0", LOOPING_TASK, "Python/1"}
+    crashed = got[LOOPING_TASK]
+    assert crashed["outcome"] == "error" and "worker running this task died" in crashed["error"]
+    assert crashed["worker"] == "gw0"
+    assert got["Python/0"]["outcome"] == got["Python/1"]["outcome"] == "unfixed"
+
+
+def test_item_timeout_is_derived_from_the_budget():
+    # Each of 3 replies may take a request timeout and a sandbox run; then one grading run.
+    assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) == 3 * 310 + 10
+    assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) == 6 * 25 + 10
+    assert item_timeout(Settings(iters=5, item_timeout=42.0)) == 42.0
+
+
+SLOW_LOAD_CONFTEST = """
+import time
+import pytest_humanfix.runner as runner_module
+
+real_load = runner_module.load_model
+
+def slow_load(spec, settings):
+    time.sleep(4)
+    return real_load(spec, settings)
+
+def pytest_configure(config):
+    runner_module.load_model = slow_load
+
+def pytest_unconfigure(config):
+    runner_module.load_model = real_load
+"""
+
+
+def test_model_load_does_not_count_against_the_item_timeout(humanfix_pytester):
+    humanfix_pytester.makeconftest(SLOW_LOAD_CONFTEST)
+    result = humanfix_pytester.runpytest("--humanfix-model=canonical", "--humanfix-task=Python/0",
+                                         "--humanfix-item-timeout=2")
+    result.assert_outcomes(passed=1)
+    assert records(humanfix_pytester)["Python/0"]["outcome"] == "fixed"
