@@ -78,3 +78,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         # Plain JSON-able data on the report crosses the xdist boundary unchanged.
         report.humanfix = record
     return report
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runner = config.stash.get(RUNNER, None)
+    if runner is not None:
+        runner.close()

@@ -124,6 +124,13 @@ class Runner:
                           bug_type=task.bug_type, outcome="error", error=error,
                           seconds=round(time.monotonic() - started, 4))
 
+    def close(self) -> None:
+        """Stop what this process started for the run (the warm executor's server)."""
+        if "sandbox_choice" in self.__dict__:
+            shutdown = getattr(self.sandbox, "shutdown", None)
+            if shutdown is not None:
+                shutdown()
+
     def record(self, result: TaskResult) -> dict[str, Any]:
         """The JSONL line for one task: the result plus what identifies the run."""
         return {

@@ -228,6 +228,8 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
         request.applymarker(pytest.mark.xfail(reason=limit, strict=True,
                                               raises=AssertionError))
     choice_for(config)  # the executor starts before the harness's memory is measured
+    # Processes other tests of this worker left running are not this case's.
+    before = living_descendants(resident_pids())
     tok = uuid.uuid4().hex[:12]
     home = home_folder()
     canary = home / f"humanfix-canary-{tok}"
@@ -241,7 +243,7 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
         text = case.text.replace("{tok}", tok).replace("{home}", str(home)).replace(
             "{port}", str(listener.getsockname()[1])).replace("{dataset}", str(dataset_path()))
         result = evaluate(tmp_path, tasks, config, TASK, text)
-        left = leftovers(resident_pids())
+        left = leftovers(resident_pids() | before)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         try:
