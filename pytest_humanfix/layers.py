@@ -63,14 +63,17 @@ class ProcessLayer:
         return f"process layer, network: {net}"
 
 
-def _hidden_folders() -> list[Path]:
-    """Folders to replace with an empty one inside bwrap: the home folder (keys, tokens)."""
+def _masked_folders() -> list[Path]:
+    """Folders replaced with an empty read-only one inside bwrap: /tmp (other runs' files) and
+    the home folder (keys, tokens)."""
     home = Path.home().resolve()
-    return [home] if home != Path("/") and home.is_dir() else []
+    return [Path("/tmp"), *([home] if home not in (Path("/"), Path("/tmp")) and home.is_dir()
+                            else [])]
 
 
 def _needed_under(folder: Path, python: str) -> list[Path]:
-    """Interpreter folders inside a hidden folder (e.g. ~/.pyenv) that must stay visible."""
+    """Interpreter folders inside a masked folder (~/.pyenv, a venv in a clone under /tmp) that
+    must stay visible."""
     needed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                          Path(python).resolve().parent)}
     return sorted(p for p in needed if p.is_relative_to(folder) and p != folder)
@@ -88,16 +91,18 @@ class BwrapLayer:
         self.hidden_files = [f for f in map(Path, hidden_files) if f.is_file()]
 
     def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]:
-        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--tmpfs", "/tmp"]
-        for folder in _hidden_folders():
+        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        masked = _masked_folders()
+        for folder in masked:
             args += ["--tmpfs", str(folder)]
             for keep in _needed_under(folder, self.python):
                 args += ["--ro-bind", str(keep), str(keep)]
-            args += ["--remount-ro", str(folder)]
         for hidden in self.hidden_files:
             args += ["--ro-bind", "/dev/null", str(hidden.resolve())]
-        args += ["--bind", str(root), BOX, "--remount-ro", "/tmp", "--remount-ro", "/dev",
+        args += ["--bind", str(root), BOX]
+        for folder in masked:
+            args += ["--remount-ro", str(folder)]
+        args += ["--remount-ro", "/dev",
                  "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                  "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                  "--cap-drop", "ALL", "--chdir", self.inside(cwd, root), "--", *argv]
