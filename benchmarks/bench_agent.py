@@ -11,9 +11,9 @@ wall times and their ratio, and the agent's own time per task (everything but th
 from __future__ import annotations
 
 import argparse
-import os
 import time
-from pathlib import Path
+
+from common import add_dataset_argument
 
 from pytest_humanfix.agent import repair, repair_graph
 from pytest_humanfix.dataset import load_tasks
@@ -21,14 +21,11 @@ from pytest_humanfix.models import load_model
 from pytest_humanfix.sandbox import ProcessSandbox, build_program
 from pytest_humanfix.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path,
-                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    add_dataset_argument(parser)
     parser.add_argument("--tasks", type=int, default=40)
     args = parser.parse_args()
     tasks = load_tasks(str(args.dataset))[: args.tasks]

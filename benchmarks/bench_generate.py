@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import REPO, add_dataset_argument
+
 from pytest_humanfix.agent import repair_messages
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.hf_backend import TransformersModel
 from pytest_humanfix.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 sys.path.insert(0, str(REPO / "tests"))
 from tinymodel import build_tiny_model  # noqa: E402
 
@@ -54,8 +54,7 @@ def bare_round(tokenizer, model, tasks: list[Task], max_new_tokens: int) -> tupl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path,
-                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    add_dataset_argument(parser)
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)

@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import add_dataset_argument, canonical_run
+
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.sandbox import build_program
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 
 
 def plain_loop(dataset: Path) -> tuple[float, int]:
@@ -37,33 +37,22 @@ def plain_loop(dataset: Path) -> tuple[float, int]:
     return time.perf_counter() - started, passed
 
 
-def plugin_run(dataset: Path, workers: int) -> tuple[float, str]:
-    with tempfile.TemporaryDirectory() as folder:
-        Path(folder, "pytest.ini").write_text("[pytest]\n")
-        started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "--humanfix-model", "canonical",
-             f"--humanfix-dataset={dataset}", "-n", str(workers), "-q", "-p", "no:cacheprovider"],
-            cwd=folder, capture_output=True, text=True, env=dict(os.environ))
-        seconds = time.perf_counter() - started
-    line = next((l for l in done.stdout.splitlines() if l.startswith("pass@1")), done.stdout[-500:])
-    return seconds, line
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path,
-                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    add_dataset_argument(parser)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
     loop_seconds, loop_passed = plain_loop(args.dataset)
-    plugin_seconds, pass_line = plugin_run(args.dataset, args.workers)
+    with tempfile.TemporaryDirectory() as folder:
+        plugin_seconds, records = canonical_run(args.dataset, args.workers, Path(folder))
+    fixed = sum(r["outcome"] == "fixed" for r in records)
+    layers = ", ".join(sorted({str(r["sandbox"]) for r in records}))
     print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"plain sequential loop, fresh interpreters, no sandbox: {loop_seconds:7.2f} s "
           f"({loop_passed}/164 passed)")
-    print(f"plugin, pytest -n {args.workers}, sandboxed:                 {plugin_seconds:7.2f} s "
-          f"({pass_line})")
+    print(f"plugin, pytest -n {args.workers}, sandbox {layers}:           {plugin_seconds:7.2f} s "
+          f"({fixed}/{len(records)} fixed)")
     print(f"ratio plugin / plain loop: {plugin_seconds / loop_seconds:.2f}")
 
 

@@ -16,14 +16,13 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
+
+from common import add_dataset_argument
 
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.sandbox import Limits, build_program
 from pytest_humanfix.sandbox_setup import make_sandbox
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 CONFIGS = [("bwrap", "fresh"), ("bwrap", "warm"), ("process", "fresh"), ("process", "warm")]
 
 
@@ -42,8 +41,7 @@ def median_ms(layer: str, executor: str, program: str, runs: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path,
-                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    add_dataset_argument(parser)
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
     task = next(t for t in load_tasks(str(args.dataset)) if t.task_id == "Python/0")

