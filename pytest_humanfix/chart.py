@@ -21,7 +21,7 @@ def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Pa
     rates, seconds_axes, tokens_axes = figure.subplots(1, 3, width_ratios=[1.6, 1, 1])
 
     rows = summary["by_bug_type"]
-    names = [row["bug_type"] for row in rows]
+    names = [f"{row['bug_type']} (n={row['scored']})" for row in rows]
     values = [row["pass_at_1"]["value"] for row in rows]
     below = [v - row["pass_at_1"]["ci95"][0] for v, row in zip(values, rows)]
     above = [row["pass_at_1"]["ci95"][1] - v for v, row in zip(values, rows)]
