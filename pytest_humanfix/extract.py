@@ -37,22 +37,23 @@ def _bare_code(text: str) -> str:
 
 
 def _keep_definitions(code: str, entry_point: str) -> str:
-    """Top-level definitions only: no example calls, echoed tests or `__main__` blocks."""
+    """Drop top-level statements that would run at import: example calls, echoed tests,
+    `__main__` blocks. Everything else, blank lines and comments included, stays as written."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return code
-    lines = code.splitlines()
-    kept: list[str] = []
+    dropped: set[int] = set()
     for node in tree.body:
-        if not isinstance(node, _KEPT_NODES):
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check" \
-                and node.name != entry_point:
-            continue
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        kept.append("\n".join(lines[first - 1:node.end_lineno]))
-    return "\n\n".join(kept) + "\n" if kept else code
+        is_check = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            and node.name == "check" and node.name != entry_point
+        if is_check or not isinstance(node, _KEPT_NODES):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            dropped.update(range(first, node.end_lineno + 1))
+    if not dropped:
+        return code
+    lines = code.splitlines()
+    return "\n".join(l for n, l in enumerate(lines, 1) if n not in dropped).rstrip() + "\n"
 
 
 def complete_body(body: str, declaration: str) -> str:

@@ -7,7 +7,6 @@ has it installed, and does nothing until --humanfix-model (or ini humanfix_model
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from . import settings as settings_mod
 
 RUNNER = pytest.StashKey["Runner"]()  # set only while humanfix is active
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings_mod.add_options(parser)

@@ -33,8 +33,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def humanfix_pytester(pytester: pytest.Pytester, dataset: Path) -> pytest.Pytester:
+def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
+                      monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester folder with an ini file (so rootdir is the folder) and the dataset in env."""
     pytester.makeini("[pytest]\n")
-    pytester.monkeypatch.setenv("HUMANFIX_DATASET", str(dataset))
+    monkeypatch.setenv("HUMANFIX_DATASET", str(dataset))
     return pytester
