@@ -43,7 +43,8 @@ def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, f
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # Mathematically p lies inside; clamping keeps rounding at p = 0 or 1 from putting it out.
+    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
 def mcnemar_exact(regressions: int, improvements: int, alternative: str = "drop") -> float:

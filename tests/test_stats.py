@@ -85,3 +85,11 @@ def test_mcnemar_significance_at_five_percent():
 def test_mcnemar_refuses_unknown_alternative():
     with pytest.raises(ValueError):
         mcnemar_exact(1, 1, "greater")
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 164])
+def test_wilson_interval_holds_the_estimate_at_the_edges(n):
+    low, high = wilson_interval(n, n)
+    assert low <= 1.0 == high
+    low, high = wilson_interval(0, n)
+    assert low == 0.0 <= high
