@@ -82,6 +82,7 @@ class Controller:
         self.report: dict[str, Any] | None = None
         self.report_files: list[Path] = []
         self.verdict: str | None = None
+        self.report_problem: str | None = None
 
     def prepare(self) -> None:
         """Checks the gate and resume options against the files they name, then opens the
@@ -158,9 +159,9 @@ class Controller:
         try:
             self.report_files = runreport.write_reports(
                 self.report, self.records, Path(self.runner.settings.report_dir))
-        except OSError as exc:
-            self.config.issue_config_time_warning(pytest.PytestWarning(
-                f"humanfix could not write the summary files: {exc}"), stacklevel=2)
+        except Exception as exc:  # the JSONL is safe already; JUnit is written after this hook
+            self.report_problem = (f"WARNING: humanfix could not write the summary files: "
+                                   f"{type(exc).__name__}: {exc}")
 
     def files(self) -> list[Path]:
         paths = [self.writer.path]
@@ -178,6 +179,8 @@ class Controller:
             lines.append(f"resumed: {len(self.runner.resumed)} task(s) reported from "
                          f"{self.writer.path} without running again")
         lines += [f"wrote {path}" for path in self.files()]
+        if self.report_problem:
+            lines.append(self.report_problem)
         for line in lines:
             terminalreporter.write_line(line)
         if self.verdict:  # last, so a CI log ends with why the run passed or failed

@@ -39,3 +39,14 @@ def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
     pytester.makeini("[pytest]\n")
     monkeypatch.setenv("HUMANFIX_DATASET", str(dataset))
     return pytester
+
+
+@pytest.fixture(scope="session")
+def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Draws one chart before any in-process pytester run. pytester drops the modules a run
+    imported; matplotlib imports some lazily, so a later run would mix two copies of its
+    classes. Loading it whole first keeps one copy (and spares each run the import)."""
+    from pytest_humanfix.chart import write_chart
+
+    summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}
+    write_chart(summary, [], tmp_path_factory.mktemp("chart") / "warm.png")

@@ -22,6 +22,8 @@ SLOW_CONFTEST = """
 import os, time
 from pytest_humanfix import runner
 
+pytestmark = pytest.mark.usefixtures("charts_loaded")
+
 _evaluate = runner.Runner.evaluate
 
 def evaluate(self, task):
