@@ -49,14 +49,20 @@ class TaskItem(pytest.Item):
 
     def setup(self) -> None:
         runner = self.config.stash[RUNNER]
-        started = time.monotonic()
-        try:
-            self.result = runner.evaluate(self.task)
-        except pytest.fail.Exception as exc:
-            if not timeouts.fired(exc):
-                raise
-            self.result = timeouts.timed_out(self.task, exc, time.monotonic() - started)
-        self.humanfix_record = runner.record(self.result)
+        record = runner.resumed.get(self.task.task_id)
+        if record is not None:  # --humanfix-resume: reproduce the recorded outcome
+            self.result = TaskResult.from_record(record)
+            self.humanfix_record = record
+            self.user_properties.append(("resumed_from", str(record.get("run_id"))))
+        else:
+            started = time.monotonic()
+            try:
+                self.result = runner.evaluate(self.task)
+            except pytest.fail.Exception as exc:
+                if not timeouts.fired(exc):
+                    raise
+                self.result = timeouts.timed_out(self.task, exc, time.monotonic() - started)
+            self.humanfix_record = runner.record(self.result)
         self.user_properties.extend([
             ("task_id", self.task.task_id),
             ("bug_type", self.task.bug_type),
@@ -68,6 +74,10 @@ class TaskItem(pytest.Item):
     def runtest(self) -> None:
         assert self.result is not None
         if self.result.outcome == "unfixed":
+            if self.config.stash[RUNNER].settings.gated:
+                # A gate decides the run; an unfixed task is an expected failure, so the exit
+                # status, the terminal and the JUnit file all say the same.
+                pytest.xfail("not fixed\n" + failure_report(self.task, self.result))
             pytest.fail(failure_report(self.task, self.result), pytrace=False)
 
     def reportinfo(self):

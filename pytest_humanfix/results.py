@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 OUTCOMES = ("fixed", "unfixed", "error")
@@ -42,6 +42,9 @@ class TaskResult:
     attempts: list[Attempt] = field(default_factory=list)
     final_attempt: int | None = None  # index of the graded attempt
     seconds: float = 0.0
+    # With --humanfix-samples N > 1: every sample's outcome, the first one included (the fields
+    # above describe that first sample). Empty for a single sample.
+    samples: list[Sample] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -49,13 +52,63 @@ class TaskResult:
 
     @property
     def prompt_tokens(self) -> int:
+        if self.samples:
+            return sum(s.prompt_tokens for s in self.samples)
         return sum(a.prompt_tokens for a in self.attempts)
 
     @property
     def completion_tokens(self) -> int:
+        if self.samples:
+            return sum(s.completion_tokens for s in self.samples)
         return sum(a.completion_tokens for a in self.attempts)
+
+    @property
+    def n(self) -> int:
+        return len(self.samples) or 1
+
+    @property
+    def n_fixed(self) -> int:
+        if self.samples:
+            return sum(s.outcome == "fixed" for s in self.samples)
+        return int(self.outcome == "fixed")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tokens"] = {"prompt": self.prompt_tokens, "completion": self.completion_tokens}
+        data["n"], data["n_fixed"] = self.n, self.n_fixed
         return data
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "TaskResult":
+        """Rebuild a result from its JSONL record (the run fields around it are ignored)."""
+        values = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
+        values["attempts"] = [Attempt(**_known(Attempt, a)) for a in record.get("attempts") or []]
+        values["samples"] = [Sample(**_known(Sample, s)) for s in record.get("samples") or []]
+        return cls(**values)
+
+
+@dataclass
+class Sample:
+    """One independent attempt at a task, when several are drawn for pass@k."""
+
+    outcome: str
+    code: str = ""
+    failure: str = ""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, result: TaskResult) -> "Sample":
+        return cls(outcome=result.outcome, code=result.code, failure=result.failure,
+                   error=result.error, prompt_tokens=result.prompt_tokens,
+                   completion_tokens=result.completion_tokens, seconds=result.seconds)
+
+
+def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(kind)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+_RESULT_FIELDS = {f.name for f in fields(TaskResult)}

@@ -18,7 +18,7 @@ from typing import Any
 from .agent import repair, repair_graph
 from .dataset import Task, content_hash, load_tasks, select
 from .models import Model, ModelLoadError, load_model
-from .results import TaskResult
+from .results import Sample, TaskResult
 from .sandbox import Limits, SandboxError
 from .sandbox_setup import Choice, make_sandbox
 from .settings import Settings
@@ -43,6 +43,8 @@ class Runner:
         self._load_error_unreported = False
         # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
         self.device: str | None = None
+        # --humanfix-resume: finished records by task id, decided by the controller.
+        self.resumed: dict[str, dict[str, Any]] = {}
 
     @functools.cached_property
     def all_tasks(self) -> list[Task]:
@@ -112,6 +114,17 @@ class Runner:
                 pass
 
     def evaluate(self, task: Task) -> TaskResult:
+        """All --humanfix-samples attempts at the task. The first sample's outcome is the
+        item's outcome; pass@k is computed from the counts over every sample."""
+        first = self.evaluate_once(task)
+        if self.settings.samples == 1 or first.outcome == "error":
+            return first
+        results = [first]
+        while len(results) < self.settings.samples and results[-1].outcome != "error":
+            results.append(self.evaluate_once(task))
+        return combine_samples(results)
+
+    def evaluate_once(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
             return repair(task, self.model(), self.sandbox, self.settings)
@@ -146,3 +159,17 @@ class Runner:
             "model_error": self._model_error,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+
+
+def combine_samples(results: list[TaskResult]) -> TaskResult:
+    """One task result from several samples: the first sample's details, every sample's
+    outcome. A harness error in any sample makes the task an error (it is not scored)."""
+    first = results[0]
+    failed = next((r for r in results if r.outcome == "error"), None)
+    return TaskResult(
+        task_id=first.task_id, entry_point=first.entry_point, bug_type=first.bug_type,
+        outcome="error" if failed else first.outcome, code=first.code, diff=first.diff,
+        verdict=first.verdict, failure=first.failure,
+        error=f"sample {results.index(failed) + 1}: {failed.error}" if failed else "",
+        attempts=first.attempts, seconds=round(sum(r.seconds for r in results), 4),
+        samples=[Sample.of(r) for r in results])

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import runreport
 from .dataset import DatasetError
 from .devices import DeviceError, DevicePool, pin, run_devices
+from .gates import BaselineError, GateCheck, check_gates, compare, load_baseline, verdict_line
 from .models import ModelSpecError, check_spec
 from .report import JsonlWriter, ReportError, summarize, summary_lines
+from .resume import ResumeError, fingerprint, load_finished
 from .runner import Runner, new_run_id
 from .sandbox import SandboxError
 from .settings import Settings
@@ -54,13 +58,24 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             pin(runner.device)
     except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    if is_worker(config):
+        runner.resumed = config.workerinput.get("humanfix_resumed", {})
     config.addinivalue_line("markers", "humanfix: a HumanEvalFix repair task (pytest-humanfix)")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: collect the tasks only, not the project's own tests.
         config.args = [str(config.invocation_params.dir)]
-    hooks = XdistHooks(run_id, devices)
+    hooks = XdistHooks(runner, devices)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(hooks, "humanfix-xdist")
+    if not is_worker(config):
+        if not config.option.xmlpath:
+            config.option.xmlpath = str(Path(settings.report_dir) / "junit.xml")
+        controller = Controller(config, runner)
+        try:
+            controller.prepare()
+        except (ReportError, ResumeError, BaselineError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(controller, "humanfix-controller")
     if is_worker(config):
         runner.endpoint = config.workerinput.get("humanfix_endpoint")
     elif settings.serve:
@@ -72,28 +87,21 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(hooks.serving, "humanfix-serve")
         runner.endpoint = hooks.serving.endpoint_for("main")
-    if not is_worker(config):
-        if not config.option.xmlpath:
-            config.option.xmlpath = str(Path(settings.report_dir) / "junit.xml")
-        controller = Controller(config, runner)
-        try:
-            controller.writer.open()
-        except ReportError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        config.pluginmanager.register(controller, "humanfix-controller")
     return runner
 
 
 class XdistHooks:
     """Registered only when pytest-xdist is installed; sends run state to the workers."""
 
-    def __init__(self, run_id: str, devices: DevicePool) -> None:
-        self.run_id = run_id
+    def __init__(self, runner: Runner, devices: DevicePool) -> None:
+        self.runner = runner
         self.devices = devices
         self.serving: Any = None  # server.Serving under --humanfix-serve
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["humanfix_run_id"] = self.run_id
+        node.workerinput["humanfix_run_id"] = self.runner.run_id
+        # Only the controller reads the results file; workers learn from it what is done.
+        node.workerinput["humanfix_resumed"] = self.runner.resumed
         node.workerinput["humanfix_device"] = self.devices.acquire(node.gateway.id)
         if self.serving is not None:
             node.workerinput["humanfix_endpoint"] = \
@@ -112,6 +120,34 @@ class Controller:
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         self.records: list[dict[str, Any]] = []
         self.started = time.monotonic()
+        self.started_at = datetime.now(timezone.utc)
+        self.baseline: dict[str, dict] | None = None
+        self.report: dict[str, Any] | None = None
+        self.report_files: list[Path] = []
+        self.verdict: str | None = None
+        self.report_problem: str | None = None
+
+    def prepare(self) -> None:
+        """Checks the gate and resume options against the files they name, then opens the
+        results file: appended to when resuming, else started afresh."""
+        settings, runner = self.runner.settings, self.runner
+        if settings.max_regressions is not None and not settings.baseline:
+            raise BaselineError("--humanfix-max-regressions counts regressions against a "
+                                "baseline: give --humanfix-baseline PATH too.")
+        if settings.baseline:
+            self.baseline = load_baseline(Path(settings.baseline), runner.protocol,
+                                          runner.dataset_hash)
+        if settings.resume:
+            selected = [task.task_id for task in runner.tasks]
+            finished = load_finished(self.writer.path, fingerprint(
+                settings.model, runner.protocol, runner.dataset_hash), selected)
+            runner.resumed = {t: finished[t] for t in selected if t in finished}
+        if settings.samples > 1 and settings.temperature == 0:
+            self.config.issue_config_time_warning(pytest.PytestConfigWarning(
+                f"--humanfix-samples {settings.samples} at temperature 0: greedy decoding makes "
+                "the samples identical, so pass@k equals pass@1. Set --humanfix-temperature."),
+                stacklevel=2)
+        self.writer.open(append=settings.resume)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "humanfix", None)
@@ -120,13 +156,16 @@ class Controller:
 
             record = crashed_record(self.runner, report.nodeid, report)
         if record is not None and report.when in ("teardown", "???"):
-            self.writer.write(record)
+            if record["task_id"] not in self.runner.resumed:
+                self.writer.write(record)
             self.records.append(record)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml's own sessionfinish, which writes the file.
         from _pytest.junitxml import xml_key
+
+        checks = self.check_gates(session)
 
         xml = self.config.stash.get(xml_key, None)
         if xml is not None and self.records:
@@ -136,18 +175,59 @@ class Controller:
             xml.add_global_property("humanfix_scored", str(summary.scored))
             xml.add_global_property("humanfix_errors", str(summary.errors))
             xml.add_global_property("humanfix_model", str(self.runner.settings.model))
+        if xml is not None and self.verdict:
+            xml.add_global_property("humanfix_gate", self.verdict)
+        self.write_reports(checks)
+
+    def check_gates(self, session: pytest.Session) -> list[GateCheck]:
+        """Decides the gates and, when one fails, the exit status (a harness error or an
+        interruption keeps its own, stronger status)."""
+        settings = self.runner.settings
+        if not settings.gated:
+            return []
+        if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            self.verdict = "humanfix gates not checked: the run did not finish"
+            return []
+        rate = runreport.rate(self.records)
+        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
+        checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
+                             settings.alpha, settings.max_regressions)
+        self.verdict = verdict_line(checks)
+        if any(not check.passed for check in checks):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return checks
+
+    def write_reports(self, checks: list[GateCheck]) -> None:
+        if not self.records:
+            return
+        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
+        times = runreport.run_times(self.started_at, datetime.now(timezone.utc))
+        self.report = runreport.build(self.records, times, comparison, checks)
+        try:
+            self.report_files = runreport.write_reports(
+                self.report, self.records, Path(self.runner.settings.report_dir))
+        except Exception as exc:  # the JSONL is safe already; JUnit is written after this hook
+            self.report_problem = (f"WARNING: humanfix could not write the summary files: "
+                                   f"{type(exc).__name__}: {exc}")
 
     def files(self) -> list[Path]:
         paths = [self.writer.path]
         if self.config.option.xmlpath:
             paths.append(Path(self.config.option.xmlpath))
-        return paths
+        return paths + self.report_files
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "humanfix summary")
         lines = summary_lines(summarize(self.records), self.runner.protocol,
-                              self.runner.settings.model, time.monotonic() - self.started,
-                              self.files())
+                              self.runner.settings.model, time.monotonic() - self.started, ())
+        if self.report is not None:
+            lines += runreport.terminal_lines(self.report)
+        if self.runner.resumed:
+            lines.append(f"resumed: {len(self.runner.resumed)} task(s) reported from "
+                         f"{self.writer.path} without running again")
+        lines += [f"wrote {path}" for path in self.files()]
+        if self.report_problem:
+            lines.append(self.report_problem)
         for line in lines:
             terminalreporter.write_line(line)
         # One line per distinct load failure, however many tasks and workers it stopped.
@@ -155,6 +235,9 @@ class Controller:
         for error, count in failures.items():
             terminalreporter.write_line(
                 f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
+        if self.verdict:  # last, so a CI log ends with why the run passed or failed
+            failed = "FAILED" in self.verdict
+            terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()

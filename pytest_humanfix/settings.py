@@ -239,6 +239,11 @@ class Settings:
                 "timeout": self.timeout}
 
     @property
+    def gated(self) -> bool:
+        """A CI gate decides the exit status; unfixed tasks alone then do not fail the run."""
+        return self.fail_under is not None or self.baseline is not None
+
+    @property
     def active(self) -> bool:
         return bool(self.model)
 

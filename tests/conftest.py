@@ -47,3 +47,14 @@ def no_outer_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     # Setting before deleting makes monkeypatch restore the original state, even "unset".
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+
+
+@pytest.fixture(scope="session")
+def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Draws one chart before any in-process pytester run. pytester drops the modules a run
+    imported; matplotlib imports some lazily, so a later run would mix two copies of its
+    classes. Loading it whole first keeps one copy (and spares each run the import)."""
+    from pytest_humanfix.chart import write_chart
+
+    summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}
+    write_chart(summary, [], tmp_path_factory.mktemp("chart") / "warm.png")

@@ -1,0 +1,132 @@
+"""CI gates: pass@1 against --humanfix-fail-under, and a task-by-task baseline comparison.
+
+The baseline gate is McNemar's exact test on the discordant tasks, one-sided: the question a CI
+job asks is "did repair get worse?", so only a significant drop fails the run; a significant
+gain is reported, never punished. The README explains why the test is paired.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .resume import FINISHED, differences
+from .stats import mcnemar_exact
+
+
+class BaselineError(Exception):
+    """The baseline cannot be compared with this run; the message says why."""
+
+
+def load_baseline(path: Path, protocol: dict[str, Any], dataset_hash: str) -> dict[str, dict]:
+    """The baseline's records by task id (the last one wins), refused unless they were made
+    under this run's protocol and on the same dataset content."""
+    if not path.is_file():
+        raise BaselineError(f"--humanfix-baseline: {path} is not a file; pass the results JSONL "
+                            "of an earlier run (e.g. reports/humanfix.jsonl).")
+    records: dict[str, dict] = {}
+    wanted = {"protocol": protocol, "dataset_hash": dataset_hash}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line of an interrupted run
+        if not isinstance(record, dict) or "task_id" not in record or "outcome" not in record:
+            raise BaselineError(f"--humanfix-baseline: {path} line {number} is not a humanfix "
+                                "result record (no task_id/outcome).")
+        found = {"protocol": record.get("protocol"), "dataset_hash": record.get("dataset_hash")}
+        mismatch = differences(found, wanted)
+        if mismatch:
+            raise BaselineError(
+                f"--humanfix-baseline: {path} was made under another protocol or dataset "
+                f"({'; '.join(mismatch)}); scores compare only under the same protocol. "
+                "Re-run the baseline with this run's options.")
+        records[record["task_id"]] = record
+    if not records:
+        raise BaselineError(f"--humanfix-baseline: {path} holds no result records.")
+    return records
+
+
+@dataclass
+class Comparison:
+    regressions: list[str] = field(default_factory=list)   # fixed in the baseline, not now
+    improvements: list[str] = field(default_factory=list)  # not fixed in the baseline, fixed now
+    both_fixed: int = 0
+    both_unfixed: int = 0
+    unpaired: list[str] = field(default_factory=list)      # missing or an error on either side
+
+    @property
+    def paired(self) -> int:
+        return len(self.regressions) + len(self.improvements) + self.both_fixed + self.both_unfixed
+
+    @property
+    def p_value(self) -> float:
+        return mcnemar_exact(len(self.regressions), len(self.improvements), "drop")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "paired": self.paired, "p_value": self.p_value,
+                "test": "exact McNemar, one-sided (drop)"}
+
+
+def compare(records: Iterable[dict], baseline: dict[str, dict]) -> Comparison:
+    """Pairs each task's outcome now with its baseline outcome (the first sample's outcome
+    when several samples were drawn)."""
+    result = Comparison()
+    for record in records:
+        task_id = record["task_id"]
+        before = baseline.get(task_id, {}).get("outcome")
+        now = record["outcome"]
+        if before not in FINISHED or now not in FINISHED:
+            result.unpaired.append(task_id)
+        elif before == "fixed" and now != "fixed":
+            result.regressions.append(task_id)
+        elif before != "fixed" and now == "fixed":
+            result.improvements.append(task_id)
+        elif now == "fixed":
+            result.both_fixed += 1
+        else:
+            result.both_unfixed += 1
+    return result
+
+
+@dataclass
+class GateCheck:
+    name: str
+    passed: bool
+    reason: str
+
+
+def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
+                comparison: Comparison | None, alpha: float,
+                max_regressions: int | None) -> list[GateCheck]:
+    checks = []
+    if fail_under is not None:
+        held = scored > 0 and pass_at_1 >= fail_under
+        checks.append(GateCheck("fail-under", held,
+                                f"pass@1 {pass_at_1:.4f} over {scored} scored task(s) is "
+                                f"{'at or above' if held else 'under'} --humanfix-fail-under "
+                                f"{fail_under:g}"))
+    if comparison is not None:
+        regressions, improvements = len(comparison.regressions), len(comparison.improvements)
+        p = comparison.p_value
+        checks.append(GateCheck("baseline", p >= alpha,
+                                f"{regressions} regression(s), {improvements} improvement(s) "
+                                f"against the baseline: exact McNemar one-sided p={p:.4g} "
+                                f"{'<' if p < alpha else '>='} alpha {alpha:g}"))
+        if max_regressions is not None:
+            checks.append(GateCheck("max-regressions", regressions <= max_regressions,
+                                    f"{regressions} regression(s) against the baseline, "
+                                    f"--humanfix-max-regressions {max_regressions}"))
+    return checks
+
+
+def verdict_line(checks: list[GateCheck]) -> str:
+    """The one line that ends the summary: why the run failed, or that every gate held."""
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        return "humanfix gate FAILED: " + "; ".join(c.reason for c in failed)
+    return "humanfix gates held: " + "; ".join(c.reason for c in checks)
