@@ -49,11 +49,12 @@ def no_outer_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Draws one chart before any in-process pytester run. pytester drops the modules a run
     imported; matplotlib imports some lazily, so a later run would mix two copies of its
-    classes. Loading it whole first keeps one copy (and spares each run the import)."""
+    classes. Loading it whole first keeps one copy (and spares each run the import). Every
+    humanfix run draws its chart, so this comes before the first test of every worker."""
     from pytest_humanfix.chart import write_chart
 
     summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}

@@ -12,8 +12,6 @@ import pytest
 from pytest_humanfix.dataset import content_hash, load_tasks
 from pytest_humanfix.settings import Settings
 
-pytestmark = pytest.mark.usefixtures("charts_loaded")
-
 TASKS = 4
 BASE = ("-p", "no:cacheprovider", "--humanfix-max", str(TASKS))
 

@@ -16,8 +16,6 @@ from pytest_humanfix.cli import main as report_main
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.stats import wilson_interval
 
-pytestmark = pytest.mark.usefixtures("charts_loaded")
-
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -22,8 +22,6 @@ SLOW_CONFTEST = """
 import os, time
 from pytest_humanfix import runner
 
-pytestmark = pytest.mark.usefixtures("charts_loaded")
-
 _evaluate = runner.Runner.evaluate
 
 def evaluate(self, task):
@@ -50,15 +48,18 @@ def run_and_interrupt(pytester: pytest.Pytester, how: signal.Signals, log: Path)
     pytester.makeconftest(SLOW_CONFTEST)
     jsonl = pytester.path / "reports" / "humanfix.jsonl"
     env = {**os.environ, "HUMANFIX_TEST_LOG": str(log), "HUMANFIX_TEST_DELAY": "0.4"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--humanfix-model",
-         "canonical", "--humanfix-max", str(TASKS)],
-        cwd=pytester.path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    output = pytester.path / "first-run.out"
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--humanfix-model",
+             "canonical", "--humanfix-max", str(TASKS)],
+            cwd=pytester.path, env=env, stdout=sink, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if jsonl.exists() and jsonl.read_text().count("\n") >= 3:
             break
-        assert process.poll() is None, "the run ended before it could be interrupted"
+        assert process.poll() is None, \
+            "the run ended before it could be interrupted:\n" + output.read_text()[-3000:]
         time.sleep(0.05)
     process.send_signal(how)
     process.wait(timeout=60)
