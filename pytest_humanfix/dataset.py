@@ -13,8 +13,8 @@ from .settings import HUB_DATASET
 
 # The fields every row must have, from the shared file and the Hub's `python` config alike.
 REQUIRED_FIELDS = (
-    "task_id", "prompt", "declaration", 'buggy_solution', "canonical_solution", "test",
-    "entry_point", "bug_type",
+    'task_id', 'prompt', 'declaration', 'buggy_solution', 'canonical_solution', 'test',
+    'entry_point', 'bug_type',
 )
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 
