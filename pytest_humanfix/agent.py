@@ -30,7 +30,7 @@ from .extract import extract_code, fingerprint
 from .models import Model
 from .precheck import check_candidate
 from .results import Attempt, TaskResult
-from .sandbox import ProcessSandbox, Verdict, build_program
+from .sandbox import Sandbox, Verdict, build_program
 from .settings import Settings
 
 # Graph steps one round can take (propose, check, execute, reflect), and finish once.
@@ -53,7 +53,7 @@ class RepairContext:
 
     task: Task
     model: Model
-    sandbox: ProcessSandbox
+    sandbox: Sandbox
     settings: Settings
 
     @property
@@ -209,7 +209,7 @@ def repair_graph():
     return graph.compile()
 
 
-def repair(task: Task, model: Model, sandbox: ProcessSandbox, settings: Settings) -> TaskResult:
+def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings) -> TaskResult:
     started = time.monotonic()
     context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings)
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),

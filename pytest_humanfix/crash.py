@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .timeouts import error_result
+from .results import TaskResult
 
 
 def crashed_record(runner: Any, nodeid: str, report: pytest.TestReport) -> dict[str, Any] | None:
@@ -18,7 +18,7 @@ def crashed_record(runner: Any, nodeid: str, report: pytest.TestReport) -> dict[
     if task is None:
         return None
     worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
-    record = runner.record(error_result(
+    record = runner.record(TaskResult.error_for(
         task, f"the xdist worker running this task died while running {task.task_id} "
               f"({report.longrepr}): a crash of the harness process itself, e.g. the OOM "
               "killer, a native library, or a pytest-timeout 'thread' timeout. The task is not "

@@ -46,6 +46,12 @@ class TaskResult:
     # above describe that first sample). Empty for a single sample.
     samples: list[Sample] = field(default_factory=list)
 
+    @classmethod
+    def error_for(cls, task: Any, error: str, seconds: float = 0.0) -> "TaskResult":
+        """A harness fault on `task` (a dataset Task): an error outcome, never scored."""
+        return cls(task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
+                   outcome="error", error=error, seconds=round(seconds, 4))
+
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")

@@ -133,9 +133,7 @@ class Runner:
         except Exception as exc:  # a harness bug must not pass for "not fixed"
             error = "".join(traceback.format_exception_only(exc)).strip()
             error += "\n" + "".join(traceback.format_tb(exc.__traceback__)[-3:])
-        return TaskResult(task_id=task.task_id, entry_point=task.entry_point,
-                          bug_type=task.bug_type, outcome="error", error=error,
-                          seconds=round(time.monotonic() - started, 4))
+        return TaskResult.error_for(task, error, time.monotonic() - started)
 
     def close(self) -> None:
         """Stop what this process started for the run (the warm executor's server)."""

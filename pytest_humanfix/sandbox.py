@@ -309,6 +309,12 @@ class Layer(Protocol):
     def describe(self) -> str: ...
 
 
+class Sandbox(Protocol):
+    """What the agent needs of an executor: fresh, warm, under either layer."""
+
+    def run(self, program: str) -> Verdict: ...
+
+
 class FreshSandbox:
     """A fresh interpreter per execution inside `layer`; see the module docstring."""
 

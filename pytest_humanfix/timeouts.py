@@ -53,12 +53,7 @@ def fired(exc: BaseException) -> bool:
     return isinstance(exc, pytest.fail.Exception) and str(exc).endswith(TIMEOUT_MESSAGE_END)
 
 
-def error_result(task: Task, error: str, seconds: float = 0.0) -> TaskResult:
-    return TaskResult(task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
-                      outcome="error", error=error, seconds=round(seconds, 4))
-
-
 def timed_out(task: Task, exc: BaseException, seconds: float) -> TaskResult:
-    return error_result(task, f"item timeout fired after {seconds:.1f} s ({exc}); the task is "
-                        "not scored. Raise --humanfix-item-timeout (or pytest's --timeout).",
-                        seconds)
+    return TaskResult.error_for(
+        task, f"item timeout fired after {seconds:.1f} s ({exc}); the task is not scored. "
+              "Raise --humanfix-item-timeout (or pytest's --timeout).", seconds)
