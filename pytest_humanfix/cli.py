@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = runreport.build(records, runreport.times_from_records(records), comparison, checks)
     files = runreport.write_reports(summary, records, args.out or args.results.parent)
     lines = summary_lines(summarize(records), summary["run"]["protocol"], summary["run"]["model"],
-                          summary["run"]["wall_seconds"] or 0.0, ())
+                          summary["run"]["wall_seconds"] or 0.0)
     lines += runreport.terminal_lines(summary)
     lines += [f"wrote {path}" for path in files]
     if checks:

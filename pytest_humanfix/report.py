@@ -123,7 +123,7 @@ def pass_line(summary: Summary, protocol: dict[str, Any] | None = None) -> str:
 
 
 def summary_lines(summary: Summary, protocol: dict[str, Any] | None, model: str | None,
-                  wall_seconds: float, files: Iterable[Path]) -> list[str]:
+                  wall_seconds: float) -> list[str]:
     lines = [f"model: {model}", pass_line(summary, protocol)]
     lines.append(f"fixed {summary.fixed}, not fixed {summary.unfixed}, "
                  f"errors {summary.errors} (harness faults, not scored)")
@@ -137,6 +137,4 @@ def summary_lines(summary: Summary, protocol: dict[str, Any] | None, model: str 
             lines.append(f"{row.bug_type:<{width}}  {row.fixed:>5}  {row.scored:>6}  "
                          f"{row.errors:>6}  {100 * row.rate:5.1f}%")
     lines.append(f"wall time: {wall_seconds:.1f} s")
-    for path in files:
-        lines.append(f"wrote {path}")
     return lines

@@ -18,7 +18,8 @@ import pytest
 from . import runreport
 from .dataset import DatasetError
 from .devices import DeviceError, DevicePool, pin, run_devices
-from .gates import BaselineError, GateCheck, check_gates, compare, load_baseline, verdict_line
+from .gates import (BaselineError, Comparison, GateCheck, check_gates, compare, load_baseline,
+                    verdict_line)
 from .models import ModelSpecError, check_spec
 from .report import JsonlWriter, ReportError, summarize, summary_lines
 from .resume import ResumeError, fingerprint, load_finished
@@ -165,7 +166,8 @@ class Controller:
         # Before junitxml's own sessionfinish, which writes the file.
         from _pytest.junitxml import xml_key
 
-        checks = self.check_gates(session)
+        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
+        checks = self.check_gates(session, comparison)
 
         xml = self.config.stash.get(xml_key, None)
         if xml is not None and self.records:
@@ -177,9 +179,10 @@ class Controller:
             xml.add_global_property("humanfix_model", str(self.runner.settings.model))
         if xml is not None and self.verdict:
             xml.add_global_property("humanfix_gate", self.verdict)
-        self.write_reports(checks)
+        self.write_reports(checks, comparison)
 
-    def check_gates(self, session: pytest.Session) -> list[GateCheck]:
+    def check_gates(self, session: pytest.Session, comparison: Comparison | None
+                    ) -> list[GateCheck]:
         """Decides the gates and, when one fails, the exit status (a harness error or an
         interruption keeps its own, stronger status)."""
         settings = self.runner.settings
@@ -189,7 +192,6 @@ class Controller:
             self.verdict = "humanfix gates not checked: the run did not finish"
             return []
         rate = runreport.rate(self.records)
-        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
         checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
                              settings.alpha, settings.max_regressions)
         self.verdict = verdict_line(checks)
@@ -197,10 +199,9 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return checks
 
-    def write_reports(self, checks: list[GateCheck]) -> None:
+    def write_reports(self, checks: list[GateCheck], comparison: Comparison | None) -> None:
         if not self.records:
             return
-        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
         times = runreport.run_times(self.started_at, datetime.now(timezone.utc))
         self.report = runreport.build(self.records, times, comparison, checks)
         try:
@@ -219,7 +220,7 @@ class Controller:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "humanfix summary")
         lines = summary_lines(summarize(self.records), self.runner.protocol,
-                              self.runner.settings.model, time.monotonic() - self.started, ())
+                              self.runner.settings.model, time.monotonic() - self.started)
         if self.report is not None:
             lines += runreport.terminal_lines(self.report)
         if self.runner.resumed:
