@@ -15,10 +15,11 @@ import time
 
 from common import add_dataset_argument
 
-from pytest_humanfix.agent import repair, repair_graph
+from pytest_humanfix.agent.graph import repair, repair_graph
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models import load_model
-from pytest_humanfix.sandbox import ProcessSandbox, build_program
+from pytest_humanfix.models.specs import load_model
+from pytest_humanfix.sandbox.fresh import ProcessSandbox
+from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.settings import Settings
 
 

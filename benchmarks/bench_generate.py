@@ -21,9 +21,9 @@ from pathlib import Path
 
 from common import REPO, add_dataset_argument
 
-from pytest_humanfix.agent import repair_messages
+from pytest_humanfix.agent.graph import repair_messages
 from pytest_humanfix.dataset import Task, load_tasks
-from pytest_humanfix.hf_backend import TransformersModel
+from pytest_humanfix.models.hf import TransformersModel
 from pytest_humanfix.settings import Settings
 
 sys.path.insert(0, str(REPO / "tests"))

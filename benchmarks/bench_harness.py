@@ -20,7 +20,7 @@ from pathlib import Path
 from common import add_dataset_argument, canonical_run
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.sandbox import build_program
+from pytest_humanfix.sandbox.program import build_program
 
 
 

@@ -20,8 +20,9 @@ import time
 from common import add_dataset_argument
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.sandbox import Limits, build_program
-from pytest_humanfix.sandbox_setup import make_sandbox
+from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.program import build_program
+from pytest_humanfix.sandbox.choose import make_sandbox
 
 CONFIGS = [("bwrap", "fresh"), ("bwrap", "warm"), ("process", "fresh"), ("process", "warm")]
 

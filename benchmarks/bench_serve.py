@@ -28,11 +28,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from pytest_humanfix import server  # noqa: E402
-from pytest_humanfix.agent import repair_messages  # noqa: E402
+from pytest_humanfix.models import serve as server  # noqa: E402
+from pytest_humanfix.agent.graph import repair_messages  # noqa: E402
 from pytest_humanfix.dataset import load_tasks  # noqa: E402
-from pytest_humanfix.models import ModelSpecError, check_spec  # noqa: E402
-from pytest_humanfix.openai_backend import OpenAIModel  # noqa: E402
+from pytest_humanfix.models.specs import ModelSpecError, check_spec  # noqa: E402
+from pytest_humanfix.models.openai_api import OpenAIModel  # noqa: E402
 from pytest_humanfix.settings import Settings  # noqa: E402
 
 WORKERS = 4

@@ -28,7 +28,7 @@ from pathlib import Path
 from common import add_dataset_argument, canonical_run
 
 from pytest_humanfix.dataset import load_tasks  # noqa: E402
-from pytest_humanfix.sandbox import PRELUDE, build_program  # noqa: E402
+from pytest_humanfix.sandbox.program import PRELUDE, build_program  # noqa: E402
 
 
 

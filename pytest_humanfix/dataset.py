@@ -9,7 +9,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .settings import HUB_DATASET
+from .records import JsonlError, read_jsonl
+
+HUB_DATASET = "bigcode/humanevalpack"
 
 # The fields every row must have, from the shared file and the Hub's `python` config alike.
 REQUIRED_FIELDS = (
@@ -89,16 +91,10 @@ def task_from_row(row: dict[str, Any], source: str, index: int) -> Task:
 
 def _read_local(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".jsonl":
-        rows = []
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg}).") from None
-        return rows
+        try:
+            return read_jsonl(path, bad_lines="raise")
+        except JsonlError as exc:
+            raise DatasetError(f"{exc}; every line of a dataset file must be one row.") from None
     if path.suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

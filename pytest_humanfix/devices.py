@@ -1,4 +1,4 @@
-"""Which GPU each pytest-xdist worker gets.
+"""GPUs: which are visible, which the user asked for, and a pool that hands them out.
 
 The controller decides and hands each worker one entry for its CUDA_VISIBLE_DEVICES; the worker
 sets it before torch touches CUDA, so every worker sees its own GPU as cuda:0. GPUs are found
@@ -14,7 +14,6 @@ import sys
 from collections import Counter
 from typing import Callable, MutableMapping, Sequence
 
-from .models import ModelSpecError, resolve_spec
 from .settings import Settings
 
 
@@ -81,27 +80,6 @@ def requested_or_visible(settings: Settings, environ: MutableMapping[str, str] =
         return resolve_requested(settings.devices,
                                  parse_visible(outer) if outer is not None else None)
     return visible_gpus(environ, list_gpus)
-
-
-def run_devices(settings: Settings, environ: MutableMapping[str, str] = os.environ,
-                list_gpus: Callable[[], list[str]] = nvidia_smi_gpus) -> list[str]:
-    """The GPUs handed to workers: those named by --humanfix-devices, or else, for a model that
-    runs in the workers (transformers), every visible GPU; none for a server or a control, and
-    none under --humanfix-serve, where the engines hold the GPUs."""
-    if settings.serve:
-        return []
-    if not settings.devices and resolve_spec(settings.model).kind != "transformers":
-        return []
-    return requested_or_visible(settings, environ, list_gpus)
-
-
-def auto_num_workers(settings: Settings, environ: MutableMapping[str, str] = os.environ,
-                     list_gpus: Callable[[], list[str]] = nvidia_smi_gpus) -> int | None:
-    """`-n auto` with GPUs: one worker per GPU. None leaves the choice to xdist (one per CPU)."""
-    try:
-        return len(run_devices(settings, environ, list_gpus)) or None
-    except (DeviceError, ModelSpecError):
-        return None  # the run's start reports it as a usage error
 
 
 class DevicePool:

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from . import settings as settings_mod
-
-RUNNER = pytest.StashKey["Runner"]()  # set only while humanfix is active
+from .session import RUNNER
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,7 +24,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     settings = settings_mod.Settings.from_config(config)
     if not settings.active:
         return None
-    from .devices import auto_num_workers
+    from .session.placement import auto_num_workers
 
     return auto_num_workers(settings)
 
@@ -35,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = settings_mod.Settings.from_config(config)
     if not settings.active:
         return
-    from .session import start
+    from .session.start import start
 
     config.stash[RUNNER] = start(config, settings)
 
@@ -49,7 +48,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector):
     if RUNNER in parent.config.stash and path == parent.config.invocation_params.dir:
-        from .items import HumanfixDirectory
+        from .session.items import HumanfixDirectory
 
         # A fixed node id keeps item ids the same whatever pytest picks as rootdir (it may
         # pick the dataset's folder, since it reads option values as candidate paths).
@@ -62,7 +61,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     # Outside pytest-timeout's own wrapper, which reads the item's timeout marker. The model
     # loads first, so that a download never counts against one task's timeout.
     if RUNNER in item.config.stash and hasattr(item, "task"):
-        from .timeouts import apply_item_timeout
+        from .session.timeouts import apply_item_timeout
 
         runner = item.config.stash[RUNNER]
         runner.preload()

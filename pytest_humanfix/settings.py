@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-HUB_DATASET = "bigcode/humanevalpack"
+from .dataset import HUB_DATASET
 
 
 def _positive_int(text: str) -> int:

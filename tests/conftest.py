@@ -55,7 +55,7 @@ def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
     imported; matplotlib imports some lazily, so a later run would mix two copies of its
     classes. Loading it whole first keeps one copy (and spares each run the import). Every
     humanfix run draws its chart, so this comes before the first test of every worker."""
-    from pytest_humanfix.chart import write_chart
+    from pytest_humanfix.reporting.chart import write_chart
 
     summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}
     write_chart(summary, [], tmp_path_factory.mktemp("chart") / "warm.png")

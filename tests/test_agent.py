@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix import agent, prompts
+from pytest_humanfix.agent import graph as agent, prompts
 from pytest_humanfix.dataset import Task, load_tasks
-from pytest_humanfix.models import Generation, load_model
-from pytest_humanfix.runner import Runner
-from pytest_humanfix.sandbox import Limits, ProcessSandbox
+from pytest_humanfix.models.base import Generation
+from pytest_humanfix.models.specs import load_model
+from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.fresh import ProcessSandbox
 from pytest_humanfix.settings import Settings
 
 TASK_ID = "Python/0"  # has_close_elements: the bug is a missing abs()
@@ -244,7 +246,7 @@ def test_model_failure_mid_loop_is_an_error_not_unfixed(tmp_path, task, tasks, d
 
 
 def test_langgraph_is_not_imported_with_the_plugin():
-    code = ("import sys, pytest_humanfix.plugin, pytest_humanfix.agent, pytest_humanfix.runner;"
+    code = ("import sys, pytest_humanfix.plugin, pytest_humanfix.agent.graph, pytest_humanfix.session.runner;"
             "print('langgraph' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.report import read_jsonl
+from pytest_humanfix.records import read_jsonl
 from pytest_humanfix.settings import Settings
-from pytest_humanfix.timeouts import item_timeout
+from pytest_humanfix.session.timeouts import item_timeout
 
 LOOPING_TASK = "Python/10"  # its buggy solution never returns
 
@@ -23,7 +23,7 @@ def records(pytester: pytest.Pytester) -> dict[str, dict]:
     path = pytester.path / "reports" / "humanfix.jsonl"
     # Every line must be whole JSON: a torn line would be skipped by read_jsonl, so compare.
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    parsed = read_jsonl(path)
+    parsed = read_jsonl(path, "skip")
     assert len(parsed) == len(lines)
     return {r["task_id"]: r for r in parsed}
 
@@ -111,7 +111,7 @@ def test_item_timeout_is_derived_from_the_budget():
 
 SLOW_LOAD_CONFTEST = """
 import time
-import pytest_humanfix.runner as runner_module
+import pytest_humanfix.session.runner as runner_module
 
 real_load = runner_module.load_model
 

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from conftest import dataset_path
-from pytest_humanfix.cgroup import open_cgroups
+from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.runner import Runner
-from pytest_humanfix.sandbox import Limits
-from pytest_humanfix.sandbox_setup import Choice, make_sandbox
+from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.choose import Choice, make_sandbox
 from pytest_humanfix.settings import Settings
 
 TASK = "Python/2"  # truncate_number: a quick test, so hostile code is all that takes time
@@ -200,8 +200,7 @@ def evaluate(tmp_path: Path, tasks: dict, config: tuple[str, str], task_id: str,
     replay.write_text(json.dumps({"task_id": task_id, "completion": text}) + "\n")
     settings = Settings(model=f"replay:{replay}", sandbox=config[0], executor=config[1],
                         timeout=TIMEOUT)
-    runner = Runner(settings, "bad-inputs")
-    runner.__dict__["sandbox_choice"] = choice_for(config)
+    runner = Runner(settings, "bad-inputs", sandbox_choice=choice_for(config))
     return runner.evaluate(tasks[task_id])
 
 

@@ -51,7 +51,7 @@ def test_field_of_the_wrong_type_is_named(tmp_path, dataset):
 def test_invalid_json_line_is_named(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"task_id": "Python/0"}\n{oops\n')
-    with pytest.raises(DatasetError, match=r"bad.jsonl: line 2 is not valid JSON"):
+    with pytest.raises(DatasetError, match=r"bad.jsonl: line 2 is not a JSON object"):
         load_tasks(str(path))
 
 

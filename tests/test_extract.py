@@ -9,9 +9,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.extract import extract_code, fingerprint, strip_thinking
-from pytest_humanfix.precheck import check_candidate
-from pytest_humanfix.sandbox import ProcessSandbox, build_program
+from pytest_humanfix.agent.extract import code_key, extract_code, strip_thinking
+from pytest_humanfix.agent.precheck import check_candidate
+from pytest_humanfix.sandbox.fresh import ProcessSandbox
+from pytest_humanfix.sandbox.program import build_program
 
 DECLARATION = ("from typing import List\n\n\n"
                "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n")
@@ -37,7 +38,7 @@ def extract(reply: str) -> str:
 
 
 def assert_is_fixed(code: str) -> None:
-    assert fingerprint(code) == fingerprint(FIXED), code
+    assert code_key(code) == code_key(FIXED), code
 
 
 def fence(code: str, lang: str = "python") -> str:
@@ -173,7 +174,7 @@ def test_helpers_and_imports_in_the_reply_are_kept():
 @pytest.mark.parametrize("indent", ["  ", "\t"])
 def test_whole_function_with_other_indentation(indent):
     function = FIXED_FUNCTION.replace("    ", indent)
-    assert fingerprint(extract(fence(function))) == fingerprint(FIXED)
+    assert code_key(extract(fence(function))) == code_key(FIXED)
 
 
 def test_missing_import_of_the_declaration_is_put_back():
@@ -223,12 +224,12 @@ def test_check_accepts_compatible_signatures(code):
 @pytest.mark.parametrize("variant", ["tests", "docs"])
 def test_every_canonical_solution_survives_extraction_and_the_check(dataset, variant):
     """Replying with the known fix, as a chat model would, must never be rejected or altered."""
-    from pytest_humanfix.prompts import prompt_base
+    from pytest_humanfix.agent.prompts import prompt_base
 
     for task in load_tasks(str(dataset)):
         base = prompt_base(task, variant)
         for reply in (fence(task.canonical_code), fence(task.canonical_solution)):
             code = extract_code("Fixed:\n" + reply, task.entry_point, base, task.buggy_code)
             assert check_candidate(code, task) == "", task.task_id
-            assert fingerprint(code) == fingerprint(base + task.canonical_solution) or \
-                fingerprint(code) == fingerprint(task.canonical_code), task.task_id
+            assert code_key(code) == code_key(base + task.canonical_solution) or \
+                code_key(code) == code_key(task.canonical_code), task.task_id

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.sandbox import Limits, Verdict, build_program, first_failure
-from pytest_humanfix.sandbox_setup import make_sandbox
+from pytest_humanfix.sandbox.environment import Limits, Verdict, first_failure
+from pytest_humanfix.sandbox.program import build_program
+from pytest_humanfix.sandbox.choose import make_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Python/2, as a segfault in a native library or the OOM killer would.
 DYING_WORKER_CONFTEST = """
 import os
-from pytest_humanfix import runner
+from pytest_humanfix.session import runner
 
 _evaluate = runner.Runner.evaluate
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix import hf_backend
-from pytest_humanfix.hf_backend import TransformersModel, decoding_kwargs, torch_dtype
+from pytest_humanfix.models import hf as hf_backend
+from pytest_humanfix.models.hf import TransformersModel, decoding_kwargs, torch_dtype
 from pytest_humanfix.settings import Settings
 
 QWEN3_LIKE_TEMPLATE = (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.models import (ALIASES, ModelSpecError, ResolvedSpec, check_spec,
+from pytest_humanfix.models.specs import (ALIASES, ModelSpecError, ResolvedSpec, check_spec,
                                     load_model, resolve_spec)
 from pytest_humanfix.settings import Settings
 
@@ -74,9 +74,9 @@ def test_openai_needs_a_model_name() -> None:
 
 def test_openai_spec_dispatches_to_the_openai_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     made = []
-    fake = types.ModuleType("pytest_humanfix.openai_backend")
+    fake = types.ModuleType("pytest_humanfix.models.openai_api")
     fake.OpenAIModel = lambda *args: made.append(args) or "model"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pytest_humanfix.openai_backend", fake)
+    monkeypatch.setitem(sys.modules, "pytest_humanfix.models.openai_api", fake)
     settings = Settings(model="openai:tiny")
     assert load_model("openai:tiny", settings) == "model"
     assert made == [("openai:tiny", "tiny", settings)]
@@ -85,7 +85,7 @@ def test_openai_spec_dispatches_to_the_openai_backend(monkeypatch: pytest.Monkey
 def test_check_spec_reads_a_replay_file(tmp_path: Path) -> None:
     bad = tmp_path / "replies.jsonl"
     bad.write_text("not json\n")
-    with pytest.raises(ModelSpecError, match="line 1 is not JSON"):
+    with pytest.raises(ModelSpecError, match="line 1 is not a JSON object"):
         check_spec(f"replay:{bad}", Settings())
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps({"task_id": "Python/0", "completion": "x"}) + "\n")
@@ -97,7 +97,7 @@ def test_check_spec_loads_no_weights_and_reaches_no_hub(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     program = (
         "import sys\n"
-        "from pytest_humanfix.models import check_spec\n"
+        "from pytest_humanfix.models.specs import check_spec\n"
         "from pytest_humanfix.settings import Settings\n"
         f"for spec in ['qwen', 'Qwen/Qwen3-0.6B', {str(tmp_path)!r}, 'openai:m']:\n"
         "    check_spec(spec, Settings(model=spec))\n"

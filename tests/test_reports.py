@@ -12,9 +12,9 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from pytest_humanfix.cli import main as report_main
+from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.stats import wilson_interval
+from pytest_humanfix.reporting.stats import wilson_interval
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -141,7 +141,7 @@ def test_humanfix_report_compares_with_a_baseline(humanfix_pytester, tmp_path):
     run(humanfix_pytester, "--humanfix-model", "buggy", *args, "bad.jsonl")
     good, bad = humanfix_pytester.path / "good.jsonl", humanfix_pytester.path / "bad.jsonl"
     process = subprocess.run(
-        [sys.executable, "-m", "pytest_humanfix.cli", str(bad), "--baseline", str(good),
+        [sys.executable, "-m", "pytest_humanfix.reporting.cli", str(bad), "--baseline", str(good),
          "--out", str(tmp_path)], capture_output=True, text=True)
     # 5 regressions, 0 improvements: p = 1/32 < 0.05.
     assert process.returncode == 1, process.stderr

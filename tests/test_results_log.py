@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import json
 
-from pytest_humanfix.report import JsonlWriter, read_jsonl, summarize
+import pytest
+
+from pytest_humanfix.records import JsonlError, JsonlWriter, read_jsonl
+from pytest_humanfix.reporting.summary import build, junit_properties
+from pytest_humanfix.reporting.terminal import pass_line
 
 
 def record(task_id: str, bug_type: str, outcome: str) -> dict:
@@ -10,12 +14,27 @@ def record(task_id: str, bug_type: str, outcome: str) -> dict:
 
 
 def test_summary_scores_fixed_over_scored_and_counts_errors_apart():
-    summary = summarize([record("a", "x", "fixed"), record("b", "x", "unfixed"),
-                         record("c", "y", "fixed"), record("d", "y", "error")])
-    assert (summary.fixed, summary.unfixed, summary.errors) == (2, 1, 1)
-    assert summary.pass_at_1 == 2 / 3
-    rows = {r.bug_type: (r.fixed, r.scored, r.errors) for r in summary.by_bug_type}
+    summary = build([record("a", "x", "fixed"), record("b", "x", "unfixed"),
+                     record("c", "y", "fixed"), record("d", "y", "error")], {})
+    tasks = summary["tasks"]
+    assert (tasks["fixed"], tasks["unfixed"], tasks["errors"]) == (2, 1, 1)
+    assert summary["pass_at_1"]["value"] == 2 / 3
+    rows = {r["bug_type"]: (r["fixed"], r["scored"], r["errors"]) for r in summary["by_bug_type"]}
     assert rows == {"x": (1, 2, 0), "y": (1, 1, 1)}
+
+
+def test_with_samples_pass_at_1_is_the_unbiased_estimate_in_every_view():
+    # First samples fix 2 of 4 tasks (50%), but over all samples 3 of 8 pass: 37.5%.
+    records = [dict(record("a", "x", "fixed"), n=2, n_fixed=2),
+               dict(record("b", "x", "fixed"), n=2, n_fixed=1),
+               dict(record("c", "y", "unfixed"), n=2, n_fixed=0),
+               dict(record("d", "y", "unfixed"), n=2, n_fixed=0)]
+    summary = build(records, {})
+    assert summary["pass_at_1"]["value"] == 0.375
+    assert dict(junit_properties(summary))["humanfix_pass_at_1"] == "0.3750"
+    headline = pass_line(summary)
+    assert headline.startswith("pass@1 = 37.5% ") and "first sample fixed 2/4" in headline
+    assert "50.0%" not in headline
 
 
 def test_every_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
@@ -23,7 +42,7 @@ def test_every_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
     writer.open()
     writer.write(record("a", "x", "fixed"))
     # Read by another handle before close: the line is already there, whole.
-    assert read_jsonl(tmp_path / "out" / "r.jsonl") == [record("a", "x", "fixed")]
+    assert read_jsonl(tmp_path / "out" / "r.jsonl", "raise") == [record("a", "x", "fixed")]
     writer.close()
 
 
@@ -34,10 +53,21 @@ def test_a_new_run_keeps_the_previous_results_aside(tmp_path):
     writer.open()
     writer.close()
     assert path.read_text() == ""
-    assert read_jsonl(tmp_path / "r.jsonl.prev") == [record("old", "x", "fixed")]
+    assert read_jsonl(tmp_path / "r.jsonl.prev", "raise") == [record("old", "x", "fixed")]
 
 
 def test_a_torn_last_line_is_skipped(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record("a", "x", "fixed")) + "\n" + '{"task_id": "b", "outc')
-    assert read_jsonl(path) == [record("a", "x", "fixed")]
+    assert read_jsonl(path, "torn-tail") == [record("a", "x", "fixed")]
+    assert read_jsonl(path, "skip") == [record("a", "x", "fixed")]
+    with pytest.raises(JsonlError, match="line 2"):
+        read_jsonl(path, "raise")
+
+
+def test_a_bad_line_before_the_end_is_refused_unless_skipped(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("not json\n" + json.dumps(record("a", "x", "fixed")) + "\n")
+    with pytest.raises(JsonlError, match="line 1"):
+        read_jsonl(path, "torn-tail")
+    assert read_jsonl(path, "skip") == [record("a", "x", "fixed")]

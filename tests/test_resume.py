@@ -20,7 +20,7 @@ TASKS = 8
 # runs that use it go through runpytest_subprocess.
 SLOW_CONFTEST = """
 import os, time
-from pytest_humanfix import runner
+from pytest_humanfix.session import runner
 
 _evaluate = runner.Runner.evaluate
 
@@ -125,7 +125,7 @@ def test_resume_under_another_protocol_is_refused(humanfix_pytester):
                                          "--humanfix-max", "2", "--humanfix-iters", "1",
                                          "--humanfix-resume")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--humanfix-resume: *humanfix.jsonl line 1 (Python/0) was made "
+    result.stderr.fnmatch_lines(["*--humanfix-resume: *humanfix.jsonl record 1 (Python/0) was made "
                                  "under another protocol: model: 'canonical' there, 'buggy' here;"
                                  " iters: 0 there, 1 here*"])
     assert len(records(humanfix_pytester.path / "reports" / "humanfix.jsonl")) == 2
@@ -156,4 +156,4 @@ def test_corrupt_line_in_the_middle_is_refused(humanfix_pytester):
     result = humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model",
                                          "canonical", "--humanfix-max", "2", "--humanfix-resume")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*line 2 is not JSON, and it is not the last line*"])
+    result.stderr.fnmatch_lines(["*line 2 is not a JSON object, and it is not the last line*"])

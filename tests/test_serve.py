@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix import server
+from pytest_humanfix.models import serve as server
 
 TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
 

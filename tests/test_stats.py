@@ -8,7 +8,7 @@ from math import comb
 
 import pytest
 
-from pytest_humanfix.stats import mcnemar_exact, mean_pass_at_k, pass_at_k, wilson_interval
+from pytest_humanfix.reporting.stats import mcnemar_exact, mean_pass_at_k, pass_at_k, wilson_interval
 
 
 @pytest.mark.parametrize(("n", "c", "k", "expected"), [

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_humanfix import sandbox_setup
-from pytest_humanfix.sandbox import Limits, SandboxError, build_program
-from pytest_humanfix.sandbox_setup import make_sandbox
+from pytest_humanfix.sandbox import choose as sandbox_setup
+from pytest_humanfix.sandbox.environment import Limits, SandboxError
+from pytest_humanfix.sandbox.program import build_program
+from pytest_humanfix.sandbox.choose import make_sandbox
 
 SPOIL = """
 import os, numpy, math

@@ -2,9 +2,9 @@
 
 Every execution runs in its own folder and process group, with stdin closed, an environment
 that carries no secrets, rlimits set before any candidate code runs, output captured to a cap,
-and no network. Where (the layer: bwrap or a plain process, layers.py) and how (a fresh
-interpreter here, or a child of the warm executor, forkserver.py) are chosen by sandbox_setup.py;
-cgroup.py bounds and reaps every process an execution starts.
+and no network. Where (the layer: bwrap or a plain process, `layers`) and how (a fresh
+interpreter here, or a child of the warm executor, `warm`) are chosen by `choose`; `cgroup`
+bounds and reaps every process an execution starts.
 
 The verdict needs proof that the test code ran to its end: the code before the candidate writes
 a one-time nonce to a file after the program returns, so exiting with status 0 early is never a
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -24,31 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from .cgroup import Cgroup
-
-# The imports the BigCode evaluation harness puts before every Python candidate (IMPORT_HELPER).
-PRELUDE = "\n".join([
-    "import math",
-    "import re",
-    "import sys",
-    "import copy",
-    "import datetime",
-    "import itertools",
-    "import collections",
-    "import heapq",
-    "import statistics",
-    "import functools",
-    "import hashlib",
-    "import numpy",
-    "import numpy as np",
-    "import string",
-    "from typing import *",
-    "from collections import *",
-])
+from .environment import Layer, Limits, SandboxError, Verdict
+from .layers import ProcessLayer
 
 PROGRAM_NAME = "program.py"
 DONE_NAME = ".humanfix-done"
@@ -56,7 +36,7 @@ STARTED_NAME = ".humanfix-started"
 SANDBOX_FAULT_EXIT = 113  # the bootstrap could not set up isolation: a harness fault
 
 # What every execution runs before candidate code, in a fresh interpreter (BOOTSTRAP) and in
-# each child of the warm executor (forkserver.SERVER) alike.
+# each child of the warm executor (warm.SERVER) alike.
 CHILD_CODE = r"""
 import json, os, resource, sys
 def _fault(message):
@@ -113,94 +93,6 @@ SAFE_ENV = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
-
-
-class SandboxError(Exception):
-    """The sandbox could not run the program at all: a harness fault, never 'not fixed'."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout: float = 10.0
-    memory_bytes: int = 2 << 30
-    processes: int = 64
-    file_bytes: int = 16 << 20
-    output_bytes: int = 16 << 10  # of stdout and of stderr, kept for the report
-
-    def rlimits(self) -> dict[str, tuple[int, int]]:
-        cpu = int(self.timeout) + 1
-        return {
-            "RLIMIT_CPU": (cpu, cpu + 1),
-            "RLIMIT_AS": (self.memory_bytes, self.memory_bytes),
-            "RLIMIT_NPROC": (self.processes, self.processes),
-            "RLIMIT_FSIZE": (self.file_bytes, self.file_bytes),
-            "RLIMIT_CORE": (0, 0),
-        }
-
-
-@dataclass
-class Verdict:
-    """What one execution showed. `status` is passed, failed, timeout or exited_early."""
-
-    status: str
-    exit_code: int | None
-    seconds: float
-    stdout: str
-    stderr: str
-    network: str
-    layer: str = "process"
-    executor: str = "fresh"  # fresh interpreter, or a child of the warm executor
-    output_limited: bool = False  # stdout or stderr reached the file size limit
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
-
-    def first_failure(self) -> str:
-        return first_failure(self)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def first_failure(verdict: Verdict) -> str:
-    """One or two lines a person reads first: the failing statement and the exception."""
-    if verdict.status == "timeout":
-        return f"timed out after {verdict.seconds:.1f} s (sandbox wall-clock limit)"
-    if verdict.status == "exited_early":
-        return ("the program exited with status 0 before the tests ran to their end "
-                "(sys.exit or os._exit in the candidate?)")
-    if verdict.output_limited:
-        return ("the program's output reached the sandbox's file size limit and was cut "
-                f"(exit status {verdict.exit_code})")
-    lines = [line for line in verdict.stderr.splitlines() if line.strip()]
-    exception = next((l for l in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error", l)), None)
-    if exception is None:
-        code = verdict.exit_code
-        if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            hint = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
-                    "SIGKILL": " (killed)", "SIGSEGV": " (crash, e.g. stack overflow)"}.get(name, "")
-            return f"killed by {name}{hint}"
-        return lines[-1] if lines else f"exit status {code} with no error output"
-    index = lines.index(exception)
-    statement = ""
-    for previous in reversed(lines[:index]):
-        if previous.startswith("    ") and not previous.lstrip().startswith(("^", "~")):
-            statement = previous.strip()
-            break
-        if previous.lstrip().startswith("File "):
-            break
-    return f"{statement}\n{exception}" if statement else exception
-
-
-def build_program(code: str, test: str, test_setup: str = "") -> str:
-    """The program the BigCode harness runs: prelude, candidate, then the task's test."""
-    candidate = (PRELUDE + "\n" + code).strip()
-    return candidate + "\n" + (test_setup + "\n" if test_setup else "") + test + "\n"
 
 
 def temp_folder(kind: str) -> Path:
@@ -293,27 +185,6 @@ class Execution:
                        >= limits.file_bytes)
 
 
-class Layer(Protocol):
-    """Where executions run: `command` wraps an argv so it runs inside the layer, with `root`
-    (a harness folder) as its only writable place, seen inside at `inside(root)`."""
-
-    name: str
-    network: str
-
-    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]: ...
-
-    def inside(self, path: Path, root: Path) -> str: ...
-
-    def exit_code(self, code: int) -> int: ...
-
-    def describe(self) -> str: ...
-
-
-class Sandbox(Protocol):
-    """What the agent needs of an executor: fresh, warm, under either layer."""
-
-    def run(self, program: str) -> Verdict: ...
-
 
 class FreshSandbox:
     """A fresh interpreter per execution inside `layer`; see the module docstring."""
@@ -330,6 +201,9 @@ class FreshSandbox:
     @property
     def network(self) -> str:
         return self.layer.network
+
+    def shutdown(self) -> None:
+        """Nothing outlives an execution here; present so every Sandbox can be shut down."""
 
     def run(self, program: str) -> Verdict:
         root = temp_folder("run")
@@ -388,6 +262,4 @@ class ProcessSandbox(FreshSandbox):
     kept for callers that build one directly."""
 
     def __init__(self, limits: Limits | None = None, python: str = sys.executable) -> None:
-        from .layers import ProcessLayer
-
         super().__init__(ProcessLayer(python), limits, None, python)

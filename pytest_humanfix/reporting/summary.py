@@ -1,19 +1,20 @@
-"""The end-of-run report: summary.json, summary.md, an optional PNG chart, extra terminal lines.
+"""The one summary of a run: `build` turns result records (and, when given, the baseline
+comparison and the gate checks) into one plain dict, the content of summary.json. Every figure a
+run reports is computed here, once; the terminal, JUnit, summary.md/png, the gates and
+`humanfix-report` all render or read this dict, so they cannot disagree.
 
-`build` turns result records (and, when given, the baseline comparison and the gate checks) into
-one plain dict, the content of summary.json; everything else renders that dict. The controller
-calls it at the end of a run, `humanfix-report` on a JSONL, so both give the same files.
+pass@1 is `rate`: the unbiased estimate of Chen et al. (2021) over every sample of every scored
+task (with one sample, fixed / scored). `tasks.fixed` counts the tasks whose first sample fixed
+them (that sample decides each item's pytest outcome); with samples it is shown only under that
+name, never as pass@1.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import statistics
 from datetime import datetime
 from importlib import metadata
-from pathlib import Path
 from typing import Any, Iterable
 
 from .gates import Comparison, GateCheck
@@ -109,6 +110,16 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
     }
 
 
+def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The JUnit suite properties: the same figures as every other view of the summary."""
+    tasks = summary["tasks"]
+    return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
+            ("humanfix_fixed", str(tasks["fixed"])),
+            ("humanfix_scored", str(tasks["scored"])),
+            ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_model", str(summary["run"].get("model")))]
+
+
 def run_times(started: datetime, ended: datetime) -> dict[str, Any]:
     return {"started_at": started.isoformat(timespec="seconds"),
             "ended_at": ended.isoformat(timespec="seconds"),
@@ -128,104 +139,3 @@ def times_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         return {"started_at": None, "ended_at": None, "wall_seconds": None}
     start = datetime.fromtimestamp(min(s for s, _ in spans), tz=spans[0][1].tzinfo)
     return run_times(start, max(e for _, e in spans))
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-def _interval(rate: dict[str, Any]) -> str:
-    low, high = rate["ci95"]
-    return f"{_pct(rate['value'])} [{_pct(low)}, {_pct(high)}]"
-
-
-def terminal_lines(summary: dict[str, Any]) -> list[str]:
-    """What the terminal summary adds to the pass@1 line: interval, pass@k, tokens, slowest,
-    the baseline comparison."""
-    rate = summary["pass_at_1"]
-    lines = [f"pass@1 {_interval(rate)} (95% Wilson interval over {rate['tasks']} tasks"
-             + (f", unbiased over {summary['samples']} samples" if summary["samples"] > 1 else "")
-             + ")"]
-    if summary["samples"] > 1:
-        lines.append("  ".join(f"pass@{k} = {_pct(v)}" for k, v in summary["pass_at_k"].items()))
-    tokens, seconds = summary["tokens"], summary["seconds"]
-    lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
-                 f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
-                 f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")
-    if summary["slowest"]:
-        lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
-                                             for s in summary["slowest"]))
-    lines.extend(baseline_lines(summary.get("baseline")))
-    return lines
-
-
-def baseline_lines(baseline: dict[str, Any] | None) -> list[str]:
-    if baseline is None:
-        return []
-    return [
-        f"baseline: {baseline['paired']} paired tasks, {len(baseline['regressions'])} "
-        f"regression(s), {len(baseline['improvements'])} improvement(s), "
-        f"{len(baseline['unpaired'])} unpaired; exact McNemar one-sided p={baseline['p_value']:.4g}",
-        "regressions: " + (", ".join(baseline["regressions"]) or "none"),
-        "improvements: " + (", ".join(baseline["improvements"]) or "none"),
-    ]
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    run, tasks, rate = summary["run"], summary["tasks"], summary["pass_at_1"]
-    protocol = " ".join(f"{k}={v}" for k, v in (run.get("protocol") or {}).items())
-    lines = [
-        f"## HumanEvalFix: `{run.get('model')}`", "",
-        f"**pass@1 {_interval(rate)}** (95% Wilson interval), "
-        f"{tasks['fixed']} fixed of {tasks['scored']} scored, {tasks['errors']} harness error(s)",
-        "",
-        "| | |", "|---|---|",
-        f"| protocol | {protocol} |",
-        f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",
-        f"| started / ended | {run.get('started_at')} / {run.get('ended_at')} |",
-        f"| wall time | {run.get('wall_seconds')} s |",
-        f"| tokens | {summary['tokens']['total']} total, "
-        f"{summary['tokens']['per_task']['mean']:.0f} per task |",
-        f"| seconds | {summary['seconds']['total']:.1f} total, "
-        f"{summary['seconds']['per_task']['mean']:.2f} per task |",
-        "| versions | " + ", ".join(f"{k} {v}" for k, v in run["versions"].items() if v) + " |",
-    ]
-    if summary["samples"] > 1:
-        lines.append("| pass@k | " + ", ".join(f"pass@{k} {_pct(v)}"
-                                               for k, v in summary["pass_at_k"].items()) + " |")
-    lines += ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |", "|---|---:|---:|---:|---|"]
-    for row in summary["by_bug_type"]:
-        lines.append(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
-                     f"| {_interval(row['pass_at_1'])} |")
-    if summary["errors"]:
-        lines += ["", "Harness errors (not scored): "
-                  + ", ".join(e["task_id"] for e in summary["errors"])]
-    baseline = baseline_lines(summary.get("baseline"))
-    if baseline:
-        lines += ["", *(f"- {line}" for line in baseline)]
-    if summary["gates"]:
-        lines += ["", *(f"- gate {g['name']}: {'held' if g['passed'] else '**FAILED**'}: "
-                        f"{g['reason']}" for g in summary["gates"])]
-    return "\n".join(lines) + "\n"
-
-
-def write_reports(summary: dict[str, Any], records: list[dict[str, Any]],
-                  folder: Path) -> list[Path]:
-    """summary.json, summary.md and (with matplotlib) summary.png; summary.md is also appended
-    to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = folder / "summary.json", folder / "summary.md"
-    json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    text = markdown(summary)
-    md_path.write_text(text, encoding="utf-8")
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(text)
-    written = [json_path, md_path]
-    from .chart import write_chart
-
-    chart = write_chart(summary, records, folder / "summary.png")
-    if chart is not None:
-        written.append(chart)
-    return written

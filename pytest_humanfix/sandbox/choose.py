@@ -8,9 +8,10 @@ import sys
 from dataclasses import dataclass, field
 
 from .cgroup import open_cgroups
-from .forkserver import WarmSandbox
 from .layers import BwrapLayer, ProcessLayer, probe_bwrap
-from .sandbox import FreshSandbox, Layer, Limits, SandboxError, remove_stale_folders
+from .environment import Layer, Limits, SandboxError
+from .fresh import FreshSandbox, remove_stale_folders
+from .warm import WarmSandbox
 
 
 @dataclass

@@ -16,9 +16,9 @@ import os
 import time
 from typing import Any
 
-from .dataset import Task
-from .models import Generation, ModelLoadError
-from .settings import Settings
+from ..dataset import Task
+from ..settings import Settings
+from .base import Generation, ModelLoadError
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0

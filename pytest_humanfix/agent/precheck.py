@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from .dataset import Task
+from ..dataset import Task
 
 
 def declared_function(task: Task) -> ast.FunctionDef | None:

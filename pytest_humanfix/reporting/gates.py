@@ -7,12 +7,11 @@ gain is reported, never punished. The README explains why the test is paired.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .resume import FINISHED, differences
+from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl
 from .stats import mcnemar_exact
 
 
@@ -28,18 +27,17 @@ def load_baseline(path: Path, protocol: dict[str, Any], dataset_hash: str) -> di
                             "of an earlier run (e.g. reports/humanfix.jsonl).")
     records: dict[str, dict] = {}
     wanted = {"protocol": protocol, "dataset_hash": dataset_hash}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line of an interrupted run
-        if not isinstance(record, dict) or "task_id" not in record or "outcome" not in record:
-            raise BaselineError(f"--humanfix-baseline: {path} line {number} is not a humanfix "
+    try:
+        rows = read_jsonl(path, bad_lines="torn-tail")  # an interrupted run's torn last line
+    except JsonlError as exc:
+        raise BaselineError(f"--humanfix-baseline: {exc}, and it is not the last line; pass "
+                            "the results JSONL of an earlier run.") from None
+    for number, record in enumerate(rows, 1):
+        if "task_id" not in record or "outcome" not in record:
+            raise BaselineError(f"--humanfix-baseline: {path} record {number} is not a humanfix "
                                 "result record (no task_id/outcome).")
         found = {"protocol": record.get("protocol"), "dataset_hash": record.get("dataset_hash")}
-        mismatch = differences(found, wanted)
+        mismatch = fingerprint_differences(found, wanted)
         if mismatch:
             raise BaselineError(
                 f"--humanfix-baseline: {path} was made under another protocol or dataset "
@@ -80,7 +78,7 @@ def compare(records: Iterable[dict], baseline: dict[str, dict]) -> Comparison:
         task_id = record["task_id"]
         before = baseline.get(task_id, {}).get("outcome")
         now = record["outcome"]
-        if before not in FINISHED or now not in FINISHED:
+        if before not in SCORED or now not in SCORED:
             result.unpaired.append(task_id)
         elif before == "fixed" and now != "fixed":
             result.regressions.append(task_id)

@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 from .cgroup import Cgroup
-from .sandbox import (CHILD_CODE, PRELUDE, SAFE_ENV, Execution, Layer, Limits, SandboxError,
-                      Verdict, temp_folder)
+from .environment import Layer, Limits, SandboxError, Verdict
+from .fresh import CHILD_CODE, SAFE_ENV, Execution, temp_folder
+from .program import PRELUDE
 
 START_SECONDS = 60.0  # importing the prelude on a cold disk
 REPLY_SECONDS = 10.0  # for a reply that does not wait on candidate code

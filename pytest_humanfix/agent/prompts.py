@@ -11,7 +11,7 @@ reply that holds only the function body, as BigCode's post-processing does.
 
 from __future__ import annotations
 
-from .dataset import Task
+from ..dataset import Task
 
 VARIANTS = ("tests", "docs")
 

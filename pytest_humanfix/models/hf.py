@@ -12,9 +12,9 @@ import zlib
 from collections import Counter
 from typing import Any
 
-from .dataset import Task
-from .models import Generation, ModelLoadError
-from .settings import Settings
+from ..dataset import Task
+from ..settings import Settings
+from .base import Generation, ModelLoadError
 
 
 def decoding_kwargs(settings: Settings) -> dict[str, Any]:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .devices import requested_or_visible
-from .models import resolve_spec
-from .settings import Settings
+from ..devices import requested_or_visible
+from ..settings import Settings
+from .specs import resolve_spec
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy

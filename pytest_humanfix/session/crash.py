@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .results import TaskResult
+from ..records import TaskResult
 
 
 def crashed_record(runner: Any, nodeid: str, report: pytest.TestReport) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ every later task errors at once instead of retrying the load.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import functools
 import os
 import time
@@ -15,17 +16,40 @@ import traceback
 import uuid
 from typing import Any
 
-from .agent import repair, repair_graph
-from .dataset import Task, content_hash, load_tasks, select
-from .models import Model, ModelLoadError, load_model
-from .results import Sample, TaskResult
-from .sandbox import Limits, SandboxError
-from .sandbox_setup import Choice, make_sandbox
-from .settings import Settings
+from ..agent.graph import repair, repair_graph
+from ..dataset import Task, content_hash, load_tasks, select
+from ..models.base import Model, ModelLoadError
+from ..models.specs import load_model
+from ..records import Sample, TaskResult
+from ..sandbox.choose import Choice, make_sandbox
+from ..sandbox.environment import Limits, Sandbox, SandboxError
+from ..settings import Settings
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+
+
+def choose_sandbox(settings: Settings) -> Choice:
+    """The layer and executor for this process, probed once; SandboxError if the ones asked for
+    explicitly cannot work here."""
+    return make_sandbox(settings.sandbox, settings.executor, Limits(timeout=settings.timeout),
+                        hidden_files=(settings.dataset,))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The dataset's tasks, the selected ones, and the hash that identifies the dataset."""
+
+    all_tasks: list[Task]
+    tasks: list[Task]
+    dataset_hash: str
+
+    @classmethod
+    def load(cls, settings: Settings) -> Workload:
+        all_tasks = load_tasks(settings.dataset)
+        return cls(all_tasks, select(all_tasks, settings.max, settings.task),
+                   content_hash(all_tasks))
 
 
 def worker_id() -> str:
@@ -33,41 +57,49 @@ def worker_id() -> str:
 
 
 class Runner:
-    def __init__(self, settings: Settings, run_id: str) -> None:
+    """Built complete by its role (`controller.start`, `worker.start`): what the role decided is
+    passed in, never set afterwards. The dataset and the sandbox, when not passed, are loaded
+    on first use (tests build bare runners)."""
+
+    def __init__(self, settings: Settings, run_id: str, *, workload: Workload | None = None,
+                 sandbox_choice: Choice | None = None, device: str | None = None,
+                 endpoint: dict[str, str] | None = None,
+                 resumed: dict[str, dict[str, Any]] | None = None) -> None:
         self.settings = settings
         self.run_id = run_id
-        self._model: Model | None = None
+        # Given ones stand in for the cached properties below.
+        if workload is not None:
+            self.__dict__["workload"] = workload
+        if sandbox_choice is not None:
+            self.__dict__["sandbox_choice"] = sandbox_choice
+        # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
+        self.device = device
         # Under --humanfix-serve: {"base_url", "model"} of the shared engine answering instead.
-        self.endpoint: dict[str, str] | None = None
+        self.endpoint = endpoint
+        # --humanfix-resume: finished records by task id, decided by the controller.
+        self.resumed: dict[str, dict[str, Any]] = resumed or {}
+        self._model: Model | None = None
         self._model_error: str | None = None
         self._load_error_unreported = False
-        # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
-        self.device: str | None = None
-        # --humanfix-resume: finished records by task id, decided by the controller.
-        self.resumed: dict[str, dict[str, Any]] = {}
 
     @functools.cached_property
-    def all_tasks(self) -> list[Task]:
-        return load_tasks(self.settings.dataset)
+    def workload(self) -> Workload:
+        return Workload.load(self.settings)
 
-    @functools.cached_property
+    @property
     def tasks(self) -> list[Task]:
-        return select(self.all_tasks, self.settings.max, self.settings.task)
+        return self.workload.tasks
 
-    @functools.cached_property
+    @property
     def dataset_hash(self) -> str:
-        return content_hash(self.all_tasks)
+        return self.workload.dataset_hash
 
     @functools.cached_property
     def sandbox_choice(self) -> Choice:
-        """The layer and executor for this process, probed once; SandboxError if the ones
-        asked for explicitly cannot work here."""
-        return make_sandbox(self.settings.sandbox, self.settings.executor,
-                            Limits(timeout=self.settings.timeout),
-                            hidden_files=(self.settings.dataset,))
+        return choose_sandbox(self.settings)
 
     @property
-    def sandbox(self):
+    def sandbox(self) -> Sandbox:
         return self.sandbox_choice.sandbox
 
     @property
@@ -138,9 +170,7 @@ class Runner:
     def close(self) -> None:
         """Stop what this process started for the run (the warm executor's server)."""
         if "sandbox_choice" in self.__dict__:
-            shutdown = getattr(self.sandbox, "shutdown", None)
-            if shutdown is not None:
-                shutdown()
+            self.sandbox.shutdown()
 
     def record(self, result: TaskResult) -> dict[str, Any]:
         """The JSONL line for one task: the result plus what identifies the run."""

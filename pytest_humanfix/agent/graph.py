@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from . import prompts
-from .dataset import Task
-from .extract import extract_code, fingerprint
-from .models import Model
+from ..dataset import Task
+from ..models.base import Model
+from ..records import Attempt, TaskResult
+from ..sandbox.environment import Sandbox, Verdict
+from ..sandbox.program import build_program
+from ..settings import Settings
+from .extract import code_key, extract_code
 from .precheck import check_candidate
-from .results import Attempt, TaskResult
-from .sandbox import Sandbox, Verdict, build_program
-from .settings import Settings
 
 # Graph steps one round can take (propose, check, execute, reflect), and finish once.
 STEPS_PER_ROUND = 4
@@ -103,9 +104,9 @@ def check(state: RepairState, runtime: Any) -> dict[str, Any]:
     reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
     if reason:
         return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
-    key = fingerprint(latest.code)
+    key = code_key(latest.code)
     for number, attempt in enumerate(earlier, 1):
-        if attempt.status in ("passed", "failed") and fingerprint(attempt.code) == key:
+        if attempt.status in ("passed", "failed") and code_key(attempt.code) == key:
             return {"attempts": _replace_last(state["attempts"], status="repeat", repeat_of=number)}
     return {}
 
@@ -155,9 +156,9 @@ def finish(state: RepairState, runtime: Any) -> dict[str, Any]:
     attempts = list(state["attempts"])
     index = final_candidate(attempts)
     code = attempts[index].code
-    key = fingerprint(code)
+    key = code_key(code)
     graded = next((a.verdict for a in attempts
-                   if a.tests == "test" and a.verdict and fingerprint(a.code) == key), None)
+                   if a.tests == "test" and a.verdict and code_key(a.code) == key), None)
     if graded is None:
         graded = _run(ctx, code, ctx.task.test).to_dict()
     if attempts[index].status == "":  # passed the check, not run in a round: graded only

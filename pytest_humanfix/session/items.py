@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from . import timeouts
-from .dataset import Task
-from .plugin import RUNNER
-from .results import TaskResult
+from ..dataset import Task
+from ..records import TaskResult
+from . import RUNNER, timeouts
 
 DIFF_LINES_SHOWN = 60
 

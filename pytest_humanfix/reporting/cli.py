@@ -7,9 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import runreport
+from ..records import JsonlError, read_jsonl
+from . import files, summary as summary_mod, terminal
 from .gates import BaselineError, check_gates, compare, load_baseline, verdict_line
-from .report import read_jsonl, summarize, summary_lines
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results.is_file():
         print(f"humanfix-report: {args.results} is not a file.", file=sys.stderr)
         return 2
-    records = latest_per_task(read_jsonl(args.results))
+    try:
+        records = latest_per_task(read_jsonl(args.results, bad_lines="torn-tail"))
+    except JsonlError as exc:
+        print(f"humanfix-report: {exc}; only a torn last line is skipped.", file=sys.stderr)
+        return 2
     if not records:
         print(f"humanfix-report: {args.results} holds no result records.", file=sys.stderr)
         return 2
@@ -59,16 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_regressions is not None and comparison is None:
         print("humanfix-report: --max-regressions needs --baseline.", file=sys.stderr)
         return 2
-    rate = runreport.rate(records)
+    run = summary_mod.times_from_records(records)
+    rate = summary_mod.build(records, run, comparison)["pass_at_1"]
     gated = args.fail_under is not None or comparison is not None
     checks = check_gates(rate["value"], rate["tasks"], args.fail_under, comparison, args.alpha,
                          args.max_regressions) if gated else []
-    summary = runreport.build(records, runreport.times_from_records(records), comparison, checks)
-    files = runreport.write_reports(summary, records, args.out or args.results.parent)
-    lines = summary_lines(summarize(records), summary["run"]["protocol"], summary["run"]["model"],
-                          summary["run"]["wall_seconds"] or 0.0)
-    lines += runreport.terminal_lines(summary)
-    lines += [f"wrote {path}" for path in files]
+    summary = summary_mod.build(records, run, comparison, checks)
+    written = files.write_reports(summary, records, args.out or args.results.parent)
+    lines = terminal.summary_lines(summary)
+    lines += [f"wrote {path}" for path in written]
     if checks:
         lines.append(verdict_line(checks))
     print("\n".join(lines))

@@ -16,9 +16,9 @@ import signal
 
 import pytest
 
-from .dataset import Task
-from .results import TaskResult
-from .settings import Settings
+from ..dataset import Task
+from ..records import TaskResult
+from ..settings import Settings
 
 METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_MESSAGE

@@ -189,7 +189,7 @@ def _function_key(code: str, name: str) -> str | None:
     return None
 
 
-def fingerprint(code: str) -> str:
+def code_key(code: str) -> str:
     """Equal for programs that differ only in layout and comments: a repeated attempt."""
     try:
         return ast.dump(ast.parse(code))

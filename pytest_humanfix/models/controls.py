@@ -1,0 +1,68 @@
+"""Models that need no weights: the canonical/buggy controls, and replays of recorded replies."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from pathlib import Path
+
+from ..dataset import Task
+from ..records import JsonlError, read_jsonl
+from .base import Generation, ModelLoadError, ModelSpecError
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+
+class ControlModel:
+    """Answers with a known solution, in the shape a chat model would reply."""
+
+    def __init__(self, spec: str, target: str, settings: Settings) -> None:
+        self.spec = spec
+        self.solution = target  # "canonical" or "buggy"
+
+    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+        code = task.canonical_code if self.solution == "canonical" else task.buggy_code
+        return Generation(text=f"Here is the fixed function:\n\n```python\n{code}```\n")
+
+
+class ReplayModel:
+    """Replays recorded replies: `{"task_id", "completion"}` lines, in order per task, or the
+    attempts of this plugin's own results JSONL, so a run can be re-scored without a model."""
+
+    def __init__(self, spec: str, target: str, settings: Settings) -> None:
+        self.spec = spec
+        path = Path(target)
+        self.replies: dict[str, list[str]] = {}
+        self._served: dict[str, int] = {}
+        try:
+            rows = read_jsonl(path, bad_lines="raise")
+        except OSError as exc:
+            raise ModelSpecError(f"replay file {path}: {exc.strerror or exc}.") from None
+        except JsonlError as exc:
+            raise ModelSpecError(f"replay file {exc}.") from None
+        for number, row in enumerate(rows, 1):
+            if not isinstance(row.get("task_id"), str):
+                raise ModelSpecError(f"replay file {path}: line {number} has no task_id.")
+            self.replies.setdefault(row["task_id"], []).extend(_recorded_replies(row, path, number))
+
+    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+        replies = self.replies.get(task.task_id)
+        if not replies:
+            raise ModelLoadError(f"replay file has no reply for {task.task_id}")
+        served = self._served.get(task.task_id, 0)
+        self._served[task.task_id] = served + 1
+        # Past the last recorded reply the model keeps saying the same thing.
+        return Generation(text=replies[min(served, len(replies) - 1)])
+
+
+def _recorded_replies(row: dict, path: Path, number: int) -> list[str]:
+    if isinstance(row.get("completion"), str):
+        return [row["completion"]]
+    attempts = row.get("attempts")
+    if isinstance(attempts, list) and attempts:
+        return [a.get("reply") or a["code"] for a in attempts]
+    if isinstance(row.get("code"), str):
+        return [row["code"]]
+    raise ModelSpecError(
+        f"replay file {path}: line {number} has neither 'completion' nor recorded attempts.")
+

@@ -1,0 +1,226 @@
+"""The run's vocabulary and its records: what one task's evaluation produced, as plain data that
+crosses process boundaries, and the one writer and one reader of the results JSONL.
+
+Only the controller writes files. Each finished task becomes one JSON line, written, flushed and
+fsynced at once, so a run that crashes or is interrupted leaves every finished task on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, TextIO, get_args
+
+# A task's outcome: fixed and unfixed are scored; an error is a harness fault, counted apart.
+Outcome = Literal["fixed", "unfixed", "error"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+SCORED: tuple[Outcome, ...] = ("fixed", "unfixed")
+
+# What the agent did with one reply: passed / failed (executed on the round's tests), rejected
+# (failed the check), repeat (same code as an earlier attempt, not run again), graded (final
+# candidate, run only on the hidden test); "" until one of those is decided.
+AttemptStatus = Literal["", "passed", "failed", "rejected", "repeat", "graded"]
+
+# How `read_jsonl` treats a line that is not a JSON object: skip it, skip it only when it is the
+# last line (a write torn by a kill) and refuse anything else, or refuse every one.
+BadLines = Literal["skip", "torn-tail", "raise"]
+
+
+@dataclass
+class Attempt:
+    code: str
+    diff: str
+    verdict: dict[str, Any] | None
+    feedback: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    generate_seconds: float = 0.0
+    execute_seconds: float = 0.0
+    reply: str = ""  # the model's raw reply, before extraction
+    status: AttemptStatus = ""  # `check` says why when rejected; `repeat_of` names the earlier one
+    check: str = ""
+    repeat_of: int | None = None
+    tests: str = ""  # which of the task's tests ran in the round: test or example_test
+
+
+@dataclass
+class TaskResult:
+    task_id: str
+    entry_point: str
+    bug_type: str
+    outcome: Outcome
+    code: str = ""
+    diff: str = ""
+    verdict: dict[str, Any] | None = None
+    failure: str = ""
+    error: str = ""
+    attempts: list[Attempt] = field(default_factory=list)
+    final_attempt: int | None = None  # index of the graded attempt
+    seconds: float = 0.0
+    # With --humanfix-samples N > 1: every sample's outcome, the first one included (the fields
+    # above describe that first sample). Empty for a single sample.
+    samples: list[Sample] = field(default_factory=list)
+
+    @classmethod
+    def error_for(cls, task: Any, error: str, seconds: float = 0.0) -> "TaskResult":
+        """A harness fault on `task` (a dataset Task): an error outcome, never scored."""
+        return cls(task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
+                   outcome="error", error=error, seconds=round(seconds, 4))
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
+
+    @property
+    def prompt_tokens(self) -> int:
+        if self.samples:
+            return sum(s.prompt_tokens for s in self.samples)
+        return sum(a.prompt_tokens for a in self.attempts)
+
+    @property
+    def completion_tokens(self) -> int:
+        if self.samples:
+            return sum(s.completion_tokens for s in self.samples)
+        return sum(a.completion_tokens for a in self.attempts)
+
+    @property
+    def n(self) -> int:
+        return len(self.samples) or 1
+
+    @property
+    def n_fixed(self) -> int:
+        if self.samples:
+            return sum(s.outcome == "fixed" for s in self.samples)
+        return int(self.outcome == "fixed")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tokens"] = {"prompt": self.prompt_tokens, "completion": self.completion_tokens}
+        data["n"], data["n_fixed"] = self.n, self.n_fixed
+        return data
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "TaskResult":
+        """Rebuild a result from its JSONL record (the run fields around it are ignored)."""
+        values = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
+        values["attempts"] = [Attempt(**_known(Attempt, a)) for a in record.get("attempts") or []]
+        values["samples"] = [Sample(**_known(Sample, s)) for s in record.get("samples") or []]
+        return cls(**values)
+
+
+@dataclass
+class Sample:
+    """One independent attempt at a task, when several are drawn for pass@k."""
+
+    outcome: Outcome
+    code: str = ""
+    failure: str = ""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, result: TaskResult) -> "Sample":
+        return cls(outcome=result.outcome, code=result.code, failure=result.failure,
+                   error=result.error, prompt_tokens=result.prompt_tokens,
+                   completion_tokens=result.completion_tokens, seconds=result.seconds)
+
+
+def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(kind)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+_RESULT_FIELDS = {f.name for f in fields(TaskResult)}
+
+
+def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
+                    dataset_hash: str | None) -> dict[str, Any]:
+    """What must agree for two records to be compared or one to stand for the other."""
+    return {"model": model, "protocol": protocol, "dataset_hash": dataset_hash}
+
+
+def record_fingerprint(record: dict[str, Any]) -> dict[str, Any]:
+    return run_fingerprint(record.get("model"), record.get("protocol"), record.get("dataset_hash"))
+
+
+def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """`name: found there, wanted here` for each key of `wanted` that differs (the protocol
+    field by field)."""
+    lines = []
+    for key in wanted:
+        if key == "protocol" and isinstance(found.get(key), dict):
+            for name, value in wanted[key].items():
+                if found[key].get(name) != value:
+                    lines.append(f"{name}: {found[key].get(name)!r} there, {value!r} here")
+        elif found.get(key) != wanted[key]:
+            lines.append(f"{key}: {found.get(key)!r} there, {wanted[key]!r} here")
+    return lines
+
+
+class JsonlError(ValueError):
+    """A line of a JSONL file is not a JSON object; `number` is its 1-based line number."""
+
+    def __init__(self, path: Path, number: int) -> None:
+        super().__init__(f"{path}: line {number} is not a JSON object")
+        self.path = path
+        self.number = number
+
+
+def read_jsonl(path: Path, bad_lines: BadLines) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, blank lines skipped; what happens to any other line
+    that is not a JSON object is the caller's explicit choice (`BadLines`)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif bad_lines == "raise" or (bad_lines == "torn-tail" and number != last):
+            raise JsonlError(path, number)
+    return rows
+
+
+class ReportError(Exception):
+    """A report file cannot be written; raised at start, before any work is done."""
+
+
+class JsonlWriter:
+    """Appends one flushed line per record, pytest-reportlog style."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: TextIO | None = None
+
+    def open(self, append: bool = False) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not append and self.path.exists() and self.path.stat().st_size:
+                # Keep the previous run's results rather than overwrite them silently.
+                self.path.replace(self.path.with_name(self.path.name + ".prev"))
+            self._handle = self.path.open("a" if append else "w", encoding="utf-8")
+        except OSError as exc:
+            raise ReportError(
+                f"cannot write results to {self.path}: {exc.strerror or exc}. "
+                "Choose a writable place with --humanfix-report-dir or --humanfix-jsonl."
+            ) from None
+
+    def write(self, record: dict[str, Any]) -> None:
+        assert self._handle is not None, "JsonlWriter.open() first"
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None

@@ -1,0 +1,83 @@
+"""The terminal's end-of-run lines, rendered from the summary dict (`summary.build`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def interval(rate: dict[str, Any]) -> str:
+    low, high = rate["ci95"]
+    return f"{pct(rate['value'])} [{pct(low)}, {pct(high)}]"
+
+
+def pass_line(summary: dict[str, Any]) -> str:
+    """The headline: pass@1 as a percentage, a fraction and a ratio, and the protocol."""
+    rate, tasks = summary["pass_at_1"], summary["tasks"]
+    if summary["samples"] > 1:
+        line = (f"pass@1 = {pct(rate['value'])} (unbiased over {summary['samples']} samples of "
+                f"{tasks['scored']} tasks; first sample fixed {tasks['fixed']}/{tasks['scored']})")
+    else:
+        line = f"pass@1 = {pct(rate['value'])} ({tasks['fixed']}/{tasks['scored']})"
+    line += f" = {rate['value']:.4f}"
+    protocol = summary["run"].get("protocol")
+    if protocol:
+        line += "  [" + " ".join(f"{k}={v}" for k, v in protocol.items()) + "]"
+    return line
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """Model, pass@1, counts, the per-bug-type table and the wall time."""
+    tasks, rows = summary["tasks"], summary["by_bug_type"]
+    lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
+             f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
+             f"errors {tasks['errors']} (harness faults, not scored)"]
+    if tasks["errors"]:
+        lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
+                     "pass@1 covers the scored tasks only.")
+    if rows:
+        width = max(len("bug type"), *(len(r["bug_type"]) for r in rows))
+        lines.append(f"{'bug type':<{width}}  fixed  scored  errors  pass@1")
+        for row in rows:
+            lines.append(f"{row['bug_type']:<{width}}  {row['fixed']:>5}  {row['scored']:>6}  "
+                         f"{row['errors']:>6}  {100 * row['pass_at_1']['value']:5.1f}%")
+    wall = summary["run"].get("wall_seconds")
+    lines.append(f"wall time: {wall or 0.0:.1f} s")
+    return lines + detail_lines(summary)
+
+
+def detail_lines(summary: dict[str, Any]) -> list[str]:
+    """What the terminal summary adds to the pass@1 line: interval, pass@k, tokens, slowest,
+    the baseline comparison."""
+    rate = summary["pass_at_1"]
+    lines = [f"pass@1 {interval(rate)} (95% Wilson interval over {rate['tasks']} tasks"
+             + (f", unbiased over {summary['samples']} samples" if summary["samples"] > 1 else "")
+             + ")"]
+    if summary["samples"] > 1:
+        lines.append("  ".join(f"pass@{k} = {pct(v)}" for k, v in summary["pass_at_k"].items()))
+    tokens, seconds = summary["tokens"], summary["seconds"]
+    lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
+                 f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
+                 f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")
+    if summary["slowest"]:
+        lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
+                                             for s in summary["slowest"]))
+    lines.extend(baseline_lines(summary.get("baseline")))
+    return lines
+
+
+def baseline_lines(baseline: dict[str, Any] | None) -> list[str]:
+    if baseline is None:
+        return []
+    return [
+        f"baseline: {baseline['paired']} paired tasks, {len(baseline['regressions'])} "
+        f"regression(s), {len(baseline['improvements'])} improvement(s), "
+        f"{len(baseline['unpaired'])} unpaired; exact McNemar one-sided p={baseline['p_value']:.4g}",
+        "regressions: " + (", ".join(baseline["regressions"]) or "none"),
+        "improvements: " + (", ".join(baseline["improvements"]) or "none"),
+    ]
+
+

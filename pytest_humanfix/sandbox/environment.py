@@ -1,0 +1,122 @@
+"""The sandbox interface: what the agent and the runner need of any executor (`Sandbox`), where
+executions run (`Layer`), the limits they run under and the verdict they give. Implementations sit
+beside this module: `fresh` (a new interpreter per execution), `warm` (a fork server), the layers
+in `layers`, and `choose`, which picks among them for a run.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+class SandboxError(Exception):
+    """The sandbox could not run the program at all: a harness fault, never 'not fixed'."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 10.0
+    memory_bytes: int = 2 << 30
+    processes: int = 64
+    file_bytes: int = 16 << 20
+    output_bytes: int = 16 << 10  # of stdout and of stderr, kept for the report
+
+    def rlimits(self) -> dict[str, tuple[int, int]]:
+        cpu = int(self.timeout) + 1
+        return {
+            "RLIMIT_CPU": (cpu, cpu + 1),
+            "RLIMIT_AS": (self.memory_bytes, self.memory_bytes),
+            "RLIMIT_NPROC": (self.processes, self.processes),
+            "RLIMIT_FSIZE": (self.file_bytes, self.file_bytes),
+            "RLIMIT_CORE": (0, 0),
+        }
+
+
+@dataclass
+class Verdict:
+    """What one execution showed. `status` is passed, failed, timeout or exited_early."""
+
+    status: str
+    exit_code: int | None
+    seconds: float
+    stdout: str
+    stderr: str
+    network: str
+    layer: str = "process"
+    executor: str = "fresh"  # fresh interpreter, or a child of the warm executor
+    output_limited: bool = False  # stdout or stderr reached the file size limit
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def first_failure(self) -> str:
+        return first_failure(self)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def first_failure(verdict: Verdict) -> str:
+    """One or two lines a person reads first: the failing statement and the exception."""
+    if verdict.status == "timeout":
+        return f"timed out after {verdict.seconds:.1f} s (sandbox wall-clock limit)"
+    if verdict.status == "exited_early":
+        return ("the program exited with status 0 before the tests ran to their end "
+                "(sys.exit or os._exit in the candidate?)")
+    if verdict.output_limited:
+        return ("the program's output reached the sandbox's file size limit and was cut "
+                f"(exit status {verdict.exit_code})")
+    lines = [line for line in verdict.stderr.splitlines() if line.strip()]
+    exception = next((l for l in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error", l)), None)
+    if exception is None:
+        code = verdict.exit_code
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            hint = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
+                    "SIGKILL": " (killed)", "SIGSEGV": " (crash, e.g. stack overflow)"}.get(name, "")
+            return f"killed by {name}{hint}"
+        return lines[-1] if lines else f"exit status {code} with no error output"
+    index = lines.index(exception)
+    statement = ""
+    for previous in reversed(lines[:index]):
+        if previous.startswith("    ") and not previous.lstrip().startswith(("^", "~")):
+            statement = previous.strip()
+            break
+        if previous.lstrip().startswith("File "):
+            break
+    return f"{statement}\n{exception}" if statement else exception
+
+
+class Layer(Protocol):
+    """Where executions run: `command` wraps an argv so it runs inside the layer, with `root`
+    (a harness folder) as its only writable place, seen inside at `inside(root)`."""
+
+    name: str
+    network: str
+
+    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]: ...
+
+    def inside(self, path: Path, root: Path) -> str: ...
+
+    def exit_code(self, code: int) -> int: ...
+
+    def describe(self) -> str: ...
+
+
+class Sandbox(Protocol):
+    """What the agent and the runner need of an executor: fresh, warm, under either layer."""
+
+    layer: Layer
+
+    def run(self, program: str) -> Verdict: ...
+
+    def shutdown(self) -> None: ...
+

@@ -1,0 +1,14 @@
+"""The pytest side of a run: starting it in each role (the controller, which alone writes files,
+and the xdist workers), the collector and items, and the per-process `Runner`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+# The run's Runner, in the config's stash only while humanfix is active.
+RUNNER = pytest.StashKey["Runner"]()

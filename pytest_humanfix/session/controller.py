@@ -1,0 +1,210 @@
+"""The controller's side of a run: the one process that writes files.
+
+`start` builds the controller's Runner complete: it validates the model spec, the dataset, the
+sandbox, the devices and the gate and resume files before any work is done, starts the shared
+engines under --humanfix-serve, and registers the `Controller` plugin, which turns each task's
+report into a JSONL record and, at the end, into the one summary (`reporting.summary.build`)
+that the terminal, JUnit, the report files and the gates all read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..dataset import DatasetError
+from ..devices import DeviceError, DevicePool, pin
+from ..models.specs import ModelSpecError, check_spec
+from ..records import JsonlWriter, ReportError, run_fingerprint
+from ..reporting import files, summary as summary_mod, terminal
+from ..reporting.gates import (BaselineError, Comparison, GateCheck, check_gates, compare,
+                               load_baseline, verdict_line)
+from ..sandbox.environment import SandboxError
+from ..settings import Settings
+from .placement import run_devices
+from .resume import ResumeError, load_finished
+from .runner import Runner, Workload, choose_sandbox, new_run_id
+from .xdist import XdistHooks
+
+try:  # private pytest names, behind a guarded import: without them only JUnit properties go
+    from _pytest.junitxml import xml_key
+except ImportError:  # pragma: no cover - a pytest that moved it
+    xml_key = None
+
+
+def is_distributing(config: pytest.Config) -> bool:
+    """This process is an xdist controller: it hands out tasks and devices, runs nothing."""
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def start(config: pytest.Config, settings: Settings) -> Runner:
+    try:
+        if not settings.serve:  # under serve, serve.engine_model checks it below
+            check_spec(settings.model or "", settings)
+        workload = Workload.load(settings)
+        sandbox_choice = choose_sandbox(settings)
+        devices = DevicePool(run_devices(settings))
+        device = None if is_distributing(config) else devices.acquire("main")
+        if device is not None:
+            pin(device)
+    except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not config.option.xmlpath:
+        config.option.xmlpath = str(Path(settings.report_dir) / "junit.xml")
+    try:
+        baseline, resumed = prepare(config, settings, workload)
+    except (ResumeError, BaselineError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    serving = None
+    if settings.serve:
+        from ..models.serve import ServeError, serve
+
+        try:
+            serving = serve(settings)
+        except (ServeError, DeviceError, ModelSpecError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(serving, "humanfix-serve")
+    runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
+                    device=device, resumed=resumed,
+                    endpoint=serving.endpoint_for("main") if serving is not None else None)
+    controller = Controller(config, runner, baseline)
+    try:
+        controller.writer.open(append=settings.resume)
+    except ReportError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(controller, "humanfix-controller")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(runner, devices, serving), "humanfix-xdist")
+    return runner
+
+
+def prepare(config: pytest.Config, settings: Settings, workload: Workload
+            ) -> tuple[dict[str, dict] | None, dict[str, dict[str, Any]]]:
+    """Checks the gate and resume options against the files they name: the baseline's records
+    and the records of tasks already finished, by task id."""
+    if settings.max_regressions is not None and not settings.baseline:
+        raise BaselineError("--humanfix-max-regressions counts regressions against a "
+                            "baseline: give --humanfix-baseline PATH too.")
+    baseline = None
+    if settings.baseline:
+        baseline = load_baseline(Path(settings.baseline), settings.protocol,
+                                 workload.dataset_hash)
+    resumed: dict[str, dict[str, Any]] = {}
+    if settings.resume:
+        selected = [task.task_id for task in workload.tasks]
+        finished = load_finished(settings.jsonl_path, run_fingerprint(
+            settings.model, settings.protocol, workload.dataset_hash), selected)
+        resumed = {t: finished[t] for t in selected if t in finished}
+    if settings.samples > 1 and settings.temperature == 0:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"--humanfix-samples {settings.samples} at temperature 0: greedy decoding makes "
+            "the samples identical, so pass@k equals pass@1. Set --humanfix-temperature."),
+            stacklevel=2)
+    return baseline, resumed
+
+
+class Controller:
+    """Collects each task's record from the reports, writes the JSONL and the summary."""
+
+    def __init__(self, config: pytest.Config, runner: Runner,
+                 baseline: dict[str, dict] | None) -> None:
+        self.config = config
+        self.runner = runner
+        self.writer = JsonlWriter(runner.settings.jsonl_path)
+        self.records: list[dict[str, Any]] = []
+        self.started_at = datetime.now(timezone.utc)
+        self.baseline = baseline
+        self.summary: dict[str, Any] | None = None
+        self.report_files: list[Path] = []
+        self.verdict: str | None = None
+        self.report_problem: str | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "humanfix", None)
+        if report.when == "???":  # xdist: the worker died while running this item
+            from .crash import crashed_record
+
+            record = crashed_record(self.runner, report.nodeid, report)
+        if record is not None and report.when in ("teardown", "???"):
+            if record["task_id"] not in self.runner.resumed:
+                self.writer.write(record)
+            self.records.append(record)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Before junitxml's own sessionfinish, which writes the file.
+        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
+        run = self.run_facts()
+        checks = self.check_gates(session, summary_mod.build(self.records, run, comparison),
+                                  comparison)
+        self.summary = summary = summary_mod.build(self.records, run, comparison, checks)
+        xml = self.config.stash.get(xml_key, None) if xml_key is not None else None
+        if xml is not None and self.records:
+            for name, value in summary_mod.junit_properties(summary):
+                xml.add_global_property(name, value)
+        if xml is not None and self.verdict:
+            xml.add_global_property("humanfix_gate", self.verdict)
+        if self.records:
+            try:
+                self.report_files = files.write_reports(
+                    summary, self.records, Path(self.runner.settings.report_dir))
+            except Exception as exc:  # the JSONL is safe already; JUnit is written after this
+                self.report_problem = (f"WARNING: humanfix could not write the summary files: "
+                                       f"{type(exc).__name__}: {exc}")
+
+    def run_facts(self) -> dict[str, Any]:
+        """What the summary takes from the run rather than from its records."""
+        return {"model": self.runner.settings.model, "protocol": self.runner.protocol,
+                **summary_mod.run_times(self.started_at, datetime.now(timezone.utc))}
+
+    def check_gates(self, session: pytest.Session, summary: dict[str, Any],
+                    comparison: Comparison | None) -> list[GateCheck]:
+        """Decides the gates and, when one fails, the exit status (a harness error or an
+        interruption keeps its own, stronger status)."""
+        settings = self.runner.settings
+        if not settings.gated:
+            return []
+        if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            self.verdict = "humanfix gates not checked: the run did not finish"
+            return []
+        rate = summary["pass_at_1"]
+        checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
+                             settings.alpha, settings.max_regressions)
+        self.verdict = verdict_line(checks)
+        if any(not check.passed for check in checks):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return checks
+
+    def files(self) -> list[Path]:
+        paths = [self.writer.path]
+        if self.config.option.xmlpath:
+            paths.append(Path(self.config.option.xmlpath))
+        return paths + self.report_files
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_sep("=", "humanfix summary")
+        summary = self.summary or summary_mod.build(self.records, self.run_facts())
+        lines = terminal.summary_lines(summary)
+        if self.runner.resumed:
+            lines.append(f"resumed: {len(self.runner.resumed)} task(s) reported from "
+                         f"{self.writer.path} without running again")
+        lines += [f"wrote {path}" for path in self.files()]
+        if self.report_problem:
+            lines.append(self.report_problem)
+        for line in lines:
+            terminalreporter.write_line(line)
+        # One line per distinct load failure, however many tasks and workers it stopped.
+        failures = Counter(r["model_error"] for r in self.records if r.get("model_error"))
+        for error, count in failures.items():
+            terminalreporter.write_line(
+                f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
+        if self.verdict:  # last, so a CI log ends with why the run passed or failed
+            failed = "FAILED" in self.verdict
+            terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)
+
+    def pytest_unconfigure(self) -> None:
+        self.writer.close()

@@ -1,0 +1,67 @@
+"""--humanfix-resume: which tasks a results JSONL already holds, under which fingerprint.
+
+The controller alone reads and repairs the file, once, before any task runs; the finished
+records then travel to xdist workers through `workerinput`, so every process agrees on what is
+done and no worker ever reads a file the controller is appending to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..records import (SCORED, JsonlError, fingerprint_differences, read_jsonl,
+                       record_fingerprint)
+
+class ResumeError(Exception):
+    """The results file cannot be resumed; the message says why and what to do."""
+
+
+def load_finished(path: Path, wanted: dict[str, Any],
+                  selected: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Finished records by task id, after repairing the file in place.
+
+    A run killed during a write leaves a torn last line: it is cut off. Records of selected
+    tasks that ended in a harness error are removed, since those tasks run again and the file
+    must end with exactly one record per task. Any other change to the file is refused.
+    """
+    if not path.exists():
+        return {}
+    try:
+        records = read_jsonl(path, bad_lines="torn-tail")
+    except JsonlError as exc:
+        raise ResumeError(
+            f"--humanfix-resume: {exc}, and it is not the last line, so it is not a torn "
+            "write. Remove the line, or start afresh without --humanfix-resume.") from None
+    rerun = set(selected)
+    kept: list[dict[str, Any]] = []
+    finished: dict[str, dict[str, Any]] = {}
+    for number, record in enumerate(records, 1):
+        task_id = record.get("task_id")
+        mismatch = fingerprint_differences(record_fingerprint(record), wanted)
+        if mismatch:
+            raise ResumeError(
+                f"--humanfix-resume: {path} record {number} ({task_id}) was made under another "
+                f"protocol: {'; '.join(mismatch)}. Resume with the same options, or write to "
+                "another file with --humanfix-jsonl.")
+        if task_id in finished or (record.get("outcome") not in SCORED and task_id in rerun):
+            continue
+        if record.get("outcome") in SCORED:
+            finished[task_id] = record
+        kept.append(record)
+    lines = [json.dumps(record, ensure_ascii=False).encode() for record in kept]
+    if path.read_bytes() != b"".join(line + b"\n" for line in lines):
+        _rewrite(path, lines)
+    return finished
+
+
+def _rewrite(path: Path, lines: list[bytes]) -> None:
+    """Replace the file atomically, so a kill now still leaves the old or the new file."""
+    temporary = path.with_name(path.name + ".resume-tmp")
+    with temporary.open("wb") as handle:
+        handle.write(b"".join(line + b"\n" for line in lines))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)

@@ -1,0 +1,33 @@
+"""The xdist worker's side of a run: it runs the items it is sent, with the run state the
+controller put in `workerinput` (plain JSON-able data), and writes no files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..dataset import DatasetError
+from ..devices import DeviceError, pin
+from ..models.specs import ModelSpecError, check_spec
+from ..sandbox.environment import SandboxError
+from ..settings import Settings
+from .runner import Runner, choose_sandbox
+
+
+def start(config: pytest.Config, settings: Settings) -> Runner:
+    workerinput: dict[str, Any] = config.workerinput  # type: ignore[attr-defined]
+    device = workerinput.get("humanfix_device")
+    try:
+        if not settings.serve:
+            check_spec(settings.model or "", settings)
+        runner = Runner(settings, workerinput["humanfix_run_id"],
+                        sandbox_choice=choose_sandbox(settings), device=device,
+                        endpoint=workerinput.get("humanfix_endpoint"),
+                        resumed=workerinput.get("humanfix_resumed", {}))
+        runner.tasks  # the collector needs them; a bad dataset fails here, not per item
+        if device is not None:
+            pin(device)
+    except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return runner
