@@ -119,6 +119,11 @@ OPTIONS: tuple[Option, ...] = (
            convert=_positive_int, metavar="N"),
     Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
            metavar="N"),
+    Option("prompt", "how the model is prompted: chat (its chat template), completion "
+           "(BigCode's plain instruct prompt, continued by the model, for base models without a "
+           "chat template), or auto (chat where the model has a template; default)",
+           default="auto", convert=_choice("auto", "chat", "completion"),
+           metavar="auto|chat|completion"),
     # Where it runs.
     Option("base-url", "OpenAI-compatible server for openai:<model> "
            "(default http://localhost:8000/v1; key from OPENAI_API_KEY)",
@@ -128,8 +133,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("devices", "GPUs handed to xdist workers, e.g. 0,1 (default: every visible GPU)",
            convert=_id_list, metavar="ID[,ID...]"),
     Option("serve", "start one shared OpenAI-compatible engine per device on the controller "
-           "(vLLM if installed, else transformers serve) and point every worker at it",
-           flag=True),
+           "and point every worker at it (engine: see --humanfix-engine)", flag=True),
+    Option("engine", "the engine --humanfix-serve starts: vllm (GPU), llamacpp (llama.cpp, for "
+           "GGUF models on a CPU), transformers (transformers serve), or auto (vllm with a GPU, "
+           "llamacpp for a GGUF model without one, else transformers; default)", default="auto",
+           convert=_choice("auto", "vllm", "llamacpp", "transformers"),
+           metavar="auto|vllm|llamacpp|transformers"),
     Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
            default="auto", convert=_choice("auto", "bwrap", "process"),
            metavar="auto|bwrap|process"),
@@ -215,10 +224,12 @@ class Settings:
     temperature: float = 0.0
     max_new_tokens: int = 512
     seed: int = 0
+    prompt: str = "auto"
     base_url: str = "http://localhost:8000/v1"
     request_timeout: float = 300.0
     devices: tuple[str, ...] | None = None
     serve: bool = False
+    engine: str = "auto"
     sandbox: str = "auto"
     timeout: float = 10.0
     item_timeout: float | None = None
