@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.models import serve as server
+from pytest_humanfix.settings import Settings
 
 TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
 
@@ -22,7 +23,8 @@ TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     log = tmp_path_factory.mktemp("engine") / "server.log"
-    engine = server.launch(str(tiny_model), log, timeout=180)
+    engine = server.launch(Settings(model=str(tiny_model), engine="transformers"), log,
+                           timeout=180)
     yield engine
     engine.stop()
 
@@ -46,7 +48,7 @@ def chat_requests(log: Path) -> int:
 @pytest.mark.slow
 def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine):
     before = chat_requests(tiny_engine.log_path)
-    humanfix_pytester.runpytest("--humanfix-model", f"openai:{tiny_engine.model}",
+    humanfix_pytester.runpytest("--humanfix-model", f"openai:{tiny_engine.model.name}",
                                 "--humanfix-base-url", tiny_engine.base_url, *TINY)
     assert_answered_by_a_model(records(humanfix_pytester), 2)
     assert chat_requests(tiny_engine.log_path) - before == 2
@@ -99,7 +101,7 @@ def test_an_engine_that_cannot_start_is_a_clear_error(humanfix_pytester, tmp_pat
                                          "--humanfix-max", "1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     message = "\n".join(result.errlines)
-    assert "the model engine for" in message and "exited with status" in message
+    assert "the transformers engine for" in message and "exited with status" in message
     assert "server-0.log" in message
     assert processes_with(str(empty)) == []
 
@@ -111,19 +113,46 @@ def test_serve_needs_a_model_an_engine_can_load(humanfix_pytester):
 
 
 def test_each_worker_is_pointed_at_an_engine_round_robin():
-    engines = [server.Engine("m", str(d), 9000 + d, Path(f"server-{d}.log"), []) for d in (0, 1)]
+    model = server.ServedModel("transformers", "m", "m")
+    engines = [server.Engine(model, str(d), 9000 + d, Path(f"server-{d}.log"), []) for d in (0, 1)]
     serving = server.Serving(engines)
     ports = [serving.endpoint_for(w)["base_url"].rsplit(":", 1)[1] for w in ("gw0", "gw1", "gw2")]
     assert ports == ["9000/v1", "9001/v1", "9000/v1"]
 
 
-def test_vllm_is_preferred_when_installed(monkeypatch):
-    real = server.importlib.util.find_spec
-    monkeypatch.setattr(server.importlib.util, "find_spec",
-                        lambda name: object() if name == "vllm" else real(name))
-    command = server.engine_command("org/model", 8123, "0", seed=3)
+def pretend_installed(monkeypatch, *engines: str) -> None:
+    """Only `engines` count as installed, whatever this machine has."""
+    monkeypatch.setattr(server, "installed", lambda kind: kind.name in engines)
+
+
+def test_vllm_is_preferred_with_a_gpu(monkeypatch):
+    pretend_installed(monkeypatch, "vllm", "llamacpp", "transformers")
+    settings = Settings(model="org/model")
+    assert server.choose_engine(settings, server.served_spec("org/model"), gpus=True) == "vllm"
+    assert server.choose_engine(settings, server.served_spec("org/model"), gpus=False) == \
+        "transformers"
+    command = server.engine_command(server.ServedModel("vllm", "org/model", "org/model"), 8123,
+                                    "0", seed=3)
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert "--port" in command and "8123" in command
+
+
+def test_an_engine_that_is_not_installed_names_its_extra(monkeypatch):
+    pretend_installed(monkeypatch, "transformers")
+    for engine, install in (("llamacpp", "pytest-humanfix[llamacpp]"), ("vllm", "pip install vllm")):
+        settings = Settings(model="org/model", engine=engine)
+        with pytest.raises(server.ServeError, match=re.escape(install)):
+            server.choose_engine(settings, server.served_spec("org/model"), gpus=False)
+
+
+def test_the_llamacpp_engine_takes_every_core_and_the_gguf_itself():
+    model = server.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
+    command = server.engine_command(model, 8123, None, seed=0)
+    assert command[1:3] == ["-m", "llama_cpp.server"]
+    threads = command[command.index("--n_threads") + 1]
+    assert threads == str(len(os.sched_getaffinity(0)))
+    assert command[command.index("--model") + 1] == "/m/model.gguf"
+    assert command[command.index("--model_alias") + 1] == "/m/model.gguf"
 
 
 def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):

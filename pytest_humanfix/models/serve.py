@@ -1,17 +1,28 @@
 """`--humanfix-serve`: one shared OpenAI-compatible engine per device, run by the controller.
 
 Eight workers on one GPU then send eight concurrent requests that one engine batches, instead of
-loading eight model copies. The engine is vLLM when it is installed, else `transformers serve`
-with continuous batching. Each runs in its own session (process group) on a free loopback port,
-with its log in the report folder; it is stopped at the end of the run, on Ctrl-C (pytest still
-unconfigures), at interpreter exit (atexit), and when the controller dies outright (the kernel
-sends it SIGTERM through PR_SET_PDEATHSIG).
+loading eight model copies. Three engines, chosen by `--humanfix-engine` (auto: vLLM with a GPU,
+llama.cpp for a GGUF model without one, else `transformers serve`):
+
+- vLLM, the GPU engine;
+- llama.cpp through `llama-cpp-python`'s server, the CPU engine for GGUF files: quantized
+  kernels several times faster than dequantized fp32 transformers on the same cores. Its server
+  takes one request at a time (there are no parallel slots to set), so it gets every core for
+  each request, and `-n N` workers queue their requests while the others run their sandboxes;
+- `transformers serve` with continuous batching, the fallback; a GGUF model is dequantized once
+  into a cached folder it can load.
+
+Each runs in its own session (process group) on a free loopback port, with its log in the report
+folder; it is stopped at the end of the run, on Ctrl-C (pytest still unconfigures), at
+interpreter exit (atexit), and when the controller dies outright (the kernel sends it SIGKILL
+through PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import hashlib
 import importlib.util
 import os
 import shlex
@@ -28,27 +39,80 @@ from typing import Any
 
 from ..devices import requested_or_visible
 from ..settings import Settings
-from .specs import resolve_spec
+from .specs import ResolvedSpec, resolve_spec
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy
 STOP_GRACE = 10.0
 LOG_TAIL_CHARS = 2000
+# llama.cpp's context window: a repair chat of several rounds fits, and the KV cache of a small
+# model stays small on a CPU (the file's own training context can be far larger).
+LLAMACPP_CONTEXT = 8192
 
 
 class ServeError(Exception):
     """The engine cannot be started; the message says why, with the tail of its log."""
 
 
-def engine_model(spec: str | None) -> str:
-    """What the engine loads for the user's model spec: a Hub id or a local folder."""
+@dataclass(frozen=True)
+class EngineKind:
+    """One engine `--humanfix-serve` can start: the modules that show it is installed, the
+    install line named when it is not, the path that answers 200 once it is healthy, and
+    environment defaults it runs with (the user's own values win)."""
+
+    name: str
+    modules: tuple[str, ...]
+    install: str
+    health_path: str
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+ENGINE_KINDS = {
+    "vllm": EngineKind("vllm", ("vllm",), "pip install vllm", "/health"),
+    # OpenMP threads that spin at each barrier lose most of their time to any other busy process
+    # (the workers' sandboxes): 78 tokens took 33 s spinning and 4 s passive with 2 threads on 2
+    # loaded cores.
+    "llamacpp": EngineKind("llamacpp", ("llama_cpp", "sse_starlette"),
+                           "pip install 'pytest-humanfix[llamacpp]'", "/v1/models",
+                           environment=(("OMP_WAIT_POLICY", "PASSIVE"),)),
+    "transformers": EngineKind("transformers", ("transformers", "fastapi", "uvicorn"),
+                               "pip install 'pytest-humanfix[serving]'", "/health"),
+}
+
+
+def installed(kind: EngineKind) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in kind.modules)
+
+
+def served_spec(spec: str | None) -> ResolvedSpec:
+    """The user's model spec, checked to be something an engine can load."""
     resolved = resolve_spec(spec or "")
     if resolved.kind != "transformers":
         raise ServeError(
-            f"--humanfix-serve starts an engine for a transformers model (an alias, a Hub id or "
-            f"a local folder); {spec!r} is not one. Drop --humanfix-serve, or name such a model.")
-    # Workers name the model exactly as the engine was given it (a folder is already absolute).
-    return resolved.target
+            f"--humanfix-serve starts an engine for a transformers model (an alias, a Hub id, "
+            f"a local folder or a .gguf file); {spec!r} is not one. Drop --humanfix-serve, or "
+            f"name such a model.")
+    return resolved
+
+
+def choose_engine(settings: Settings, resolved: ResolvedSpec, gpus: bool) -> str:
+    """The engine for this run: the user's, which must be installed and able to load the model,
+    or the best one installed."""
+    if settings.engine != "auto":
+        kind = ENGINE_KINDS[settings.engine]
+        if not installed(kind):
+            raise ServeError(f"--humanfix-engine {kind.name}: the engine is not installed; "
+                             f"install it with `{kind.install}`.")
+        if kind.name == "llamacpp" and resolved.gguf_path is None:
+            raise ServeError(
+                f"--humanfix-engine llamacpp serves GGUF files; {settings.model!r} is not one. "
+                "Name a .gguf file (or a folder holding one), or choose another engine.")
+        return kind.name
+    if gpus and installed(ENGINE_KINDS["vllm"]):
+        return "vllm"
+    if not gpus and resolved.gguf_path is not None and installed(ENGINE_KINDS["llamacpp"]):
+        return "llamacpp"
+    return "transformers"
 
 
 def serve_devices(settings: Settings) -> list[str | None]:
@@ -56,11 +120,69 @@ def serve_devices(settings: Settings) -> list[str | None]:
     return list(requested_or_visible(settings) or [None])
 
 
-def engine_command(model: str, port: int, device: str | None, seed: int) -> list[str]:
-    if importlib.util.find_spec("vllm") is not None:
-        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                "--host", HOST, "--port", str(port), "--seed", str(seed)]
-    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model,
+def gguf_cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-humanfix" / "dequantized"
+
+
+def dequantized_folder(gguf: Path, cache_root: Path | None = None) -> Path:
+    """A folder `transformers serve` can load, made once per GGUF file: transformers dequantizes
+    the file into fp32 weights, saved beside its tokenizer. The folder's name carries the file's
+    size and modification time, so a changed file gets a new folder; it is written under a
+    temporary name and renamed, so an interrupted conversion never leaves a half folder."""
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    folder = (cache_root or gguf_cache_root()) / f"{gguf.stem}-{key.hexdigest()[:12]}"
+    if (folder / "config.json").is_file():
+        return folder
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    partial = folder.with_name(folder.name + f".partial-{os.getpid()}")
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                 torch_dtype=torch.float32)
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    os.replace(partial, folder)
+    return folder
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What one engine loads (`source`: a Hub id, a folder or a GGUF file) and the name the
+    workers ask it for."""
+
+    engine: str
+    source: str
+    name: str
+
+
+def served_model(settings: Settings, gpus: bool) -> ServedModel:
+    resolved = served_spec(settings.model)
+    engine = choose_engine(settings, resolved, gpus)
+    gguf = resolved.gguf_path
+    if gguf is None:
+        # Workers name the model exactly as the engine was given it (a folder is absolute).
+        return ServedModel(engine, resolved.target, resolved.target)
+    if engine == "transformers":
+        folder = str(dequantized_folder(Path(gguf)))
+        return ServedModel(engine, folder, folder)
+    return ServedModel(engine, gguf, gguf)
+
+
+def engine_command(model: ServedModel, port: int, device: str | None, seed: int) -> list[str]:
+    if model.engine == "vllm":
+        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
+                model.source, "--served-model-name", model.name, "--host", HOST,
+                "--port", str(port), "--seed", str(seed)]
+    if model.engine == "llamacpp":
+        cores = str(len(os.sched_getaffinity(0)))
+        return [sys.executable, "-m", "llama_cpp.server", "--model", model.source,
+                "--model_alias", model.name, "--host", HOST, "--port", str(port),
+                "--n_threads", cores, "--n_threads_batch", cores,
+                "--n_ctx", str(LLAMACPP_CONTEXT), "--seed", str(seed)]
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model.source,
                "--continuous-batching", "--host", HOST, "--port", str(port),
                "--default-seed", str(seed), "--log-level", "info"]
     if device is None:
@@ -78,8 +200,10 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
+    # SIGKILL, not SIGTERM: a server busy in native code (llama.cpp's decode loop) may not run
+    # its Python signal handler until the request ends; nothing is left for it to save.
     PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def log_tail(path: Path) -> str:
@@ -92,7 +216,7 @@ def log_tail(path: Path) -> str:
 
 @dataclass
 class Engine:
-    model: str
+    model: ServedModel
     device: str | None
     port: int
     log_path: Path
@@ -109,10 +233,11 @@ class Engine:
 
     def endpoint(self) -> dict[str, str]:
         """What a worker needs to reach this engine: plain data for `workerinput`."""
-        return {"base_url": self.base_url, "model": self.model}
+        return {"base_url": self.base_url, "model": self.model.name, "engine": self.model.engine}
 
     def start(self) -> None:
-        env = dict(os.environ, HF_HUB_DISABLE_UPDATE_CHECK="1")
+        env = dict(ENGINE_KINDS[self.model.engine].environment)
+        env.update(os.environ, HF_HUB_DISABLE_UPDATE_CHECK="1")
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
         try:
@@ -130,7 +255,7 @@ class Engine:
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
 
     def healthy(self) -> bool:
-        url = f"http://{HOST}:{self.port}/health"
+        url = f"http://{HOST}:{self.port}{ENGINE_KINDS[self.model.engine].health_path}"
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 return response.status == 200
@@ -148,8 +273,9 @@ class Engine:
             time.sleep(0.25)
 
     def _failure(self, what: str) -> str:
-        return (f"the model engine for {self.model!r} ({shlex.join(self.command[1:4])} ...) "
-                f"{what}; its log is {self.log_path}, ending:\n{log_tail(self.log_path)}")
+        return (f"the {self.model.engine} engine for {self.model.source!r} "
+                f"({shlex.join(self.command[1:4])} ...) {what}; its log is {self.log_path}, "
+                f"ending:\n{log_tail(self.log_path)}")
 
     def stop(self) -> None:
         """Ends the engine's whole process group, politely first."""
@@ -165,15 +291,17 @@ class Engine:
             self.process.wait()
 
 
-def new_engine(model: str, log_path: Path, device: str | None, seed: int) -> Engine:
+def new_engine(model: ServedModel, log_path: Path, device: str | None, seed: int) -> Engine:
     port = free_port()
     return Engine(model, device, port, log_path, engine_command(model, port, device, seed))
 
 
-def launch(model: str, log_path: Path, device: str | None = None, seed: int = 0,
+def launch(settings: Settings, log_path: Path, device: str | None = None,
            timeout: float = START_TIMEOUT) -> Engine:
-    """Starts one engine and waits until it answers; stops it again if it never does."""
-    engine = new_engine(model, log_path, device, seed)
+    """Starts one engine for `settings.model` and waits until it answers; stops it again if it
+    never does."""
+    engine = new_engine(served_model(settings, gpus=device is not None), log_path, device,
+                        settings.seed)
     engine.start()
     try:
         engine.wait_healthy(timeout)
@@ -205,17 +333,18 @@ class Serving:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for engine in self.engines:
             terminalreporter.write_line(
-                f"humanfix serve: engine pid {engine.pid} on {engine.device or 'cpu'} at "
-                f"{engine.base_url}, log {engine.log_path}")
+                f"humanfix serve: {engine.model.engine} engine pid {engine.pid} on "
+                f"{engine.device or 'cpu'} at {engine.base_url}, log {engine.log_path}")
 
 
 def serve(settings: Settings) -> Serving:
     """Starts every engine at once, then waits for each: a device that fails stops them all."""
-    model = engine_model(settings.model)
+    devices = serve_devices(settings)
+    model = served_model(settings, gpus=devices != [None])
     folder = Path(settings.report_dir)
     engines = []
     try:
-        for index, device in enumerate(serve_devices(settings)):
+        for index, device in enumerate(devices):
             engine = new_engine(model, folder / f"server-{index}.log", device, settings.seed)
             engines.append(engine)
             engine.start()

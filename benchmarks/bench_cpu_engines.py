@@ -1,0 +1,114 @@
+"""The CPU engines on one real model: the same tasks through in-process transformers,
+`transformers serve` and the llama.cpp server, each at its best worker count on this machine,
+then how far the engines agree.
+
+Each engine runs `pytest --humanfix-model smollm2` in a fresh project, greedy, `tests` variant.
+Wall time is the whole pytest run (engine start and model load included), as a user sees it;
+tokens/s is completion tokens over that wall time. Agreement is counted task by task against the
+in-process transformers run: replies that differ, outcomes that flip, and the two-sided exact
+McNemar p on the flips (the gate's paired test).
+
+    python benchmarks/bench_cpu_engines.py [--dataset PATH] [--tasks 20] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import REPO, add_dataset_argument
+
+from pytest_humanfix.reporting.stats import mcnemar_exact
+
+# name -> (extra pytest arguments, workers): the worker count that suits each engine on 2
+# cores. In-process copies need a core each; transformers serve batches concurrent requests; the
+# llama.cpp server takes one request at a time on every core, and a second worker overlaps its
+# sandbox runs with the first one's generation.
+ENGINES = {
+    "transformers": ((), 2),
+    "transformers-serve": (("--humanfix-serve", "--humanfix-engine", "transformers"), 4),
+    "llamacpp": (("--humanfix-serve", "--humanfix-engine", "llamacpp"), 2),
+}
+
+
+def run_engine(name: str, dataset: Path, tasks: int, max_new_tokens: int,
+               folder: Path) -> tuple[float, list[dict]]:
+    arguments, workers = ENGINES[name]
+    project = folder / name
+    project.mkdir(parents=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    env = dict(os.environ, HUMANFIX_DATASET=str(dataset),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--humanfix-model", "smollm2", "--humanfix-max", str(tasks),
+               "--humanfix-max-new-tokens", str(max_new_tokens), "-n", str(workers), *arguments]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=project, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{name}: pytest exited {done.returncode}:\n{done.stdout[-3000:]}")
+    records = [json.loads(line) for line in
+               (project / "reports" / "humanfix.jsonl").read_text().splitlines()]
+    return seconds, records
+
+
+def first_reply(record: dict) -> str:
+    attempts = record.get("attempts") or []
+    return attempts[0]["reply"] if attempts else ""
+
+
+def agreement(reference: list[dict], other: list[dict]) -> str:
+    """Replies that differ, outcomes that flip (fixed <-> not fixed), and McNemar's p."""
+    by_task = {r["task_id"]: r for r in other}
+    pairs = [(r, by_task[r["task_id"]]) for r in reference if r["task_id"] in by_task]
+    differ = sum(first_reply(a) != first_reply(b) for a, b in pairs)
+    lost = sum(a["outcome"] == "fixed" and b["outcome"] == "unfixed" for a, b in pairs)
+    gained = sum(a["outcome"] == "unfixed" and b["outcome"] == "fixed" for a, b in pairs)
+    errors = sum("error" in (a["outcome"], b["outcome"]) for a, b in pairs)
+    return (f"{differ}/{len(pairs)} replies differ, {lost + gained} outcomes flip "
+            f"({lost} fixed only by the reference, {gained} only by this engine), "
+            f"{errors} with an error, McNemar two-sided p = "
+            f"{mcnemar_exact(lost, gained, 'two-sided'):.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataset_argument(parser)
+    parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--engines", default=",".join(ENGINES),
+                        help="comma-separated subset of " + ", ".join(ENGINES))
+    parser.add_argument("--keep", type=Path, help="keep each engine's project folder here")
+    args = parser.parse_args()
+
+    names = [n for n in args.engines.split(",") if n]
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or Path(scratch)
+        results = {name: run_engine(name, args.dataset, args.tasks, args.max_new_tokens, folder)
+                   for name in names}
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; smollm2, "
+          f"first {args.tasks} tasks, greedy, {args.max_new_tokens} new tokens at most")
+    for name, (seconds, records) in results.items():
+        tokens = sum(r["tokens"]["completion"] for r in records)
+        fixed = sum(r["outcome"] == "fixed" for r in records)
+        errors = sum(r["outcome"] == "error" for r in records)
+        print(f"{name:20s} -n {ENGINES[name][1]}: {seconds:7.1f} s wall, "
+              f"{tokens / seconds:6.1f} tokens/s, {seconds / len(records):5.1f} s/task, "
+              f"{fixed}/{len(records) - errors} fixed, {errors} errors")
+    if "transformers" in results:
+        reference_seconds, reference = results["transformers"]
+        for name, (seconds, records) in results.items():
+            if name != "transformers":
+                print(f"{name} vs transformers: wall ratio {reference_seconds / seconds:.2f}x "
+                      f"faster; {agreement(reference, records)}")
+
+
+if __name__ == "__main__":
+    main()
