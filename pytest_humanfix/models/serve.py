@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..devices import requested_or_visible
+from ..processes import stop_group
 from ..settings import Settings
 from .specs import resolve_spec
 
@@ -155,14 +156,7 @@ class Engine:
         """Ends the engine's whole process group, politely first."""
         if self.process is None or self.process.returncode is not None:
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            self.process.wait()
+        stop_group(self.process, STOP_GRACE)
 
 
 def new_engine(model: str, log_path: Path, device: str | None, seed: int) -> Engine:

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..processes import signal_group
 from .cgroup import Cgroup
 from .environment import Layer, Limits, SandboxError, Verdict
 from .inside import program
@@ -73,13 +74,6 @@ def _read_capped(path: Path, cap: int, tail: bool) -> str:
         data = handle.read(cap).decode("utf-8", "replace")
     marker = f"[... {size - cap} bytes cut ...]"
     return f"{marker}\n{data}" if tail else f"{data}\n{marker}"
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -204,7 +198,7 @@ class FreshSandbox:
                 code = None
             finally:
                 # Also reaps children the candidate left behind in its process group.
-                _kill_group(proc.pid)
+                signal_group(proc.pid, signal.SIGKILL)
                 if group is not None:
                     group.kill()
                 proc.wait()

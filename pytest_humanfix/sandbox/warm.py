@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..processes import stop_group
 from .cgroup import Cgroup
 from .environment import Layer, Limits, SandboxError, Verdict
 from .fresh import SAFE_ENV, Execution, temp_folder
@@ -194,11 +195,7 @@ class WarmSandbox:
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            stop_group(proc)
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     stream.close()

@@ -6,7 +6,6 @@ The harness reads whether isolation was set up from the files named in the confi
 """
 
 import builtins
-import json
 import os
 import resource
 import sys
