@@ -24,12 +24,15 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..devices import requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings
 from .specs import resolve_spec
+
+if TYPE_CHECKING:
+    import pytest
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy
@@ -54,7 +57,8 @@ def engine_model(spec: str | None) -> str:
 
 def serve_devices(settings: Settings) -> list[str | None]:
     """One engine per device; None is one engine on the CPU."""
-    return list(requested_or_visible(settings) or [None])
+    devices: list[str | None] = [*requested_or_visible(settings)]
+    return devices or [None]
 
 
 def engine_command(model: str, port: int, device: str | None, seed: int) -> list[str]:
@@ -75,7 +79,8 @@ def engine_command(model: str, port: int, device: str | None, seed: int) -> list
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def _die_with_parent() -> None:
@@ -98,7 +103,7 @@ class Engine:
     port: int
     log_path: Path
     command: list[str]
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -134,7 +139,8 @@ class Engine:
         url = f"http://{HOST}:{self.port}/health"
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
-                return response.status == 200
+                status: int = response.status
+                return status == 200
         except (OSError, urllib.error.URLError):
             return False
 
@@ -196,7 +202,7 @@ class Serving:
     def pytest_unconfigure(self) -> None:
         self.stop()
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         for engine in self.engines:
             terminalreporter.write_line(
                 f"humanfix serve: engine pid {engine.pid} on {engine.device or 'cpu'} at "

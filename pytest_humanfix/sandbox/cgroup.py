@@ -44,7 +44,7 @@ class Cgroup:
     def __init__(self, dirs: list[Path]) -> None:
         self.dirs = dirs
 
-    def child(self, pids_max: int, memory_bytes: int) -> "Cgroup":
+    def child(self, pids_max: int, memory_bytes: int) -> Cgroup:
         dirs = []
         try:
             for parent in self.dirs:

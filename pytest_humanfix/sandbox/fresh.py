@@ -68,8 +68,7 @@ def _read_capped(path: Path, cap: int, tail: bool) -> str:
         size = handle.seek(0, os.SEEK_END)
         if size <= cap:
             handle.seek(0)
-            data = handle.read()
-            return data.decode("utf-8", "replace")
+            return handle.read().decode("utf-8", "replace")
         handle.seek(size - cap if tail else 0)
         data = handle.read(cap).decode("utf-8", "replace")
     marker = f"[... {size - cap} bytes cut ...]"
@@ -84,7 +83,7 @@ class Execution:
     mount: Path  # the folder the layer makes writable: root itself, or the warm executor's
     nonce: str = field(default_factory=lambda: secrets.token_hex(16))
 
-    def inside(self, layer: "Layer", path: Path) -> str:
+    def inside(self, layer: Layer, path: Path) -> str:
         return layer.inside(path, self.mount)
 
     @property
@@ -103,7 +102,7 @@ class Execution:
         self.box.mkdir(parents=True)
         (self.box / PROGRAM_NAME).write_text(program, encoding="utf-8")
 
-    def config(self, layer: "Layer", rlimits: dict) -> dict:
+    def config(self, layer: Layer, rlimits: dict) -> dict:
         """What the code before the candidate needs, with paths as seen inside the layer."""
         return {"network": layer.network, "rlimits": rlimits, "nonce": self.nonce,
                 "program": PROGRAM_NAME,
@@ -111,7 +110,7 @@ class Execution:
                 "done": self.inside(layer, self.box / DONE_NAME)}
 
     def verdict(self, code: int | None, timed_out: bool, seconds: float, limits: Limits,
-                layer: "Layer", executor: str) -> Verdict:
+                layer: Layer, executor: str) -> Verdict:
         stderr = _read_capped(self.stderr, limits.output_bytes, tail=True)
         if not (self.box / STARTED_NAME).exists():
             # The candidate never ran: the layer or the bootstrap failed (a harness fault).
@@ -140,7 +139,7 @@ class FreshSandbox:
 
     executor = "fresh"
 
-    def __init__(self, layer: "Layer", limits: Limits | None = None,
+    def __init__(self, layer: Layer, limits: Limits | None = None,
                  cgroups: Cgroup | None = None, python: str = sys.executable) -> None:
         self.layer = layer
         self.limits = limits or Limits()

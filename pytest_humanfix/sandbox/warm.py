@@ -67,7 +67,7 @@ class WarmSandbox:
         # The only folder the layer makes writable: the executions' folders live in it.
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._chain: list[int] = []  # harness-side pids from the child we started to the server
         self._buffer = b""
         self._count = itertools.count()
