@@ -7,24 +7,25 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Callable
+
+
+def _send(send: Callable[[int, int], None], target: int, sig: int) -> bool:
+    try:
+        send(target, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def signal_process(pid: int, sig: int) -> bool:
     """Sends `sig` to one process; False when it is gone already or no longer ours."""
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    return _send(os.kill, pid, sig)
 
 
 def signal_group(pgid: int, sig: int) -> bool:
     """Sends `sig` to every process in a group; False when the group is gone already."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    return _send(os.killpg, pgid, sig)
 
 
 def stop_group(process: subprocess.Popen[bytes], grace: float = 0.0) -> None:
