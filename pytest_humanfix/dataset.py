@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from .records import JsonlError, read_jsonl
 
@@ -76,7 +77,8 @@ def task_from_row(row: dict[str, Any], source: str, index: int) -> Task:
     """Build a Task from one dataset row, naming source, row and field when one is missing."""
     for name in REQUIRED_FIELDS:
         if not isinstance(row.get(name), str):
-            problem = "is missing" if name not in row else f"is {type(row[name]).__name__}, not text"
+            problem = ("is missing" if name not in row
+                       else f"is {type(row[name]).__name__}, not text")
             ident = row.get("task_id", "?")
             raise DatasetError(
                 f"{source}: row {index + 1} (task_id {ident!r}): field {name!r} {problem}. "
@@ -99,7 +101,8 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+            raise DatasetError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}).") from None
         if isinstance(data, dict):
             data = data.get("rows") or data.get("data") or data.get("test")
         if not isinstance(data, list):
@@ -107,7 +110,8 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
         return data
     import pyarrow.parquet as pq  # only when a parquet file is named
 
-    return pq.read_table(path).to_pylist()
+    rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    return rows
 
 
 def _read_hub(name: str) -> list[dict[str, Any]]:
@@ -139,7 +143,8 @@ def load_rows(source: str) -> tuple[list[dict[str, Any]], str]:
                 f"{HUB_DATASET} from the Hub."
             )
         if path.suffix not in LOCAL_SUFFIXES:
-            raise DatasetError(f"dataset file {source}: unknown format; use .jsonl, .json or .parquet.")
+            raise DatasetError(f"dataset file {source}: unknown format; "
+                               "use .jsonl, .json or .parquet.")
         return _read_local(path), str(path)
     return _read_hub(source), source
 

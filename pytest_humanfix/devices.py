@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from typing import Callable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 
 from .settings import Settings
 

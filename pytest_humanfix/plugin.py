@@ -7,6 +7,7 @@ has it installed, and does nothing until --humanfix-model (or ini humanfix_model
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"humanfix {note}" for note in runner.sandbox_choice.notes]
 
 
-def pytest_collect_directory(path: Path, parent: pytest.Collector):
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if RUNNER in parent.config.stash and path == parent.config.invocation_params.dir:
         from .session.items import HumanfixDirectory
 
@@ -57,7 +58,8 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector):
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Generator[None, object, object]:
     # Outside pytest-timeout's own wrapper, which reads the item's timeout marker. The model
     # loads first, so that a download never counts against one task's timeout.
     if RUNNER in item.config.stash and hasattr(item, "task"):
@@ -70,12 +72,14 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     record = getattr(item, "humanfix_record", None)
     if call.when == "teardown" and record is not None:
-        # Plain JSON-able data on the report crosses the xdist boundary unchanged.
-        report.humanfix = record
+        # Plain JSON-able data on the report crosses the xdist boundary unchanged (xdist sends
+        # the report's attributes); pytest declares no attribute for a plugin's data.
+        report.humanfix = record  # type: ignore[attr-defined]
     return report
 
 

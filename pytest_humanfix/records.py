@@ -11,7 +11,10 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TextIO, get_args
+from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
+
+if TYPE_CHECKING:
+    from .dataset import Task
 
 # A task's outcome: fixed and unfixed are scored; an error is a harness fault, counted apart.
 Outcome = Literal["fixed", "unfixed", "error"]
@@ -64,8 +67,8 @@ class TaskResult:
     samples: list[Sample] = field(default_factory=list)
 
     @classmethod
-    def error_for(cls, task: Any, error: str, seconds: float = 0.0) -> "TaskResult":
-        """A harness fault on `task` (a dataset Task): an error outcome, never scored."""
+    def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:
+        """A harness fault on `task`: an error outcome, never scored."""
         return cls(task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
                    outcome="error", error=error, seconds=round(seconds, 4))
 
@@ -102,7 +105,7 @@ class TaskResult:
         return data
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "TaskResult":
+    def from_record(cls, record: dict[str, Any]) -> TaskResult:
         """Rebuild a result from its JSONL record (the run fields around it are ignored)."""
         values = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
         values["attempts"] = [Attempt(**_known(Attempt, a)) for a in record.get("attempts") or []]
@@ -123,7 +126,7 @@ class Sample:
     seconds: float = 0.0
 
     @classmethod
-    def of(cls, result: TaskResult) -> "Sample":
+    def of(cls, result: TaskResult) -> Sample:
         return cls(outcome=result.outcome, code=result.code, failure=result.failure,
                    error=result.error, prompt_tokens=result.prompt_tokens,
                    completion_tokens=result.completion_tokens, seconds=result.seconds)
@@ -152,7 +155,7 @@ def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> li
     field by field)."""
     lines = []
     for key in wanted:
-        if key == "protocol" and isinstance(found.get(key), dict):
+        if key == "protocol" and isinstance(found.get(key), dict) and isinstance(wanted[key], dict):
             for name, value in wanted[key].items():
                 if found[key].get(name) != value:
                     lines.append(f"{name}: {found[key].get(name)!r} there, {value!r} here")

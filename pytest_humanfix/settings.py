@@ -7,9 +7,10 @@ then ini, then an environment variable where one is named, then the default) int
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -207,7 +208,8 @@ def _resolve_path(value: str, base: Path | None) -> str:
         return str(path)
     candidate = base / path
     # A Hub id such as "org/name" has no file behind it; keep it as written.
-    if candidate.exists() or path.suffix in (".jsonl", ".json", ".parquet") or value.startswith("."):
+    if (candidate.exists() or path.suffix in (".jsonl", ".json", ".parquet")
+            or value.startswith(".")):
         return str(candidate)
     return value
 
@@ -263,7 +265,7 @@ class Settings:
         return Path(self.jsonl) if self.jsonl else Path(self.report_dir) / "humanfix.jsonl"
 
     @classmethod
-    def from_config(cls, config: pytest.Config) -> "Settings":
+    def from_config(cls, config: pytest.Config) -> Settings:
         values: dict[str, Any] = {}
         for option in OPTIONS:
             raw, base = _raw_value(config, option)
@@ -274,6 +276,6 @@ class Settings:
             except ValueError as exc:
                 raise pytest.UsageError(f"{option.cli} / {option.dest}: {raw!r} {exc}") from None
             if option.name in PATH_OPTIONS:
-                value = _resolve_path(value, base)
+                value = _resolve_path(str(value), base)
             values[option.dest.removeprefix("humanfix_")] = value
         return cls(**values)

@@ -100,11 +100,12 @@ def keep_definitions(code: str, entry_point: str) -> str:
         runs = isinstance(node, (ast.Assign, ast.AnnAssign)) and _calls_any(node, runs_code)
         if echoed_test or runs or not isinstance(node, _KEPT_NODES):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            dropped.update(range(first, node.end_lineno + 1))
+            dropped.update(range(first, (node.end_lineno or node.lineno) + 1))
     if not dropped:
         return code
     lines = code.splitlines()
-    return "\n".join(l for n, l in enumerate(lines, 1) if n not in dropped).rstrip() + "\n"
+    kept = (line for number, line in enumerate(lines, 1) if number not in dropped)
+    return "\n".join(kept).rstrip() + "\n"
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
@@ -127,7 +128,8 @@ def with_declared_helpers(code: str, declaration: str, entry_point: str) -> str:
     except SyntaxError:
         return code
     have_names = _top_level_names(tree)
-    have_imports = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    have_imports = {ast.unparse(node) for node in tree.body
+                    if isinstance(node, (ast.Import, ast.ImportFrom))}
     missing = []
     for node in declared.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry_point:
@@ -137,7 +139,8 @@ def with_declared_helpers(code: str, declaration: str, entry_point: str) -> str:
         else:
             needed = not (_top_level_names(ast.Module(body=[node], type_ignores=[])) <= have_names)
         if needed:
-            missing.append(ast.get_source_segment(declaration + "    pass\n", node, padded=False))
+            segment = ast.get_source_segment(declaration + "    pass\n", node, padded=False)
+            missing.append(segment or ast.unparse(node))
     if not missing:
         return code
     return "\n".join(missing) + "\n\n\n" + code
@@ -151,7 +154,8 @@ def _normalise_body(body: str) -> str:
     first, rest = lines[0], lines[1:]
     if first[:1].isspace():
         # BigCode's stop rule: the body ends at the first unindented line.
-        cut = next((i for i, line in enumerate(rest) if line.strip() and not line[0].isspace()), None)
+        cut = next((i for i, line in enumerate(rest)
+                    if line.strip() and not line[0].isspace()), None)
         if cut is not None:
             rest = rest[:cut]
     else:

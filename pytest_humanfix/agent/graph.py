@@ -22,17 +22,20 @@ import difflib
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from . import prompts
 from ..dataset import Task
 from ..models.base import Model
 from ..records import Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
 from ..settings import Settings
+from . import prompts
 from .extract import code_key, extract_code
 from .precheck import check_candidate
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
 
 # Graph steps one round can take (propose, check, execute, reflect), and finish once.
 STEPS_PER_ROUND = 4
@@ -69,6 +72,13 @@ class RepairContext:
         return "test", self.task.test
 
 
+class RepairRuntime(Protocol):
+    """What a node needs of the runtime LangGraph passes it (a `langgraph.runtime.Runtime`)."""
+
+    @property
+    def context(self) -> RepairContext: ...
+
+
 class RepairState(TypedDict):
     messages: list[dict[str, str]]  # the chat so far, ending with a user turn before `propose`
     attempts: list[Attempt]         # one per reply, in order
@@ -84,8 +94,8 @@ def _run(ctx: RepairContext, code: str, tests: str) -> Verdict:
     return ctx.sandbox.run(build_program(code, tests, ctx.task.test_setup))
 
 
-def propose(state: RepairState, runtime: Any) -> dict[str, Any]:
-    ctx: RepairContext = runtime.context
+def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     began = time.monotonic()
     generation = ctx.model.generate(state["messages"], ctx.task)
     seconds = generation.seconds or time.monotonic() - began
@@ -97,8 +107,8 @@ def propose(state: RepairState, runtime: Any) -> dict[str, Any]:
     return {"attempts": [*state["attempts"], attempt], "rounds_left": state["rounds_left"] - 1}
 
 
-def check(state: RepairState, runtime: Any) -> dict[str, Any]:
-    ctx: RepairContext = runtime.context
+def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     *earlier, latest = state["attempts"]
     empty = latest.code.startswith(ctx.base) and not latest.code[len(ctx.base):].strip()
     reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
@@ -111,8 +121,8 @@ def check(state: RepairState, runtime: Any) -> dict[str, Any]:
     return {}
 
 
-def execute(state: RepairState, runtime: Any) -> dict[str, Any]:
-    ctx: RepairContext = runtime.context
+def execute(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     name, tests = ctx.round_tests
     verdict = _run(ctx, state["attempts"][-1].code, tests)
     return {"attempts": _replace_last(
@@ -125,13 +135,14 @@ def _failure_of(attempt: Attempt) -> str:
     return Verdict(**verdict).first_failure() if verdict else ""
 
 
-def reflect(state: RepairState, runtime: Any) -> dict[str, Any]:
-    ctx: RepairContext = runtime.context
+def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     attempts = state["attempts"]
     latest = attempts[-1]
     if latest.status == "rejected":
         feedback = prompts.rejection_feedback(ctx.task, latest.check)
     elif latest.status == "repeat":
+        assert latest.repeat_of is not None  # `check` names the earlier attempt
         feedback = prompts.repeat_feedback(
             ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]))
     else:
@@ -151,8 +162,8 @@ def final_candidate(attempts: list[Attempt]) -> int:
     return len(attempts) - 1
 
 
-def finish(state: RepairState, runtime: Any) -> dict[str, Any]:
-    ctx: RepairContext = runtime.context
+def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    ctx = runtime.context
     attempts = list(state["attempts"])
     index = final_candidate(attempts)
     code = attempts[index].code
@@ -173,8 +184,8 @@ def finish(state: RepairState, runtime: Any) -> dict[str, Any]:
     return {"result": result, "attempts": attempts}
 
 
-def after_check(state: RepairState, runtime: Any) -> str:
-    ctx: RepairContext = runtime.context
+def after_check(state: RepairState, runtime: RepairRuntime) -> str:
+    ctx = runtime.context
     latest = state["attempts"][-1]
     if latest.status in ("rejected", "repeat"):
         return "reflect" if state["rounds_left"] > 0 else "finish"
@@ -191,7 +202,7 @@ def after_execute(state: RepairState) -> str:
 
 
 @functools.cache
-def repair_graph():
+def repair_graph() -> CompiledStateGraph[RepairState, RepairContext, RepairState, RepairState]:
     """The compiled graph, built once per process; langgraph is imported only here."""
     from langgraph.graph import END, START, StateGraph
 
@@ -217,6 +228,6 @@ def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings) -> Ta
                           "attempts": [], "rounds_left": settings.iters + 1, "result": None}
     final = repair_graph().invoke(state, {"recursion_limit": recursion_limit(settings.iters)},
                                   context=context)
-    result = final["result"]
+    result: TaskResult = final["result"]
     result.seconds = round(time.monotonic() - started, 4)
     return result

@@ -9,7 +9,7 @@ import ast
 from ..dataset import Task
 
 
-def declared_function(task: Task) -> ast.FunctionDef | None:
+def declared_function(task: Task) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The entry point as the task declares it (the declaration ends at the `def` line)."""
     try:
         tree = ast.parse(task.declaration + "    pass\n")
@@ -18,7 +18,8 @@ def declared_function(task: Task) -> ast.FunctionDef | None:
     return _top_level_function(tree, task.entry_point)
 
 
-def _top_level_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def _top_level_function(tree: ast.Module, name: str
+                        ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     found = None
     for node in tree.body:  # the last definition is the one the tests call
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
@@ -38,7 +39,7 @@ def accepts_declared_calls(candidate: ast.arguments, declared: ast.arguments) ->
         return False
     declared_kwonly = {a.arg for a in declared.kwonlyargs}
     return all(default is not None or arg.arg in declared_kwonly
-               for arg, default in zip(candidate.kwonlyargs, candidate.kw_defaults))
+               for arg, default in zip(candidate.kwonlyargs, candidate.kw_defaults, strict=True))
 
 
 def check_candidate(code: str, task: Task) -> str:

@@ -10,11 +10,15 @@ import os
 import time
 import zlib
 from collections import Counter
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from ..dataset import Task
 from ..settings import Settings
 from .base import Generation, ModelLoadError
+
+if TYPE_CHECKING:
+    from transformers import BatchEncoding
 
 
 def decoding_kwargs(settings: Settings) -> dict[str, Any]:
@@ -38,7 +42,7 @@ def sample_seed(seed: int, task_id: str, reply: int) -> int:
     return zlib.crc32(f"{seed}:{task_id}:{reply}".encode())
 
 
-def torch_dtype(torch: Any, device: str) -> Any:
+def torch_dtype(torch: ModuleType, device: str) -> Any:
     # bf16 halves memory and is what these models were trained in; CPUs run it slowly or not at all.
     return torch.bfloat16 if device == "cuda" else torch.float32
 
@@ -48,7 +52,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else '(no message)'}"
 
 
-def _share_cpus(torch: Any) -> None:
+def _share_cpus(torch: ModuleType) -> None:
     # Every xdist worker would otherwise start one thread per core, oversubscribing the CPU.
     if "OMP_NUM_THREADS" in os.environ:
         return
@@ -76,7 +80,8 @@ class TransformersModel:
         if not self.tokenizer.chat_template:
             raise ModelLoadError(f"{source} has no chat template; use an instruct or chat "
                                  "model, whose tokenizer says how to lay out a conversation.")
-        self.model.to(self.device).eval()
+        # transformers annotates `to` through a decorator whose signature mypy misreads.
+        self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.generate_kwargs = decoding_kwargs(settings)
         gen_config = self.model.generation_config
         self.generate_kwargs["eos_token_id"] = gen_config.eos_token_id \
@@ -85,11 +90,13 @@ class TransformersModel:
             if gen_config.pad_token_id is not None else self.tokenizer.pad_token_id
         self._replies: Counter[str] = Counter()
 
-    def prompt_ids(self, messages: list[dict[str, str]]) -> Any:
+    def prompt_ids(self, messages: list[dict[str, str]]) -> BatchEncoding:
         # enable_thinking is read by Qwen3's template (off: answer directly) and ignored by others.
-        return self.tokenizer.apply_chat_template(
+        encoded = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, enable_thinking=False, return_tensors="pt",
-            return_dict=True).to(self.device)
+            return_dict=True)
+        # return_dict=True gives a BatchEncoding; transformers' annotation does not narrow on it.
+        return cast("BatchEncoding", encoded).to(self.device)
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
         import torch
@@ -101,10 +108,12 @@ class TransformersModel:
                                           self._replies[task.task_id]))
         self._replies[task.task_id] += 1
         with torch.inference_mode():
-            output = self.model.generate(**inputs, **self.generate_kwargs)
+            # The Auto class's annotated return type is not one generate() accepts as self.
+            output = self.model.generate(**inputs, **self.generate_kwargs)  # type: ignore[misc]
         prompt_length = inputs["input_ids"].shape[-1]
         new_tokens = output[0, prompt_length:].tolist()
-        text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        # One sequence of ids decodes to one string; the annotation covers batches too.
+        text = cast(str, self.tokenizer.decode(new_tokens, skip_special_tokens=True))
         return Generation(text=text, prompt_tokens=prompt_length,
                           completion_tokens=len(new_tokens),
                           seconds=time.perf_counter() - started)

@@ -35,11 +35,15 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..devices import requested_or_visible
+from ..processes import stop_group
 from ..settings import Settings
 from .specs import ResolvedSpec, resolve_spec
+
+if TYPE_CHECKING:
+    import pytest
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy
@@ -117,7 +121,8 @@ def choose_engine(settings: Settings, resolved: ResolvedSpec, gpus: bool) -> str
 
 def serve_devices(settings: Settings) -> list[str | None]:
     """One engine per device; None is one engine on the CPU."""
-    return list(requested_or_visible(settings) or [None])
+    devices: list[str | None] = [*requested_or_visible(settings)]
+    return devices or [None]
 
 
 def gguf_cache_root() -> Path:
@@ -196,7 +201,8 @@ def engine_command(model: ServedModel, port: int, device: str | None, seed: int)
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def _die_with_parent() -> None:
@@ -221,7 +227,7 @@ class Engine:
     port: int
     log_path: Path
     command: list[str]
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -258,7 +264,8 @@ class Engine:
         url = f"http://{HOST}:{self.port}{ENGINE_KINDS[self.model.engine].health_path}"
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
-                return response.status == 200
+                status: int = response.status
+                return status == 200
         except (OSError, urllib.error.URLError):
             return False
 
@@ -281,14 +288,7 @@ class Engine:
         """Ends the engine's whole process group, politely first."""
         if self.process is None or self.process.returncode is not None:
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            self.process.wait()
+        stop_group(self.process, STOP_GRACE)
 
 
 def new_engine(model: ServedModel, log_path: Path, device: str | None, seed: int) -> Engine:
@@ -330,7 +330,7 @@ class Serving:
     def pytest_unconfigure(self) -> None:
         self.stop()
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         for engine in self.engines:
             terminalreporter.write_line(
                 f"humanfix serve: {engine.model.engine} engine pid {engine.pid} on "

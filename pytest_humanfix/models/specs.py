@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,7 +76,8 @@ def resolve_spec(spec: str) -> ResolvedSpec:
 
 
 # Backends by the `kind` a spec resolves to, as "module:class" beside this one: imported on
-# first use, so a run pays only for the backend it names. Every class takes (spec, target, settings).
+# first use, so a run pays only for the backend it names. Every class takes
+# (spec, target, settings).
 PROVIDERS = {
     "control": "controls:ControlModel",
     "replay": "controls:ReplayModel",
@@ -84,10 +86,12 @@ PROVIDERS = {
 }
 
 
-def provider(kind: str) -> type[Model]:
+def provider(kind: str) -> Callable[[str, str, Settings], Model]:
+    """The backend class of `kind`: called with (spec, target, settings), it is a Model."""
     module_name, _, class_name = PROVIDERS[kind].partition(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
-    return getattr(module, class_name)
+    backend: Callable[[str, str, Settings], Model] = getattr(module, class_name)
+    return backend
 
 
 def load_model(spec: str, settings: Settings) -> Model:

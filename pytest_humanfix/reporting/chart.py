@@ -23,8 +23,8 @@ def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Pa
     rows = summary["by_bug_type"]
     names = [f"{row['bug_type']} (n={row['scored']})" for row in rows]
     values = [row["pass_at_1"]["value"] for row in rows]
-    below = [v - row["pass_at_1"]["ci95"][0] for v, row in zip(values, rows)]
-    above = [row["pass_at_1"]["ci95"][1] - v for v, row in zip(values, rows)]
+    below = [v - row["pass_at_1"]["ci95"][0] for v, row in zip(values, rows, strict=True)]
+    above = [row["pass_at_1"]["ci95"][1] - v for v, row in zip(values, rows, strict=True)]
     rates.barh(names, values, xerr=[below, above], color="#4c72b0", capsize=3)
     overall = summary["pass_at_1"]["value"]
     rates.axvline(overall, color="#c44e52", linestyle="--", label=f"all tasks {overall:.1%}")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .terminal import interval, pct, baseline_lines
+from .terminal import baseline_lines, interval, pct
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -33,7 +33,8 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["samples"] > 1:
         lines.append("| pass@k | " + ", ".join(f"pass@{k} {pct(v)}"
                                                for k, v in summary["pass_at_k"].items()) + " |")
-    lines += ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |", "|---|---:|---:|---:|---|"]
+    lines += ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |",
+              "|---|---:|---:|---:|---|"]
     for row in summary["by_bug_type"]:
         lines.append(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
                      f"| {interval(row['pass_at_1'])} |")

@@ -7,9 +7,10 @@ gain is reported, never punished. The README explains why the test is paired.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl
 from .stats import mcnemar_exact
@@ -19,7 +20,8 @@ class BaselineError(Exception):
     """The baseline cannot be compared with this run; the message says why."""
 
 
-def load_baseline(path: Path, protocol: dict[str, Any], dataset_hash: str) -> dict[str, dict]:
+def load_baseline(path: Path, protocol: dict[str, Any] | None, dataset_hash: str | None
+                  ) -> dict[str, dict]:
     """The baseline's records by task id (the last one wins), refused unless they were made
     under this run's protocol and on the same dataset content."""
     if not path.is_file():

@@ -61,8 +61,10 @@ def mcnemar_exact(regressions: int, improvements: int, alternative: str = "drop"
     if n == 0:
         return 1.0
 
+    outcomes: int = 2 ** n
+
     def upper_tail(x: int) -> float:
-        return sum(math.comb(n, i) for i in range(x, n + 1)) / 2 ** n
+        return sum(math.comb(n, i) for i in range(x, n + 1)) / outcomes
 
     if alternative == "drop":
         return upper_tail(regressions)

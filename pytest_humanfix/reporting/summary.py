@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import platform
 import statistics
+from collections.abc import Iterable
 from datetime import datetime
 from importlib import metadata
-from typing import Any, Iterable
+from typing import Any
 
 from .gates import Comparison, GateCheck
 from .stats import mean_pass_at_k, wilson_interval
@@ -46,7 +47,7 @@ def rate(records: list[dict[str, Any]]) -> dict[str, Any]:
     """pass@1 over the scored records (the unbiased mean of c/n) with a 95% Wilson interval
     over the tasks: samples of one task are not independent, so the interval counts tasks."""
     counts = [_counts(r) for r in records if r["outcome"] != "error"]
-    value = mean_pass_at_k(counts, 1) if counts else 0.0
+    value = mean_pass_at_k(counts, 1) or 0.0  # None: no scored record
     low, high = wilson_interval(value * len(counts), len(counts))
     return {"value": value, "ci95": [low, high], "tasks": len(counts)}
 

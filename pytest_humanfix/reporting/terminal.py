@@ -75,7 +75,8 @@ def baseline_lines(baseline: dict[str, Any] | None) -> list[str]:
     return [
         f"baseline: {baseline['paired']} paired tasks, {len(baseline['regressions'])} "
         f"regression(s), {len(baseline['improvements'])} improvement(s), "
-        f"{len(baseline['unpaired'])} unpaired; exact McNemar one-sided p={baseline['p_value']:.4g}",
+        f"{len(baseline['unpaired'])} unpaired; "
+        f"exact McNemar one-sided p={baseline['p_value']:.4g}",
         "regressions: " + (", ".join(baseline["regressions"]) or "none"),
         "improvements: " + (", ".join(baseline["improvements"]) or "none"),
     ]

@@ -18,6 +18,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ..processes import signal_process
+
 ROOT = Path("/sys/fs/cgroup")
 _counter = itertools.count()
 
@@ -42,7 +44,7 @@ class Cgroup:
     def __init__(self, dirs: list[Path]) -> None:
         self.dirs = dirs
 
-    def child(self, pids_max: int, memory_bytes: int) -> "Cgroup":
+    def child(self, pids_max: int, memory_bytes: int) -> Cgroup:
         dirs = []
         try:
             for parent in self.dirs:
@@ -81,10 +83,7 @@ class Cgroup:
             if not pids:
                 return
             for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                signal_process(pid, signal.SIGKILL)
             time.sleep(0.002)
 
     def remove(self) -> None:

@@ -8,9 +8,9 @@ import sys
 from dataclasses import dataclass, field
 
 from .cgroup import open_cgroups
-from .layers import BwrapLayer, ProcessLayer, probe_bwrap
 from .environment import Layer, Limits, SandboxError
 from .fresh import FreshSandbox, remove_stale_folders
+from .layers import BwrapLayer, ProcessLayer, probe_bwrap
 from .warm import WarmSandbox
 
 
@@ -22,6 +22,7 @@ class Choice:
 
 def choose_layer(wanted: str, python: str = sys.executable,
                  hidden_files: tuple[str, ...] = ()) -> tuple[Layer, list[str]]:
+    layer: Layer
     if wanted == "process":
         layer = ProcessLayer(python)
         return layer, [f"sandbox: {layer.describe()} (--humanfix-sandbox process)"]

@@ -61,6 +61,12 @@ class Verdict:
         return asdict(self)
 
 
+# The last line of a traceback: the exception's (possibly dotted) name.
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error")
+SIGNAL_HINTS = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
+                "SIGKILL": " (killed)", "SIGSEGV": " (crash, e.g. stack overflow)"}
+
+
 def first_failure(verdict: Verdict) -> str:
     """One or two lines a person reads first: the failing statement and the exception."""
     if verdict.status == "timeout":
@@ -72,7 +78,7 @@ def first_failure(verdict: Verdict) -> str:
         return ("the program's output reached the sandbox's file size limit and was cut "
                 f"(exit status {verdict.exit_code})")
     lines = [line for line in verdict.stderr.splitlines() if line.strip()]
-    exception = next((l for l in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error", l)), None)
+    exception = next((line for line in reversed(lines) if EXCEPTION_LINE.match(line)), None)
     if exception is None:
         code = verdict.exit_code
         if code is not None and code < 0:
@@ -80,9 +86,7 @@ def first_failure(verdict: Verdict) -> str:
                 name = signal.Signals(-code).name
             except ValueError:
                 name = f"signal {-code}"
-            hint = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
-                    "SIGKILL": " (killed)", "SIGSEGV": " (crash, e.g. stack overflow)"}.get(name, "")
-            return f"killed by {name}{hint}"
+            return f"killed by {name}{SIGNAL_HINTS.get(name, '')}"
         return lines[-1] if lines else f"exit status {code} with no error output"
     index = lines.index(exception)
     statement = ""

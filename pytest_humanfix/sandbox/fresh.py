@@ -26,63 +26,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..processes import signal_group
 from .cgroup import Cgroup
 from .environment import Layer, Limits, SandboxError, Verdict
+from .inside import program
 from .layers import ProcessLayer
 
 PROGRAM_NAME = "program.py"
 DONE_NAME = ".humanfix-done"
 STARTED_NAME = ".humanfix-started"
-SANDBOX_FAULT_EXIT = 113  # the bootstrap could not set up isolation: a harness fault
-
-# What every execution runs before candidate code, in a fresh interpreter (BOOTSTRAP) and in
-# each child of the warm executor (warm.SERVER) alike.
-CHILD_CODE = r"""
-import json, os, resource, sys
-def _fault(message):
-    sys.stderr.write("humanfix sandbox: " + message + "\n")
-    sys.stderr.flush()
-    os._exit(%(fault)d)
-def _isolate_network(mode):
-    if mode == "namespace":
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(0x40000000) != 0 and libc.unshare(0x10000000 | 0x40000000) != 0:
-            _fault("cannot create a network namespace (errno %%d)" %% ctypes.get_errno())
-    elif mode == "guard":
-        import socket
-        def _refuse(*args, **kwargs):
-            raise OSError(101, "network is disabled in the humanfix sandbox")
-        for _name in ("connect", "connect_ex", "bind", "sendto", "sendmsg"):
-            setattr(socket.socket, _name, _refuse)
-        socket.create_connection = _refuse
-        socket.getaddrinfo = _refuse
-def _limit(rlimits):
-    for name, (soft, hard) in rlimits.items():
-        try:
-            resource.setrlimit(getattr(resource, name), (soft, hard))
-        except (ValueError, OSError) as exc:
-            _fault("cannot set %%s: %%s" %% (name, exc))
-def _run(cfg):
-    # Isolation is in place: from here on, whatever happens is the candidate's doing.
-    open(cfg["started"], "w").close()
-    done, nonce = cfg["done"], cfg["nonce"]
-    cfg.clear()
-    with open(%(program)r, encoding="utf-8") as f:
-        code = compile(f.read(), %(program)r, "exec")
-    exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
-    with open(done, "w") as f:
-        f.write(nonce)
-""" % {"fault": SANDBOX_FAULT_EXIT, "program": PROGRAM_NAME}
-
-BOOTSTRAP = CHILD_CODE + r"""
-with os.fdopen(int(sys.argv[1]), encoding="utf-8") as _pipe:
-    _cfg = json.load(_pipe)
-del sys.argv[1:]
-_isolate_network(_cfg["network"])
-_limit(_cfg["rlimits"])
-_run(_cfg)
-"""
+# What a fresh interpreter runs: the code every execution runs before the candidate, then the
+# bootstrap that reads its configuration from a pipe (see inside/).
+BOOTSTRAP = program("child.py", "bootstrap.py")
 
 # Variables the candidate sees; nothing else of the harness's environment crosses over.
 SAFE_ENV = {
@@ -113,19 +68,11 @@ def _read_capped(path: Path, cap: int, tail: bool) -> str:
         size = handle.seek(0, os.SEEK_END)
         if size <= cap:
             handle.seek(0)
-            data = handle.read()
-            return data.decode("utf-8", "replace")
+            return handle.read().decode("utf-8", "replace")
         handle.seek(size - cap if tail else 0)
         data = handle.read(cap).decode("utf-8", "replace")
     marker = f"[... {size - cap} bytes cut ...]"
     return f"{marker}\n{data}" if tail else f"{data}\n{marker}"
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -136,7 +83,7 @@ class Execution:
     mount: Path  # the folder the layer makes writable: root itself, or the warm executor's
     nonce: str = field(default_factory=lambda: secrets.token_hex(16))
 
-    def inside(self, layer: "Layer", path: Path) -> str:
+    def inside(self, layer: Layer, path: Path) -> str:
         return layer.inside(path, self.mount)
 
     @property
@@ -155,14 +102,15 @@ class Execution:
         self.box.mkdir(parents=True)
         (self.box / PROGRAM_NAME).write_text(program, encoding="utf-8")
 
-    def config(self, layer: "Layer", rlimits: dict) -> dict:
+    def config(self, layer: Layer, rlimits: dict) -> dict:
         """What the code before the candidate needs, with paths as seen inside the layer."""
         return {"network": layer.network, "rlimits": rlimits, "nonce": self.nonce,
+                "program": PROGRAM_NAME,
                 "started": self.inside(layer, self.box / STARTED_NAME),
                 "done": self.inside(layer, self.box / DONE_NAME)}
 
     def verdict(self, code: int | None, timed_out: bool, seconds: float, limits: Limits,
-                layer: "Layer", executor: str) -> Verdict:
+                layer: Layer, executor: str) -> Verdict:
         stderr = _read_capped(self.stderr, limits.output_bytes, tail=True)
         if not (self.box / STARTED_NAME).exists():
             # The candidate never ran: the layer or the bootstrap failed (a harness fault).
@@ -191,7 +139,7 @@ class FreshSandbox:
 
     executor = "fresh"
 
-    def __init__(self, layer: "Layer", limits: Limits | None = None,
+    def __init__(self, layer: Layer, limits: Limits | None = None,
                  cgroups: Cgroup | None = None, python: str = sys.executable) -> None:
         self.layer = layer
         self.limits = limits or Limits()
@@ -249,7 +197,7 @@ class FreshSandbox:
                 code = None
             finally:
                 # Also reaps children the candidate left behind in its process group.
-                _kill_group(proc.pid)
+                signal_group(proc.pid, signal.SIGKILL)
                 if group is not None:
                     group.kill()
                 proc.wait()

@@ -17,13 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .inside import program
+
 
 @functools.cache
 def network_mode(python: str = sys.executable) -> str:
     """'namespace' if this machine lets a process make its own network namespace, else 'guard'."""
-    probe = ("import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
-             "sys.exit(0 if libc.unshare(0x40000000) == 0 "
-             "or libc.unshare(0x10000000 | 0x40000000) == 0 else 1)")
+    probe = program("child.py", "network_probe.py")
     try:
         done = subprocess.run([python, "-I", "-c", probe], stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=30)

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
+from .inside import source
+
 # The imports the BigCode evaluation harness puts before every Python candidate (IMPORT_HELPER).
-PRELUDE = "\n".join([
-    "import math",
-    "import re",
-    "import sys",
-    "import copy",
-    "import datetime",
-    "import itertools",
-    "import collections",
-    "import heapq",
-    "import statistics",
-    "import functools",
-    "import hashlib",
-    "import numpy",
-    "import numpy as np",
-    "import string",
-    "from typing import *",
-    "from collections import *",
-])
+PRELUDE = source("prelude.py").rstrip("\n")
 
 
 def build_program(code: str, test: str, test_setup: str = "") -> str:

@@ -24,98 +24,18 @@ import sys
 import time
 from pathlib import Path
 
+from ..processes import stop_group
 from .cgroup import Cgroup
 from .environment import Layer, Limits, SandboxError, Verdict
-from .fresh import CHILD_CODE, SAFE_ENV, Execution, temp_folder
+from .fresh import SAFE_ENV, Execution, temp_folder
+from .inside import program
 from .program import PRELUDE
 
 START_SECONDS = 60.0  # importing the prelude on a cold disk
 REPLY_SECONDS = 10.0  # for a reply that does not wait on candidate code
 
-SERVER = CHILD_CODE + r"""
-import atexit, ctypes, signal, threading, traceback
-_isolate_network(sys.argv[1])
-_prctl = ctypes.CDLL(None).prctl
-if sys.argv[2] == "pdeathsig":
-    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the harness
-# Not dumpable: a candidate without CAP_SYS_PTRACE cannot read or write this process's memory
-# through ptrace or /proc/<pid>/mem, so it cannot tamper with the executions after its own.
-_prctl(4, 0)  # PR_SET_DUMPABLE
-exec(sys.argv[3], {})
-atexit._clear()  # the children run the candidate's exit handlers, never ours
-del sys.argv[1:]
-_requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-_replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-_null = os.open(os.devnull, os.O_RDWR)
-os.dup2(_null, 0)
-os.dup2(_null, 1)
-def _exit_code(exc):
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code & 0xFF
-    print(exc.code, file=sys.stderr)
-    return 1
-def _child(cfg, go):
-    code = 1
-    try:
-        os.read(go, 1)  # returns once the harness has put this process in its cgroup
-        os.setsid()
-        os.chdir(cfg["cwd"])
-        for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
-                                (1, cfg["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                                (2, cfg["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
-            new = os.open(path, flags, 0o600)
-            os.dup2(new, fd)
-            os.close(new)
-        os.closerange(3, 1 << 16)  # the control pipes above all
-        sys.stdin = open(0, closefd=False)
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        os.environ.clear()
-        os.environ.update(cfg.pop("env"))
-        _limit(cfg.pop("rlimits"))
-        _run(cfg)
-        code = 0
-    except SystemExit as exc:
-        code = _exit_code(exc)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        # What an interpreter does at its end: wait for the threads, run the exit handlers.
-        try:
-            threading._shutdown()
-            atexit._run_exitfuncs()
-        except BaseException:
-            pass
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
-        os._exit(code)
-_replies.write("ready\n")
-_replies.flush()
-while True:
-    _line = _requests.readline()
-    if not _line:
-        break
-    _go_read, _go_write = os.pipe()
-    _pid = os.fork()
-    if _pid == 0:
-        _requests = _replies = None
-        _cfg, _line = json.loads(_line), None  # the nonce lives on only where _run keeps it
-        os.close(_go_write)
-        _child(_cfg, _go_read)
-    os.close(_go_read)
-    _replies.write("forked\n")
-    _replies.flush()
-    _requests.readline()
-    os.close(_go_write)
-    _status = os.waitpid(_pid, 0)[1]
-    _replies.write(json.dumps({"exit_code": os.waitstatus_to_exitcode(_status)}) + "\n")
-    _replies.flush()
-"""
+# The code every execution runs before the candidate, then the fork server (see inside/).
+SERVER = program("child.py", "warm_server.py")
 
 
 def _children(pid: int) -> list[int]:
@@ -147,7 +67,7 @@ class WarmSandbox:
         # The only folder the layer makes writable: the executions' folders live in it.
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._chain: list[int] = []  # harness-side pids from the child we started to the server
         self._buffer = b""
         self._count = itertools.count()
@@ -275,11 +195,7 @@ class WarmSandbox:
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            stop_group(proc)
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     stream.close()

@@ -11,4 +11,4 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 # The run's Runner, in the config's stash only while humanfix is active.
-RUNNER = pytest.StashKey["Runner"]()
+RUNNER: pytest.StashKey[Runner] = pytest.StashKey()

@@ -10,9 +10,9 @@ that the terminal, JUnit, the report files and the gates all read.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,8 +21,15 @@ from ..devices import DeviceError, DevicePool, pin
 from ..models.specs import ModelSpecError, check_spec
 from ..records import JsonlWriter, ReportError, run_fingerprint
 from ..reporting import files, summary as summary_mod, terminal
-from ..reporting.gates import (BaselineError, Comparison, GateCheck, check_gates, compare,
-                               load_baseline, verdict_line)
+from ..reporting.gates import (
+    BaselineError,
+    Comparison,
+    GateCheck,
+    check_gates,
+    compare,
+    load_baseline,
+    verdict_line,
+)
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
 from .placement import run_devices
@@ -30,10 +37,18 @@ from .resume import ResumeError, load_finished
 from .runner import Runner, Workload, choose_sandbox, new_run_id
 from .xdist import XdistHooks
 
-try:  # private pytest names, behind a guarded import: without them only JUnit properties go
-    from _pytest.junitxml import xml_key
-except ImportError:  # pragma: no cover - a pytest that moved it
-    xml_key = None
+if TYPE_CHECKING:
+    from _pytest.junitxml import LogXML
+
+
+def junit_writer(config: pytest.Config) -> LogXML | None:
+    """pytest's JUnit writer of this run, if it writes one. It is reached through a private
+    name, behind a guarded import: a pytest that moved it costs only the suite properties."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - a pytest that moved it
+        return None
+    return config.stash.get(xml_key, None)
 
 
 def is_distributing(config: pytest.Config) -> bool:
@@ -116,7 +131,7 @@ class Controller:
         self.runner = runner
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         self.records: list[dict[str, Any]] = []
-        self.started_at = datetime.now(timezone.utc)
+        self.started_at = datetime.now(UTC)
         self.baseline = baseline
         self.summary: dict[str, Any] | None = None
         self.report_files: list[Path] = []
@@ -142,7 +157,7 @@ class Controller:
         checks = self.check_gates(session, summary_mod.build(self.records, run, comparison),
                                   comparison)
         self.summary = summary = summary_mod.build(self.records, run, comparison, checks)
-        xml = self.config.stash.get(xml_key, None) if xml_key is not None else None
+        xml = junit_writer(self.config)
         if xml is not None and self.records:
             for name, value in summary_mod.junit_properties(summary):
                 xml.add_global_property(name, value)
@@ -159,7 +174,7 @@ class Controller:
     def run_facts(self) -> dict[str, Any]:
         """What the summary takes from the run rather than from its records."""
         return {"model": self.runner.settings.model, "protocol": self.runner.protocol,
-                **summary_mod.run_times(self.started_at, datetime.now(timezone.utc))}
+                **summary_mod.run_times(self.started_at, datetime.now(UTC))}
 
     def check_gates(self, session: pytest.Session, summary: dict[str, Any],
                     comparison: Comparison | None) -> list[GateCheck]:
@@ -185,7 +200,7 @@ class Controller:
             paths.append(Path(self.config.option.xmlpath))
         return paths + self.report_files
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "humanfix summary")
         summary = self.summary or summary_mod.build(self.records, self.run_facts())
         lines = terminal.summary_lines(summary)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ DIFF_LINES_SHOWN = 60
 class HumanfixDirectory(pytest.Directory):
     """Stands in for the invocation folder: yields the selected tasks, in dataset order."""
 
-    def collect(self):
+    def collect(self) -> Iterator[TaskItem]:
         for task in self.config.stash[RUNNER].tasks:
             yield TaskItem.from_parent(self, name=task.item_name, task=task)
 
@@ -79,5 +81,6 @@ class TaskItem(pytest.Item):
                 pytest.xfail("not fixed\n" + failure_report(self.task, self.result))
             pytest.fail(failure_report(self.task, self.result), pytrace=False)
 
-    def reportinfo(self):
-        return self.path, None, f"{self.task.task_id} {self.task.entry_point} [{self.task.bug_type}]"
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        task = self.task
+        return self.path, None, f"{task.task_id} {task.entry_point} [{task.bug_type}]"

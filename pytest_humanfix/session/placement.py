@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
 
 from ..devices import DeviceError, nvidia_smi_gpus, requested_or_visible
 from ..models.specs import ModelSpecError, resolve_spec
@@ -18,7 +18,7 @@ def run_devices(settings: Settings, environ: MutableMapping[str, str] = os.envir
     none under --humanfix-serve, where the engines hold the GPUs."""
     if settings.serve:
         return []
-    if not settings.devices and resolve_spec(settings.model).kind != "transformers":
+    if not settings.devices and resolve_spec(settings.model or "").kind != "transformers":
         return []
     return requested_or_visible(settings, environ, list_gpus)
 

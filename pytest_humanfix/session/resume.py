@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from ..records import (SCORED, JsonlError, fingerprint_differences, read_jsonl,
-                       record_fingerprint)
+from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl, record_fingerprint
+
 
 class ResumeError(Exception):
     """The results file cannot be resumed; the message says why and what to do."""
@@ -39,7 +40,7 @@ def load_finished(path: Path, wanted: dict[str, Any],
     kept: list[dict[str, Any]] = []
     finished: dict[str, dict[str, Any]] = {}
     for number, record in enumerate(records, 1):
-        task_id = record.get("task_id")
+        task_id = str(record.get("task_id", "?"))
         mismatch = fingerprint_differences(record_fingerprint(record), wanted)
         if mismatch:
             raise ResumeError(

@@ -8,12 +8,12 @@ every later task errors at once instead of retrying the load.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 import functools
 import os
 import time
 import traceback
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from ..agent.graph import repair, repair_graph
@@ -126,7 +126,7 @@ class Runner:
 
     def _load_model(self) -> Model:
         if self.endpoint is None:
-            return load_model(self.settings.model, self.settings)
+            return load_model(self.settings.model or "", self.settings)
         return load_model("openai:" + self.endpoint["model"],
                           dataclasses.replace(self.settings, base_url=self.endpoint["base_url"]))
 

@@ -31,7 +31,8 @@ def item_timeout(settings: Settings) -> float:
     if settings.item_timeout is not None:
         return settings.item_timeout
     replies = (settings.iters + 1) * settings.samples
-    return replies * (settings.request_timeout + settings.timeout) + settings.samples * settings.timeout
+    grading = settings.samples * settings.timeout
+    return replies * (settings.request_timeout + settings.timeout) + grading
 
 
 def user_timeout_given(config: pytest.Config) -> bool:

@@ -12,7 +12,7 @@ from ..devices import DeviceError, pin
 from ..models.specs import ModelSpecError, check_spec
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
-from .runner import Runner, choose_sandbox
+from .runner import Runner, Workload, choose_sandbox
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
@@ -21,11 +21,12 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     try:
         if not settings.serve:
             check_spec(settings.model or "", settings)
+        # The collector needs the tasks: a bad dataset fails here, not per item.
         runner = Runner(settings, workerinput["humanfix_run_id"],
+                        workload=Workload.load(settings),
                         sandbox_choice=choose_sandbox(settings), device=device,
                         endpoint=workerinput.get("humanfix_endpoint"),
                         resumed=workerinput.get("humanfix_resumed", {}))
-        runner.tasks  # the collector needs them; a bad dataset fails here, not per item
         if device is not None:
             pin(device)
     except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:

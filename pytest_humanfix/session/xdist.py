@@ -4,7 +4,7 @@ send each worker the run state (run id, resumed records, its GPU, its engine) th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..devices import DevicePool
 from .runner import Runner
@@ -13,13 +13,24 @@ if TYPE_CHECKING:
     from ..models.serve import Serving
 
 
+class Gateway(Protocol):
+    id: str
+
+
+class WorkerNode(Protocol):
+    """What these hooks use of xdist's WorkerController (xdist ships no type information)."""
+
+    workerinput: dict[str, Any]
+    gateway: Gateway
+
+
 class XdistHooks:
     def __init__(self, runner: Runner, devices: DevicePool, serving: Serving | None) -> None:
         self.runner = runner
         self.devices = devices
         self.serving = serving
 
-    def pytest_configure_node(self, node: Any) -> None:
+    def pytest_configure_node(self, node: WorkerNode) -> None:
         node.workerinput["humanfix_run_id"] = self.runner.run_id
         # Only the controller reads the results file; workers learn from it what is done.
         node.workerinput["humanfix_resumed"] = self.runner.resumed
@@ -28,5 +39,5 @@ class XdistHooks:
             node.workerinput["humanfix_endpoint"] = \
                 self.serving.endpoint_for(node.workerinput["workerid"])
 
-    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+    def pytest_testnodedown(self, node: WorkerNode, error: object | None) -> None:
         self.devices.release(node.gateway.id)

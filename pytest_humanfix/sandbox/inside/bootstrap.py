@@ -1,0 +1,18 @@
+"""A fresh interpreter's execution, run after `child.py` in the same program: the configuration
+comes through the pipe whose descriptor is the one argument (not argv, so /proc/self/cmdline
+does not show the nonce)."""
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
+    from .child import isolate_network, limit, run
+
+with os.fdopen(int(sys.argv[1]), encoding="utf-8") as pipe:
+    cfg = json.load(pipe)
+del sys.argv[1:]
+isolate_network(cfg["network"])
+limit(cfg["rlimits"])
+run(cfg)

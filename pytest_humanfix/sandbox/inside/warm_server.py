@@ -1,0 +1,118 @@
+"""The warm executor's fork server, run after `child.py` in the same program, inside the layer.
+
+Arguments: the network mode, "pdeathsig" when the server must die with the harness (the process
+layer; bwrap's --die-with-parent does it otherwise), and the prelude, imported once here so that
+every child starts with it loaded. Protocol on stdin/stdout, one line each: the server says
+"ready"; for each execution the harness sends its configuration (JSON), the server forks and
+says "forked", the harness puts the child in its cgroup and sends "go", and the server answers
+{"exit_code": N} once the child has ended.
+"""
+
+import atexit
+import ctypes
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
+    from .child import isolate_network, limit, run
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+
+
+def exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def child(cfg: dict[str, Any], go: int) -> NoReturn:
+    code = 1
+    try:
+        os.read(go, 1)  # returns once the harness has put this process in its cgroup
+        os.setsid()
+        os.chdir(cfg["cwd"])
+        for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+                                (1, cfg["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                                (2, cfg["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+            new = os.open(path, flags, 0o600)
+            os.dup2(new, fd)
+            os.close(new)
+        os.closerange(3, 1 << 16)  # the control pipes above all
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        os.environ.clear()
+        os.environ.update(cfg.pop("env"))
+        limit(cfg.pop("rlimits"))
+        run(cfg)
+        code = 0
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        # What an interpreter does at its end: wait for the threads, run the exit handlers.
+        try:
+            threading._shutdown()  # type: ignore[attr-defined]  # private, not in typeshed
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code)
+
+
+def serve(requests: TextIO, replies: TextIO) -> None:
+    replies.write("ready\n")
+    replies.flush()
+    while True:
+        line = requests.readline()
+        if not line:
+            break
+        go_read, go_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            cfg = json.loads(line)
+            line = ""  # the nonce lives on only where run() keeps it
+            requests.close()
+            replies.close()
+            os.close(go_write)
+            child(cfg, go_read)
+        os.close(go_read)
+        replies.write("forked\n")
+        replies.flush()
+        requests.readline()
+        os.close(go_write)
+        status = os.waitpid(pid, 0)[1]
+        replies.write(json.dumps({"exit_code": os.waitstatus_to_exitcode(status)}) + "\n")
+        replies.flush()
+
+
+isolate_network(sys.argv[1])
+prctl = ctypes.CDLL(None).prctl
+if sys.argv[2] == "pdeathsig":
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # die with the harness
+# Not dumpable: a candidate without CAP_SYS_PTRACE cannot read or write this process's memory
+# through ptrace or /proc/<pid>/mem, so it cannot tamper with the executions after its own.
+prctl(PR_SET_DUMPABLE, 0)
+exec(sys.argv[3], {})
+atexit._clear()  # the children run the candidate's exit handlers, never ours
+del sys.argv[1:]
+requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 0)
+os.dup2(null, 1)
+serve(requests, replies)
