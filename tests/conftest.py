@@ -1,18 +1,32 @@
+"""What the tests share: the dataset, pytester folders set up for humanfix runs, strict readers
+of the files a run writes, and pytest runs in a subprocess that a test interrupts part way."""
+
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
+
+from pytest_humanfix.settings import Settings
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 
 
-def dataset_path() -> Path:
-    path = Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET)
+@pytest.fixture(scope="session")
+def dataset(pytestconfig: pytest.Config) -> Path:
+    """The dataset file, found as a run from the repository root finds it: --humanfix-dataset,
+    ini, HUMANFIX_DATASET, else the shared file beside the checkout (the root conftest.py)."""
+    path = Path(Settings.from_config(pytestconfig).dataset)
     if not path.is_file():
         # Never skip: a missing dataset must turn the run red, not shrink it silently.
         raise pytest.UsageError(
@@ -20,9 +34,39 @@ def dataset_path() -> Path:
     return path
 
 
+def jsonl_rows(path: Path) -> list[dict]:
+    """Every line of a JSONL file as JSON. Strict, unlike the plugin's reader, which may skip a
+    torn line: here a torn or blank line fails the test."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 @pytest.fixture(scope="session")
-def dataset() -> Path:
-    return dataset_path()
+def read_jsonl() -> Callable[[Path], list[dict]]:
+    return jsonl_rows
+
+
+@pytest.fixture
+def dataset_rows(dataset: Path) -> list[dict]:
+    """The dataset's rows as written in the file (a fresh copy per test: tests edit rows)."""
+    return jsonl_rows(dataset)
+
+
+@pytest.fixture
+def read_records(pytester: pytest.Pytester) -> Callable[[], list[dict]]:
+    """Reads the records of the runs in the pytester folder (reports/humanfix.jsonl)."""
+    return lambda: jsonl_rows(pytester.path / "reports" / "humanfix.jsonl")
+
+
+@pytest.fixture
+def records_by_task(read_records: Callable[[], list[dict]]) -> Callable[[], dict[str, dict]]:
+    """The same records by task id (a task with two records fails the test)."""
+    def by_task() -> dict[str, dict]:
+        records = read_records()
+        found = {r["task_id"]: r for r in records}
+        assert len(found) == len(records), "a task has more than one record"
+        return found
+
+    return by_task
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +103,98 @@ def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
 
     summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}
     write_chart(summary, [], tmp_path_factory.mktemp("chart") / "warm.png")
+
+
+# Runs CODE (with `task`, `os` and `time` at hand) at the start of every task's evaluation, in
+# whichever process evaluates it.
+EVALUATE_PATCH = """
+import os, time
+from pytest_humanfix.session import runner
+
+_evaluate = runner.Runner.evaluate
+
+def evaluate(self, task):
+{code}
+    return _evaluate(self, task)
+
+runner.Runner.evaluate = evaluate
+"""
+
+
+@pytest.fixture
+def before_each_task(pytester: pytest.Pytester) -> Callable[[str], None]:
+    """Writes a conftest.py into the pytester folder that runs the given code before each task
+    is evaluated. It patches the runner module, so runs that use it go through a subprocess
+    (`runpytest_subprocess`, `spawn_pytest`)."""
+    def write(code: str) -> None:
+        pytester.makeconftest(EVALUATE_PATCH.format(code=textwrap.indent(code, "    ")))
+
+    return write
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class PytestChild:
+    """`python -m pytest ARGS` in a subprocess, for a test that stops it part way.
+
+    The child's SIGINT is set to its default explicitly: a test run started in the background
+    (`pytest tests &` from a script) ignores SIGINT, its children inherit that, and a Ctrl-C
+    sent to the run under test would do nothing. Its own session lets `send` reach every process
+    of that run, as a terminal's Ctrl-C does, and nothing else."""
+
+    def __init__(self, folder: Path, args: tuple[str, ...], env: dict[str, str]) -> None:
+        self.folder = folder
+        self.output = folder / f"child-{time.monotonic_ns()}.out"
+        pythonpath = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        with self.output.open("wb") as sink:  # a file, not a pipe: a long run cannot block on it
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", *args], cwd=folder,
+                env={**env, "PYTHONPATH": pythonpath}, stdout=sink, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_sigint_default)
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.output.read_text(encoding="utf-8", errors="replace")[-chars:]
+
+    def wait_for(self, ready: Callable[[], bool], what: str, timeout: float = 120) -> None:
+        """Returns once `ready()` holds; fails if the run ends first or the time runs out."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert self.process.poll() is None, f"the run ended before {what}:\n{self.tail()}"
+            assert time.monotonic() < deadline, f"no {what} after {timeout} s:\n{self.tail()}"
+            time.sleep(0.05)
+
+    def wait_for_records(self, count: int) -> Path:
+        """Waits until the run has written `count` whole lines of results; returns the file."""
+        jsonl = self.folder / "reports" / "humanfix.jsonl"
+        self.wait_for(lambda: jsonl.is_file() and jsonl.read_text().count("\n") >= count,
+                      f"{count} records")
+        return jsonl
+
+    def send(self, signum: int, whole_group: bool = False) -> None:
+        if whole_group:
+            os.killpg(self.process.pid, signum)
+        else:
+            self.process.send_signal(signum)
+
+    def finish(self, timeout: float = 120) -> int:
+        """Waits for the run to end; returns its exit status."""
+        return self.process.wait(timeout)
+
+
+@pytest.fixture
+def spawn_pytest(pytester: pytest.Pytester) -> Iterator[Callable[..., PytestChild]]:
+    """Starts `python -m pytest ARGS` in the pytester folder (environment: this process's, plus
+    `env`); whatever is still running at the end of the test is killed."""
+    children: list[PytestChild] = []
+
+    def spawn(*args: str, env: dict[str, str] | None = None) -> PytestChild:
+        children.append(PytestChild(pytester.path, args, {**os.environ, **(env or {})}))
+        return children[-1]
+
+    yield spawn
+    for child in children:
+        if child.process.poll() is None:
+            os.killpg(child.process.pid, signal.SIGKILL)
+        child.process.wait()

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.records import read_jsonl
 from pytest_humanfix.settings import Settings
 from pytest_humanfix.session.timeouts import item_timeout
 
@@ -17,15 +16,6 @@ LOOPING_TASK = "Python/10"  # its buggy solution never returns
 
 def fenced(code: str) -> str:
     return f"```python\n{code}```\n"
-
-
-def records(pytester: pytest.Pytester) -> dict[str, dict]:
-    path = pytester.path / "reports" / "humanfix.jsonl"
-    # Every line must be whole JSON: a torn line would be skipped by read_jsonl, so compare.
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    parsed = read_jsonl(path, "skip")
-    assert len(parsed) == len(lines)
-    return {r["task_id"]: r for r in parsed}
 
 
 @pytest.fixture
@@ -43,7 +33,8 @@ def replay_file(humanfix_pytester: pytest.Pytester, dataset: Path) -> Path:
 
 
 @pytest.mark.parametrize("variant", ["tests", "docs"])
-def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_file, variant):
+def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_file, variant,
+                                                    records_by_task):
     result = humanfix_pytester.runpytest(
         f"--humanfix-model=replay:{replay_file}", "--humanfix-task=Python/0,Python/2",
         "--humanfix-iters=2", f"--humanfix-variant={variant}",
@@ -51,7 +42,7 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
     result.stdout.fnmatch_lines([f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0]"])
-    got = records(humanfix_pytester)
+    got = records_by_task()
     for record in got.values():
         assert record["protocol"] == {"variant": variant, "iters": 2, "samples": 1,
                                       "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0}
@@ -66,12 +57,12 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     assert unfixed["attempts"][0]["tests"] == expected_tests
 
 
-def test_item_timeout_is_an_error_with_a_record(humanfix_pytester):
+def test_item_timeout_is_an_error_with_a_record(humanfix_pytester, records_by_task):
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK}",
         "--humanfix-timeout=60", "--humanfix-item-timeout=5")
     result.assert_outcomes(failed=1, errors=1)
-    got = records(humanfix_pytester)
+    got = records_by_task()
     assert got["Python/0"]["outcome"] == "unfixed"
     timed_out = got[LOOPING_TASK]
     assert timed_out["outcome"] == "error" and "item timeout fired" in timed_out["error"]
@@ -79,22 +70,23 @@ def test_item_timeout_is_an_error_with_a_record(humanfix_pytester):
     result.stdout.fnmatch_lines(["*fixed 0, not fixed 1, errors 1*"])
 
 
-def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester):
+def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester, records_by_task):
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task={LOOPING_TASK}", "--humanfix-timeout=60",
         "--humanfix-item-timeout=120", "--timeout=5")
     result.assert_outcomes(errors=1)
-    assert "Timeout (>5.0s)" in records(humanfix_pytester)[LOOPING_TASK]["error"]
+    assert "Timeout (>5.0s)" in records_by_task()[LOOPING_TASK]["error"]
 
 
-def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanfix_pytester):
+def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanfix_pytester,
+                                                                          records_by_task):
     """pytest-timeout's thread method ends the worker with os._exit; xdist replaces it, and the
     controller writes an error record for the item it died on."""
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK},Python/1",
         "--humanfix-timeout=20", "--timeout=10", "--timeout-method=thread", "-n", "1")
     result.stdout.fnmatch_lines([f"*worker 'gw0' crashed while running*{LOOPING_TASK.replace('/', '_')}*"])
-    got = records(humanfix_pytester)
+    got = records_by_task()
     assert set(got) == {"Python/0", LOOPING_TASK, "Python/1"}
     crashed = got[LOOPING_TASK]
     assert crashed["outcome"] == "error" and "worker running this task died" in crashed["error"]
@@ -127,9 +119,9 @@ def pytest_unconfigure(config):
 """
 
 
-def test_model_load_does_not_count_against_the_item_timeout(humanfix_pytester):
+def test_model_load_does_not_count_against_the_item_timeout(humanfix_pytester, records_by_task):
     humanfix_pytester.makeconftest(SLOW_LOAD_CONFTEST)
     result = humanfix_pytester.runpytest("--humanfix-model=canonical", "--humanfix-task=Python/0",
                                          "--humanfix-item-timeout=2")
     result.assert_outcomes(passed=1)
-    assert records(humanfix_pytester)["Python/0"]["outcome"] == "fixed"
+    assert records_by_task()["Python/0"]["outcome"] == "fixed"

@@ -21,12 +21,13 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from conftest import dataset_path
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.records import read_jsonl
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.choose import Choice, make_sandbox
@@ -140,12 +141,16 @@ def resident_pids() -> set[int]:
     return set().union(*(getattr(c.sandbox, "server_pids", set()) for c in _choices.values()))
 
 
-def choice_for(config: tuple[str, str]) -> Choice:
+@pytest.fixture(scope="module")
+def choice_for(dataset: Path) -> Callable[[tuple[str, str]], Choice]:
     """One sandbox per configuration and worker, shared by the cases as in a real run."""
-    if config not in _choices:
-        _choices[config] = make_sandbox(config[0], config[1], LIMITS,
-                                        hidden_files=(str(dataset_path()),))
-    return _choices[config]
+    def choice(config: tuple[str, str]) -> Choice:
+        if config not in _choices:
+            _choices[config] = make_sandbox(config[0], config[1], LIMITS,
+                                            hidden_files=(str(dataset),))
+        return _choices[config]
+
+    return choice
 
 
 @pytest.fixture(scope="module")
@@ -195,12 +200,13 @@ def leftovers(exclude: set[int], grace: float = 3.0) -> set[int]:
     return alive
 
 
-def evaluate(tmp_path: Path, tasks: dict, config: tuple[str, str], task_id: str, text: str):
+def evaluate(tmp_path: Path, tasks: dict, choice: Choice, config: tuple[str, str], task_id: str,
+             text: str):
     replay = tmp_path / f"replay-{uuid.uuid4().hex[:6]}.jsonl"
     replay.write_text(json.dumps({"task_id": task_id, "completion": text}) + "\n")
     settings = Settings(model=f"replay:{replay}", sandbox=config[0], executor=config[1],
                         timeout=TIMEOUT)
-    runner = Runner(settings, "bad-inputs", sandbox_choice=choice_for(config))
+    runner = Runner(settings, "bad-inputs", sandbox_choice=choice)
     return runner.evaluate(tasks[task_id])
 
 
@@ -219,14 +225,14 @@ def home_folder() -> Path:
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: Path,
-                   subreaper, request: pytest.FixtureRequest) -> None:
+                   choice_for, dataset: Path, subreaper, request: pytest.FixtureRequest) -> None:
     limit = case.process_limit if config[0] == "process" else None
     if case.needs_cgroups and CGROUPS is None and config[0] == "process":
         limit = f"{case.needs_cgroups} ({CGROUPS_WHY})"
     if limit:
         request.applymarker(pytest.mark.xfail(reason=limit, strict=True,
                                               raises=AssertionError))
-    choice_for(config)  # the executor starts before the harness's memory is measured
+    choice = choice_for(config)  # the executor starts before the harness's memory is measured
     # Processes other tests of this worker left running are not this case's.
     before = living_descendants(resident_pids())
     tok = uuid.uuid4().hex[:12]
@@ -240,8 +246,8 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     try:
         text = case.text.replace("{tok}", tok).replace("{home}", str(home)).replace(
-            "{port}", str(listener.getsockname()[1])).replace("{dataset}", str(dataset_path()))
-        result = evaluate(tmp_path, tasks, config, TASK, text)
+            "{port}", str(listener.getsockname()[1])).replace("{dataset}", str(dataset))
+        result = evaluate(tmp_path, tasks, choice, config, TASK, text)
         left = leftovers(resident_pids() | before)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
@@ -257,7 +263,7 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
             changed.append(f"{canary} deleted")
         grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - rss_before
         answers_seen = "ANSWERS-VISIBLE" in verdict.get("stdout", "")
-        next_result = evaluate(tmp_path, tasks, config, NEXT_TASK,
+        next_result = evaluate(tmp_path, tasks, choice, config, NEXT_TASK,
                                f"```python\n{tasks[NEXT_TASK].canonical_code}```")
         happened = f"{result.outcome}: {verdict.get('status', '-')} " \
                    f"(exit {verdict.get('exit_code')}): " \
@@ -288,9 +294,9 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester,
-                                      tasks: dict, request: pytest.FixtureRequest,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester, tasks: dict,
+                                      request: pytest.FixtureRequest,
+                                      monkeypatch: pytest.MonkeyPatch, records_by_task) -> None:
     """The secret is in the pytest process's environment from its start (so it is in its
     /proc/<pid>/environ too); the candidate looks everywhere and must not find it."""
     if config[0] == "process":
@@ -307,8 +313,7 @@ def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester
         f"--humanfix-model=replay:{replay}", f"--humanfix-task={NEXT_TASK},{TASK}",
         f"--humanfix-sandbox={config[0]}", f"--humanfix-executor={config[1]}",
         "--humanfix-timeout=5", "-p", "no:cacheprovider")
-    records = {r["task_id"]: r for r in map(json.loads, (
-        humanfix_pytester.path / "reports" / "humanfix.jsonl").read_text().splitlines())}
+    records = records_by_task()
     run.assert_outcomes(passed=1, failed=1)
     hostile = records[TASK]
     assert hostile["outcome"] == "unfixed" and records[NEXT_TASK]["outcome"] == "fixed"
@@ -322,7 +327,7 @@ def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester
 
 
 def render_table(path: Path) -> str:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = read_jsonl(path, "raise")
     configs = sorted({r["config"] for r in rows})
     order = [c.name for c in CASES]
     cases = sorted(dict.fromkeys(r["case"] for r in rows),

@@ -1,15 +1,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from pytest_humanfix.dataset import DatasetError, content_hash, load_tasks, select, task_from_row
-
-
-def rows_of(dataset: Path, count: int) -> list[dict]:
-    return [json.loads(line) for line in dataset.read_text().splitlines()[:count]]
 
 
 def test_shared_file_loads_all_tasks_in_order(dataset):
@@ -20,15 +15,15 @@ def test_shared_file_loads_all_tasks_in_order(dataset):
     assert tasks[0].buggy_code.startswith(tasks[0].declaration)
 
 
-def test_hub_fields_are_accepted(dataset):
-    row = rows_of(dataset, 1)[0] | {"import": "import os\n", "test_setup": "X = 1\n"}
+def test_hub_fields_are_accepted(dataset_rows):
+    row = dataset_rows[0] | {"import": "import os\n", "test_setup": "X = 1\n"}
     task = task_from_row(row, "hub", 0)
     assert (task.imports, task.test_setup) == ("import os\n", "X = 1\n")
 
 
 @pytest.mark.parametrize("suffix", [".json", ".parquet"])
-def test_json_and_parquet_files_give_the_same_tasks(dataset, tmp_path, suffix):
-    rows = rows_of(dataset, 5)
+def test_json_and_parquet_files_give_the_same_tasks(tmp_path, suffix, dataset_rows):
+    rows = dataset_rows[:5]
     path = tmp_path / f"tasks{suffix}"
     if suffix == ".json":
         path.write_text(json.dumps(rows))
@@ -42,8 +37,8 @@ def test_json_and_parquet_files_give_the_same_tasks(dataset, tmp_path, suffix):
     assert load_tasks(str(path)) == load_tasks(str(jsonl))
 
 
-def test_field_of_the_wrong_type_is_named(tmp_path, dataset):
-    row = rows_of(dataset, 1)[0] | {"entry_point": 7}
+def test_field_of_the_wrong_type_is_named(tmp_path, dataset_rows):
+    row = dataset_rows[0] | {"entry_point": 7}
     with pytest.raises(DatasetError, match=r"row 1 \(task_id 'Python/0'\): field 'entry_point' is int"):
         task_from_row(row, "f.jsonl", 0)
 
@@ -55,8 +50,8 @@ def test_invalid_json_line_is_named(tmp_path):
         load_tasks(str(path))
 
 
-def test_duplicate_ids_are_refused(tmp_path, dataset):
-    row = rows_of(dataset, 1)[0]
+def test_duplicate_ids_are_refused(tmp_path, dataset_rows):
+    row = dataset_rows[0]
     path = tmp_path / "dup.jsonl"
     path.write_text((json.dumps(row) + "\n") * 2)
     with pytest.raises(DatasetError, match="appears more than once"):

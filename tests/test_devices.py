@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import types
@@ -108,11 +107,6 @@ def test_pin_sets_the_variable_before_cuda_starts(monkeypatch: pytest.MonkeyPatc
         pin("0", {})
 
 
-def read_records(pytester: pytest.Pytester) -> list[dict]:
-    path = pytester.path / "reports" / "humanfix.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 CRASHING_CONFTEST = """
 import os
 from pathlib import Path
@@ -130,7 +124,8 @@ def pytest_runtest_setup(item):
 
 
 @pytest.mark.usefixtures("no_outer_cuda")
-def test_replacement_of_a_crashed_worker_takes_its_gpu(humanfix_pytester: pytest.Pytester) -> None:
+def test_replacement_of_a_crashed_worker_takes_its_gpu(humanfix_pytester: pytest.Pytester,
+                                                       read_records) -> None:
     humanfix_pytester.makeconftest(CRASHING_CONFTEST)
     # A spare third GPU: a replacement given a fresh GPU rather than the freed one would get 2.
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "4",
@@ -140,7 +135,7 @@ def test_replacement_of_a_crashed_worker_takes_its_gpu(humanfix_pytester: pytest
             for path in humanfix_pytester.path.glob("seen-gw*")}
     assert seen["gw0"] == "0" and seen["gw1"] == "1"
     assert seen["gw2"] == "0"
-    records = read_records(humanfix_pytester)
+    records = read_records()
     assert {r["device"] for r in records if r["worker"] == "gw1"} <= {"1"}
     assert {r["device"] for r in records if r["worker"] == "gw2"} <= {"0"}
     # The item gw0 died on has the controller's error record; every task has one record.
@@ -150,22 +145,23 @@ def test_replacement_of_a_crashed_worker_takes_its_gpu(humanfix_pytester: pytest
 
 
 @pytest.mark.usefixtures("no_outer_cuda")
-def test_auto_starts_one_worker_per_device(humanfix_pytester: pytest.Pytester) -> None:
+def test_auto_starts_one_worker_per_device(humanfix_pytester: pytest.Pytester,
+                                           read_records) -> None:
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "3",
                                          "-n", "auto", "--humanfix-devices", "0,1,2")
     result.stdout.fnmatch_lines(["*3 workers [[]3 items[]]*"])
-    records = read_records(humanfix_pytester)
+    records = read_records()
     assert sorted(r["device"] for r in records) == ["0", "1", "2"]
     assert len({(r["worker"], r["device"]) for r in records}) == 3
 
 
-def test_outer_restriction_is_respected(humanfix_pytester: pytest.Pytester,
+def test_outer_restriction_is_respected(humanfix_pytester: pytest.Pytester, read_records,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "2",
                                          "-n", "2", "--humanfix-devices", "1,0")
     result.assert_outcomes(passed=2)
-    assert {r["worker"]: r["device"] for r in read_records(humanfix_pytester)} \
+    assert {r["worker"]: r["device"] for r in read_records()} \
         == {"gw0": "6", "gw1": "4"}
 
 
@@ -180,9 +176,10 @@ def test_bad_device_is_a_short_usage_error(humanfix_pytester: pytest.Pytester,
 
 
 @pytest.mark.usefixtures("no_outer_cuda")
-def test_a_run_without_xdist_takes_the_first_device(humanfix_pytester: pytest.Pytester) -> None:
+def test_a_run_without_xdist_takes_the_first_device(humanfix_pytester: pytest.Pytester,
+                                                    read_records) -> None:
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1",
                                          "--humanfix-devices", "1,0")
     result.assert_outcomes(passed=1)
-    assert [r["device"] for r in read_records(humanfix_pytester)] == ["1"]
+    assert [r["device"] for r in read_records()] == ["1"]
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # undone by no_outer_cuda afterwards

@@ -3,14 +3,8 @@ folder, an unavailable sandbox layer; and the time limits name which one fired."
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
-import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -18,36 +12,15 @@ from pytest_humanfix.sandbox.environment import Limits, Verdict, first_failure
 from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.sandbox.choose import make_sandbox
 
-REPO = Path(__file__).resolve().parent.parent
-
-# Kills the xdist worker (not the sandbox: the harness process itself) while it evaluates
-# Python/2, as a segfault in a native library or the OOM killer would.
-DYING_WORKER_CONFTEST = """
-import os
-from pytest_humanfix.session import runner
-
-_evaluate = runner.Runner.evaluate
-
-def evaluate(self, task):
-    if task.task_id == "Python/2" and os.environ.get("PYTEST_XDIST_WORKER"):
-        os._exit(7)
-    return _evaluate(self, task)
-
-runner.Runner.evaluate = evaluate
-"""
-
-
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
-        humanfix_pytester: pytest.Pytester) -> None:
-    humanfix_pytester.makeconftest(DYING_WORKER_CONFTEST)
+        humanfix_pytester: pytest.Pytester, before_each_task, records_by_task) -> None:
+    # Kills the xdist worker (not the sandbox: the harness process itself) while it evaluates
+    # Python/2, as a segfault in a native library or the OOM killer would.
+    before_each_task('if task.task_id == "Python/2" and os.environ.get("PYTEST_XDIST_WORKER"):\n'
+                     '    os._exit(7)')
     result = humanfix_pytester.runpytest_subprocess(
         "--humanfix-model=canonical", "--humanfix-max=6", "-n", "2", "-p", "no:cacheprovider")
-    by_task = {r["task_id"]: r for r in records(humanfix_pytester.path / "reports" /
-                                                 "humanfix.jsonl")}
+    by_task = records_by_task()
     assert sorted(by_task) == [f"Python/{n}" for n in range(6)]
     crashed = by_task.pop("Python/2")
     assert crashed["outcome"] == "error"
@@ -59,30 +32,17 @@ def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_ctrl_c_leaves_valid_jsonl_and_junit(humanfix_pytester: pytest.Pytester,
-                                             dataset: Path) -> None:
+def test_ctrl_c_leaves_valid_jsonl_and_junit(humanfix_pytester: pytest.Pytester, spawn_pytest,
+                                             read_records) -> None:
     """SIGINT to the whole process group, as a terminal sends it, in the middle of a run."""
-    folder = humanfix_pytester.path
-    jsonl = folder / "reports" / "humanfix.jsonl"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO), os.environ.get("PYTHONPATH", "")]), HUMANFIX_DATASET=str(dataset))
-    run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--humanfix-model=canonical", "-n", "2",
-         "-p", "no:cacheprovider", "-q"], cwd=folder, env=env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and run.poll() is None:
-        if jsonl.is_file() and len(jsonl.read_text().splitlines()) >= 10:
-            break
-        time.sleep(0.05)
-    assert run.poll() is None, "the run ended before it could be interrupted"
-    os.killpg(run.pid, signal.SIGINT)
-    output = run.communicate(timeout=120)[0].decode(errors="replace")
-    assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
-    lines = jsonl.read_text().splitlines()
-    assert 10 <= len(lines) < 164, "the run was not interrupted in the middle"
-    assert all(json.loads(line)["outcome"] for line in lines)
-    suite = ET.parse(folder / "reports" / "junit.xml").getroot().find("testsuite")
+    run = spawn_pytest("--humanfix-model=canonical", "-n", "2", "-p", "no:cacheprovider", "-q")
+    run.wait_for_records(10)
+    run.send(signal.SIGINT, whole_group=True)
+    assert run.finish() == pytest.ExitCode.INTERRUPTED, run.tail()
+    records = read_records()  # every line whole JSON
+    assert 10 <= len(records) < 164, "the run was not interrupted in the middle"
+    assert all(r["outcome"] for r in records)
+    suite = ET.parse(humanfix_pytester.path / "reports" / "junit.xml").getroot().find("testsuite")
     assert int(suite.get("tests")) >= 1
 
 
@@ -109,7 +69,8 @@ def test_explicit_bwrap_where_it_is_missing_is_a_usage_error(
     result.stderr.fnmatch_lines(["*--humanfix-sandbox bwrap: bwrap is not installed*"])
 
 
-def test_auto_says_which_layer_once_at_start(humanfix_pytester: pytest.Pytester) -> None:
+def test_auto_says_which_layer_once_at_start(humanfix_pytester: pytest.Pytester,
+                                             read_records) -> None:
     result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
                                                     "--humanfix-max=2", "-n", "2")
     result.assert_outcomes(passed=2)
@@ -117,12 +78,13 @@ def test_auto_says_which_layer_once_at_start(humanfix_pytester: pytest.Pytester)
                                  "(auto: bwrap works)"])
     assert result.stdout.str().count("humanfix sandbox: bwrap layer") == 1
     layers = {(r["sandbox"], r["verdict"]["layer"])
-              for r in records(humanfix_pytester.path / "reports" / "humanfix.jsonl")}
+              for r in read_records()}
     assert layers == {("bwrap", "bwrap")}
 
 
 def test_auto_falling_back_to_process_says_what_it_does_not_protect(
-        humanfix_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        humanfix_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        read_records) -> None:
     monkeypatch.setenv("PATH", str(humanfix_pytester.path))
     result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
                                                     "--humanfix-max=1")
@@ -130,8 +92,7 @@ def test_auto_falling_back_to_process_says_what_it_does_not_protect(
     result.stdout.fnmatch_lines([
         "humanfix sandbox: process layer*(auto fell back: bwrap is not installed*",
         "humanfix sandbox: the process layer does NOT protect against: writes and deletions*"])
-    assert records(humanfix_pytester.path / "reports" /
-                   "humanfix.jsonl")[0]["verdict"]["layer"] == "process"
+    assert read_records()[0]["verdict"]["layer"] == "process"
 
 
 @pytest.mark.parametrize("executor", ["fresh", "warm"])

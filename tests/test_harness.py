@@ -5,18 +5,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter
-from pathlib import Path
 
 import pytest
-
-
-def dataset_rows(dataset: Path) -> list[dict]:
-    return [json.loads(line) for line in dataset.read_text().splitlines() if line.strip()]
-
-
-def read_records(pytester: pytest.Pytester) -> list[dict]:
-    path = pytester.path / "reports" / "humanfix.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def junit_suite(pytester: pytest.Pytester) -> ET.Element:
@@ -40,16 +30,17 @@ def bystander_tests(humanfix_pytester: pytest.Pytester) -> pytest.Pytester:
     return humanfix_pytester
 
 
-def test_canonical_control_scores_every_task_under_xdist(bystander_tests, dataset):
+def test_canonical_control_scores_every_task_under_xdist(bystander_tests, dataset_rows,
+                                                         read_records):
     result = bystander_tests.runpytest("--humanfix-model", "canonical", "-n", "2")
-    total = len(dataset_rows(dataset))
+    total = len(dataset_rows)
     result.assert_outcomes(passed=total)
     result.stdout.fnmatch_lines([f"pass@1 = 100.0% ({total}/{total})*"])
     result.stdout.no_fnmatch_line("*bystander*")
 
-    records = read_records(bystander_tests)
+    records = read_records()
     assert len(records) == total
-    assert {r["task_id"] for r in records} == {row["task_id"] for row in dataset_rows(dataset)}
+    assert {r["task_id"] for r in records} == {row["task_id"] for row in dataset_rows}
     assert Counter(r["outcome"] for r in records) == {"fixed": total}
     assert {r["model"] for r in records} == {"canonical"}
     assert len({r["run_id"] for r in records}) == 1
@@ -63,17 +54,17 @@ def test_canonical_control_scores_every_task_under_xdist(bystander_tests, datase
     assert len(cases) == total
     assert suite_properties(suite)["humanfix_pass_at_1"] == "1.0000"
     by_id = {case_properties(c)["task_id"]: case_properties(c) for c in cases}
-    assert by_id["Python/0"] == {"task_id": "Python/0", "bug_type": dataset_rows(dataset)[0]["bug_type"],
+    assert by_id["Python/0"] == {"task_id": "Python/0", "bug_type": dataset_rows[0]["bug_type"],
                                  "outcome": "fixed"}
 
 
-def test_buggy_control_fixes_nothing_under_xdist(humanfix_pytester, dataset):
+def test_buggy_control_fixes_nothing_under_xdist(humanfix_pytester, dataset_rows, read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "-n", "2")
-    rows = dataset_rows(dataset)
+    rows = dataset_rows
     result.assert_outcomes(failed=len(rows))
     result.stdout.fnmatch_lines([f"pass@1 = 0.0% (0/{len(rows)})*"])
 
-    records = read_records(humanfix_pytester)
+    records = read_records()
     assert Counter(r["outcome"] for r in records) == {"unfixed": len(rows)}
     # The three buggy solutions that loop forever are stopped by the wall-clock limit.
     assert Counter(r["verdict"]["status"] for r in records)["timeout"] == 3
@@ -83,10 +74,10 @@ def test_buggy_control_fixes_nothing_under_xdist(humanfix_pytester, dataset):
     assert suite_properties(junit_suite(humanfix_pytester))["humanfix_pass_at_1"] == "0.0000"
 
 
-def test_not_fixed_report_is_short_and_says_why(humanfix_pytester, dataset):
+def test_not_fixed_report_is_short_and_says_why(humanfix_pytester, dataset_rows):
     result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-task", "Python/0")
     result.assert_outcomes(failed=1)
-    bug_type = dataset_rows(dataset)[0]["bug_type"]
+    bug_type = dataset_rows[0]["bug_type"]
     result.stdout.fnmatch_lines([
         f"Python/0 has_close_elements [[]{bug_type}[]]: not fixed",
         "first failure:",
@@ -98,18 +89,18 @@ def test_not_fixed_report_is_short_and_says_why(humanfix_pytester, dataset):
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-def test_k_selects_one_task_by_entry_point(humanfix_pytester):
+def test_k_selects_one_task_by_entry_point(humanfix_pytester, read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "-k", "has_close_elements")
     result.assert_outcomes(passed=1)
-    assert [r["task_id"] for r in read_records(humanfix_pytester)] == ["Python/0"]
+    assert [r["task_id"] for r in read_records()] == ["Python/0"]
 
 
-def test_k_selects_a_bug_type(humanfix_pytester, dataset):
-    expected = {r["task_id"] for r in dataset_rows(dataset) if r["bug_type"] == "operator misuse"}
+def test_k_selects_a_bug_type(humanfix_pytester, dataset_rows, read_records):
+    expected = {r["task_id"] for r in dataset_rows if r["bug_type"] == "operator misuse"}
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "-k", "operator_misuse",
                                          "-n", "2")
     result.assert_outcomes(passed=len(expected))
-    assert {r["task_id"] for r in read_records(humanfix_pytester)} == expected
+    assert {r["task_id"] for r in read_records()} == expected
 
 
 def test_items_carry_the_humanfix_marker_and_readable_names(humanfix_pytester):
@@ -123,18 +114,18 @@ def test_items_carry_the_humanfix_marker_and_readable_names(humanfix_pytester):
     result.stdout.fnmatch_lines(["3 tests collected*"])
 
 
-def test_max_takes_the_first_tasks_in_dataset_order(humanfix_pytester, dataset):
+def test_max_takes_the_first_tasks_in_dataset_order(humanfix_pytester, dataset_rows, read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "4")
     result.assert_outcomes(passed=4)
-    first = [row["task_id"] for row in dataset_rows(dataset)[:4]]
-    assert [r["task_id"] for r in read_records(humanfix_pytester)] == first
+    first = [row["task_id"] for row in dataset_rows[:4]]
+    assert [r["task_id"] for r in read_records()] == first
 
 
-def test_task_selects_exact_ids(humanfix_pytester):
+def test_task_selects_exact_ids(humanfix_pytester, read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", "buggy",
                                          "--humanfix-task", "Python/12,Python/3")
     result.assert_outcomes(failed=2)
-    assert sorted(r["task_id"] for r in read_records(humanfix_pytester)) == ["Python/12", "Python/3"]
+    assert sorted(r["task_id"] for r in read_records()) == ["Python/12", "Python/3"]
 
 
 def test_ini_keys_work_like_the_command_line(pytester, dataset, tmp_path):
@@ -160,7 +151,7 @@ def test_plugin_is_inert_without_a_model(humanfix_pytester):
     assert not (humanfix_pytester.path / "reports").exists()
 
 
-def test_harness_error_is_an_error_counted_apart(humanfix_pytester, tmp_path):
+def test_harness_error_is_an_error_counted_apart(humanfix_pytester, tmp_path, records_by_task):
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"task_id": "Python/2", "completion":
                                    "def truncate_number(number):\n    return number % 1.0\n"}) + "\n")
@@ -172,12 +163,12 @@ def test_harness_error_is_an_error_counted_apart(humanfix_pytester, tmp_path):
         "fixed 1, not fixed 0, errors 1 (harness faults, not scored)",
         "WARNING: 1 task(s) ended in a harness error*",
     ])
-    records = {r["task_id"]: r for r in read_records(humanfix_pytester)}
+    records = records_by_task()
     assert records["Python/3"]["outcome"] == "error"
     assert "no reply for Python/3" in records["Python/3"]["error"]
 
 
-def test_early_exit_with_status_zero_is_not_a_fix(humanfix_pytester, tmp_path):
+def test_early_exit_with_status_zero_is_not_a_fix(humanfix_pytester, tmp_path, read_records):
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"task_id": "Python/2", "completion": (
         "```python\nimport sys\ndef truncate_number(number):\n    sys.exit(0)\n```")}) + "\n")
@@ -185,7 +176,7 @@ def test_early_exit_with_status_zero_is_not_a_fix(humanfix_pytester, tmp_path):
                                          "--humanfix-task", "Python/2")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*exited with status 0 before the tests ran to their end*"])
-    assert read_records(humanfix_pytester)[0]["verdict"]["status"] == "exited_early"
+    assert read_records()[0]["verdict"]["status"] == "exited_early"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -204,8 +195,8 @@ def test_bad_input_is_a_short_usage_error(humanfix_pytester, args, message):
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
-def test_dataset_row_missing_a_field_names_file_row_and_field(humanfix_pytester, dataset):
-    rows = dataset_rows(dataset)[:3]
+def test_dataset_row_missing_a_field_names_file_row_and_field(humanfix_pytester, dataset_rows):
+    rows = dataset_rows[:3]
     del rows[1]["test"]
     broken = humanfix_pytester.path / "broken.jsonl"
     broken.write_text("".join(json.dumps(r) + "\n" for r in rows))

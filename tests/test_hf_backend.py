@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import types
 from collections import Counter
@@ -93,18 +92,13 @@ def test_thinking_is_turned_off_in_the_chat_template(tiny_model: Path) -> None:
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
 
-def read_records(pytester: pytest.Pytester) -> list[dict]:
-    path = pytester.path / "reports" / "humanfix.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 @pytest.mark.usefixtures("no_outer_cuda")
 def test_tiny_model_under_xdist_on_two_devices(humanfix_pytester: pytest.Pytester,
-                                               tiny_model: Path) -> None:
+                                               tiny_model: Path, read_records) -> None:
     result = humanfix_pytester.runpytest(
         "--humanfix-model", str(tiny_model), "--humanfix-max", "3", "-n", "2",
         "--humanfix-devices", "0,1", "--humanfix-max-new-tokens", "16")
-    records = read_records(humanfix_pytester)
+    records = read_records()
     assert len(records) == 3
     # A random model fixes nothing, but every task is scored: no harness error.
     assert all(r["outcome"] in ("fixed", "unfixed") for r in records), \
@@ -130,7 +124,7 @@ def weightless_model(tiny_model: Path, tmp_path: Path) -> Path:
 
 
 def test_a_model_that_cannot_load_is_reported_once(humanfix_pytester: pytest.Pytester,
-                                                   weightless_model: Path,
+                                                   weightless_model: Path, read_records,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # this run must not pin the test process
     loads = []
@@ -145,7 +139,7 @@ def test_a_model_that_cannot_load_is_reported_once(humanfix_pytester: pytest.Pyt
                                          "--humanfix-max", "3")
     result.assert_outcomes(errors=3)
     assert len(loads) == 1
-    records = read_records(humanfix_pytester)
+    records = read_records()
     assert [r["outcome"] for r in records] == ["error"] * 3
     assert "no file named model.safetensors" in records[0]["error"]
     assert all("not retried" in r["error"] for r in records[1:])

@@ -3,7 +3,6 @@ and a server that goes away in the middle of a run."""
 
 from __future__ import annotations
 
-import json
 import socket
 
 import pytest
@@ -85,17 +84,12 @@ def test_an_empty_openai_spec_is_a_usage_error():
     check_spec("openai:anything", Settings(base_url="http://127.0.0.1:9/v1"))
 
 
-def run_records(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[dict]]:
-    result = pytester.runpytest(*args)
-    lines = (pytester.path / "reports" / "humanfix.jsonl").read_text().splitlines()
-    return result, [json.loads(line) for line in lines]
-
-
-def test_a_server_going_away_mid_run_gives_errors_not_unfixed(humanfix_pytester):
+def test_a_server_going_away_mid_run_gives_errors_not_unfixed(humanfix_pytester, read_records):
     with StubServer(die_after=1) as stub:
-        result, records = run_records(
-            humanfix_pytester, "--humanfix-model", "openai:stub-model",
+        result = humanfix_pytester.runpytest(
+            "--humanfix-model", "openai:stub-model",
             "--humanfix-base-url", stub.base_url, "--humanfix-max", "5", "-n", "2")
+    records = read_records()
     answered = stub.completions
     assert answered >= 1
     assert len(records) == 5

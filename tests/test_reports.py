@@ -27,7 +27,7 @@ def load_summary(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
 
 
-def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_path):
+def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_path, read_records):
     step_summary = tmp_path / "step-summary.md"
     step_summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
@@ -51,7 +51,7 @@ def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_pat
     expected_types = {t.bug_type for t in tasks}
     assert set(by_type) == expected_types
     assert sum(row["scored"] for row in by_type.values()) == 6
-    records = [json.loads(line) for line in (reports / "humanfix.jsonl").read_text().splitlines()]
+    records = read_records()
     assert summary["seconds"]["total"] == pytest.approx(sum(r["seconds"] for r in records))
     assert summary["slowest"][0]["seconds"] == max(r["seconds"] for r in records)
     assert summary["errors"] == [] and summary["gates"] == [] and summary["baseline"] is None
@@ -88,7 +88,7 @@ def replay_lines(dataset: Path, plan: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_samples_give_unbiased_pass_at_k(humanfix_pytester, dataset, tmp_path):
+def test_samples_give_unbiased_pass_at_k(humanfix_pytester, dataset, tmp_path, read_records):
     replay = tmp_path / "replay.jsonl"
     replay.write_text(replay_lines(dataset, {"Python/0": "cbc", "Python/1": "bbc"}))
     result = run(humanfix_pytester, f"--humanfix-model=replay:{replay}", "--humanfix-max", "2",
@@ -103,8 +103,7 @@ def test_samples_give_unbiased_pass_at_k(humanfix_pytester, dataset, tmp_path):
     assert summary["pass_at_k"]["2"] == pytest.approx((1 + (1 - 1 / 3)) / 2)
     assert summary["pass_at_k"]["3"] == pytest.approx(1.0)
     assert summary["pass_at_1"]["value"] == pytest.approx(0.5)
-    records = [json.loads(line) for line in
-               (humanfix_pytester.path / "reports" / "humanfix.jsonl").read_text().splitlines()]
+    records = read_records()
     assert [(r["n"], r["n_fixed"]) for r in records] == [(3, 2), (3, 1)]
     assert [s["outcome"] for s in records[0]["samples"]] == ["fixed", "unfixed", "fixed"]
     result.stdout.fnmatch_lines(["pass@1 = 50.0%  pass@2 = 83.3%  pass@3 = 100.0%"])

@@ -4,74 +4,40 @@ exactly one record per task and no task evaluated twice."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 TASKS = 8
 
-# Slows every evaluation and logs which process evaluated which task, so the test can kill
-# the run part way and later prove that no finished task ran again. It patches the module, so
-# runs that use it go through runpytest_subprocess.
-SLOW_CONFTEST = """
-import os, time
-from pytest_humanfix.session import runner
-
-_evaluate = runner.Runner.evaluate
-
-def evaluate(self, task):
-    with open(os.environ["HUMANFIX_TEST_LOG"], "a") as log:
-        log.write(task.task_id + "\\n")
-    time.sleep(float(os.environ.get("HUMANFIX_TEST_DELAY", "0")))
-    return _evaluate(self, task)
-
-runner.Runner.evaluate = evaluate
-"""
-
-
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+# Slows every evaluation and logs which task was evaluated, so the test can kill the run part
+# way and later prove that no finished task ran again.
+SLOW_AND_LOGGED = """\
+with open(os.environ["HUMANFIX_TEST_LOG"], "a") as log:
+    log.write(task.task_id + "\\n")
+time.sleep(float(os.environ.get("HUMANFIX_TEST_DELAY", "0")))"""
 
 
 def logged(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def run_and_interrupt(pytester: pytest.Pytester, how: signal.Signals, log: Path) -> Path:
-    """Starts a slow run of TASKS tasks in a subprocess and stops it with `how` once three
-    records are on disk."""
-    pytester.makeconftest(SLOW_CONFTEST)
-    jsonl = pytester.path / "reports" / "humanfix.jsonl"
-    env = {**os.environ, "HUMANFIX_TEST_LOG": str(log), "HUMANFIX_TEST_DELAY": "0.4"}
-    output = pytester.path / "first-run.out"
-    with output.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--humanfix-model",
-             "canonical", "--humanfix-max", str(TASKS)],
-            cwd=pytester.path, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if jsonl.exists() and jsonl.read_text().count("\n") >= 3:
-            break
-        assert process.poll() is None, \
-            "the run ended before it could be interrupted:\n" + output.read_text()[-3000:]
-        time.sleep(0.05)
-    process.send_signal(how)
-    process.wait(timeout=60)
-    return jsonl
-
-
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
 def test_interrupted_run_resumes_to_one_record_per_task(humanfix_pytester, tmp_path, how,
-                                                         monkeypatch):
+                                                         monkeypatch, before_each_task,
+                                                         spawn_pytest, read_records):
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
-    jsonl = run_and_interrupt(humanfix_pytester, how, first_log)
-    before = records(jsonl)  # every line on disk is whole JSON
+    # A slow run of TASKS tasks, stopped with `how` once three records are on disk.
+    before_each_task(SLOW_AND_LOGGED)
+    first = spawn_pytest("-p", "no:cacheprovider", "--humanfix-model", "canonical",
+                         "--humanfix-max", str(TASKS),
+                         env={"HUMANFIX_TEST_LOG": str(first_log), "HUMANFIX_TEST_DELAY": "0.4"})
+    jsonl = first.wait_for_records(3)
+    first.send(how)
+    stopped = -signal.SIGKILL if how == signal.SIGKILL else pytest.ExitCode.INTERRUPTED
+    assert first.finish() == stopped, first.tail()
+    before = read_records()  # every line on disk is whole JSON
     assert 3 <= len(before) < TASKS
     if how == signal.SIGKILL:
         # A kill during a write leaves a torn last line; the resumed run must repair it.
@@ -88,7 +54,7 @@ def test_interrupted_run_resumes_to_one_record_per_task(humanfix_pytester, tmp_p
     result.assert_outcomes(passed=TASKS)
     result.stdout.fnmatch_lines([f"resumed: {len(before)} task(s) reported from *"])
 
-    after = records(jsonl)
+    after = read_records()
     task_ids = [r["task_id"] for r in after]
     assert sorted(task_ids) == sorted(f"Python/{n}" for n in range(TASKS))
     assert len(set(task_ids)) == TASKS
@@ -99,7 +65,7 @@ def test_interrupted_run_resumes_to_one_record_per_task(humanfix_pytester, tmp_p
     assert len({r["run_id"] for r in after}) == 2
 
 
-def test_resumed_items_reproduce_recorded_outcomes(humanfix_pytester):
+def test_resumed_items_reproduce_recorded_outcomes(humanfix_pytester, read_records):
     first = humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model", "buggy",
                                         "--humanfix-max", "3")
     first.assert_outcomes(failed=3)
@@ -109,7 +75,7 @@ def test_resumed_items_reproduce_recorded_outcomes(humanfix_pytester):
     # A resumed item fails with the recorded report, as if it had just run.
     again.stdout.fnmatch_lines(["Python/0 has_close_elements [[]missing logic]: not fixed",
                                 "first failure:"])
-    lines = records(humanfix_pytester.path / "reports" / "humanfix.jsonl")
+    lines = read_records()
     assert [r["task_id"] for r in lines] == [f"Python/{n}" for n in range(5)]
     first_run, second_run = lines[0]["run_id"], lines[4]["run_id"]
     assert first_run != second_run
@@ -118,7 +84,7 @@ def test_resumed_items_reproduce_recorded_outcomes(humanfix_pytester):
     assert junit.count(f'name="resumed_from" value="{first_run}"') == 3
 
 
-def test_resume_under_another_protocol_is_refused(humanfix_pytester):
+def test_resume_under_another_protocol_is_refused(humanfix_pytester, read_records):
     humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model", "canonical",
                                 "--humanfix-max", "2").assert_outcomes(passed=2)
     result = humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model", "buggy",
@@ -128,23 +94,23 @@ def test_resume_under_another_protocol_is_refused(humanfix_pytester):
     result.stderr.fnmatch_lines(["*--humanfix-resume: *humanfix.jsonl record 1 (Python/0) was made "
                                  "under another protocol: model: 'canonical' there, 'buggy' here;"
                                  " iters: 0 there, 1 here*"])
-    assert len(records(humanfix_pytester.path / "reports" / "humanfix.jsonl")) == 2
+    assert len(read_records()) == 2
 
 
-def test_resume_reruns_harness_errors_and_keeps_one_record(humanfix_pytester, tmp_path):
+def test_resume_reruns_harness_errors_and_keeps_one_record(humanfix_pytester, tmp_path,
+                                                           read_records):
     replay = tmp_path / "replay.jsonl"
     replay.write_text(json.dumps({"task_id": "Python/999", "completion": "x"}) + "\n")
     humanfix_pytester.runpytest("-p", "no:cacheprovider", f"--humanfix-model=replay:{replay}",
                                 "--humanfix-max", "2").assert_outcomes(errors=2)
-    jsonl = humanfix_pytester.path / "reports" / "humanfix.jsonl"
-    assert [r["outcome"] for r in records(jsonl)] == ["error", "error"]
+    assert [r["outcome"] for r in read_records()] == ["error", "error"]
     replay.write_text("".join(json.dumps({"task_id": f"Python/{n}", "completion": "x"}) + "\n"
                               for n in range(2)))
     result = humanfix_pytester.runpytest("-p", "no:cacheprovider",
                                          f"--humanfix-model=replay:{replay}",
                                          "--humanfix-max", "2", "--humanfix-resume")
     result.assert_outcomes(failed=2)
-    assert [r["outcome"] for r in records(jsonl)] == ["unfixed", "unfixed"]
+    assert [r["outcome"] for r in read_records()] == ["unfixed", "unfixed"]
 
 
 def test_corrupt_line_in_the_middle_is_refused(humanfix_pytester):

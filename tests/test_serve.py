@@ -3,12 +3,9 @@ server.py both for the openai: backend test and by the plugin itself under --hum
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -29,11 +26,6 @@ def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     engine.stop()
 
 
-def records(pytester: pytest.Pytester) -> list[dict]:
-    lines = (pytester.path / "reports" / "humanfix.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
 def assert_answered_by_a_model(rows: list[dict], count: int) -> None:
     assert len(rows) == count
     for row in rows:
@@ -46,11 +38,11 @@ def chat_requests(log: Path) -> int:
 
 
 @pytest.mark.slow
-def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine):
+def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine, read_records):
     before = chat_requests(tiny_engine.log_path)
     humanfix_pytester.runpytest("--humanfix-model", f"openai:{tiny_engine.model.name}",
                                 "--humanfix-base-url", tiny_engine.base_url, *TINY)
-    assert_answered_by_a_model(records(humanfix_pytester), 2)
+    assert_answered_by_a_model(read_records(), 2)
     assert chat_requests(tiny_engine.log_path) - before == 2
 
 
@@ -76,7 +68,8 @@ def processes_with(fragment: str) -> list[int]:
 
 
 @pytest.mark.slow
-def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, tiny_model):
+def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, tiny_model,
+                                                            read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_model), "--humanfix-serve",
                                          *TINY)
     (line,) = [l for l in result.outlines if l.startswith("humanfix serve: engine pid")]
@@ -84,8 +77,8 @@ def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, t
     reports = humanfix_pytester.path / "reports"
     assert sorted(p.name for p in reports.glob("server-*.log")) == ["server-0.log"]
     # Both workers' tasks went to the one engine, and to nothing else.
-    assert_answered_by_a_model(records(humanfix_pytester), 2)
-    assert {r["worker"] for r in records(humanfix_pytester)} <= {"gw0", "gw1"}
+    assert_answered_by_a_model(read_records(), 2)
+    assert {r["worker"] for r in read_records()} <= {"gw0", "gw1"}
     assert chat_requests(reports / "server-0.log") == 2
     assert not process_alive(pid)
     assert processes_with(f"--port {port} ") == []
@@ -169,28 +162,21 @@ def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
 def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pytester, tiny_model,
-                                                                 signum):
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--humanfix-model",
-               str(tiny_model), "--humanfix-serve", "--humanfix-max", "30"]
-    run = subprocess.Popen(command, cwd=humanfix_pytester.path, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+                                                                 signum, spawn_pytest):
+    run = spawn_pytest("-p", "no:cacheprovider", "--humanfix-model", str(tiny_model),
+                       "--humanfix-serve", "--humanfix-max", "30")
     log = humanfix_pytester.path / "reports" / "server-0.log"
     port = None
     try:
-        deadline = time.monotonic() + 120
-        while not (log.exists() and chat_requests(log)):  # the run is under way
-            assert run.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
+        run.wait_for(lambda: log.exists() and chat_requests(log) > 0, "a chat request")
         port = re.search(r"--port (\d+) ", log.read_text()).group(1)
         assert processes_with(f"--port {port} ")
-        run.send_signal(signum)
-        run.wait(60)
+        run.send(signum)  # to pytest alone: the engine must stop because pytest went away
+        run.finish(60)
         deadline = time.monotonic() + 30
         while processes_with(f"--port {port} ") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert processes_with(f"--port {port} ") == []
     finally:
-        run.kill()
-        run.wait()
         for pid in processes_with(f"--port {port} ") if port else []:
             os.killpg(pid, signal.SIGKILL)  # a failed test must not leave the engine behind
