@@ -63,6 +63,7 @@ class Recording:
     def __init__(self, model) -> None:
         self.model = model
         self.spec = model.spec
+        self.prompt = model.prompt
         self.chats: list[list[dict[str, str]]] = []
 
     def generate(self, messages, task):
@@ -214,6 +215,7 @@ def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeyp
 
 class TokenModel:
     spec = "tokens"
+    prompt = "chat"
 
     def generate(self, messages, task):
         wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")
