@@ -46,6 +46,11 @@ class Attempt:
     check: str = ""
     repeat_of: int | None = None
     tests: str = ""  # which of the task's tests ran in the round: test or example_test
+    # How the reply was asked for and how it ended ("" in records written before these were
+    # kept): chat or completion; stop or length; the engine that served it.
+    prompt: str = ""
+    finish_reason: str = ""
+    engine: str = ""
 
 
 @dataclass
@@ -146,8 +151,16 @@ def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
     return {"model": model, "protocol": protocol, "dataset_hash": dataset_hash}
 
 
+# Protocol fields added after records were first written, with the value every record written
+# before them was made under (a missing "prompt": the chat template, which auto chose then).
+PROTOCOL_DEFAULTS = {"prompt": "auto"}
+
+
 def record_fingerprint(record: dict[str, Any]) -> dict[str, Any]:
-    return run_fingerprint(record.get("model"), record.get("protocol"), record.get("dataset_hash"))
+    protocol = record.get("protocol")
+    if isinstance(protocol, dict):
+        protocol = {**PROTOCOL_DEFAULTS, **protocol}
+    return run_fingerprint(record.get("model"), protocol, record.get("dataset_hash"))
 
 
 def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:

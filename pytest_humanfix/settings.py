@@ -96,8 +96,9 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     # What is evaluated, and on which tasks.
     Option("model", "model to evaluate: an alias (qwen, qwen-coder, qwen3-0.6b, "
-           "deepseek-coder-1.3b), a Hub id, a local model folder, openai:<model>, "
-           "replay:<file.jsonl>, or the controls canonical and buggy; activates the plugin",
+           "deepseek-coder-1.3b, smollm2), a Hub id, a local model folder, a .gguf file, "
+           "openai:<model>, replay:<file.jsonl>, or the controls canonical and buggy; activates "
+           "the plugin",
            metavar="SPEC"),
     Option("dataset", "HumanEvalFix source: a .jsonl, .json or .parquet file, or a Hub dataset id "
            f"(default {HUB_DATASET}, config python, split test; env HUMANFIX_DATASET)",
@@ -249,7 +250,7 @@ class Settings:
         """What changes the meaning of a score: numbers compare only when this agrees."""
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "timeout": self.timeout}
+                "timeout": self.timeout, "prompt": self.prompt}
 
     @property
     def gated(self) -> bool:

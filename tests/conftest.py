@@ -76,6 +76,22 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
+@pytest.fixture(scope="session")
+def tiny_base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model without a chat template, as a base model ships."""
+    from tinymodel import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-base-model"), chat_template=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny chat model as one GGUF file, alone in its folder."""
+    from tinymodel import write_gguf
+
+    return write_gguf(tiny_model, tmp_path_factory.mktemp("tiny-gguf") / "tiny.F32.gguf")
+
+
 @pytest.fixture
 def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
                       monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:

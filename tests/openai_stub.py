@@ -1,8 +1,9 @@
 """A scripted OpenAI-compatible server on loopback, for faults a real server will not stage on cue.
 
-`POST /v1/chat/completions` answers, in order, the statuses of `script` (an int is that error
-status, "ok" a completion, a float a delay of that many seconds before the completion), then
-completions. `die_after=N` closes the server after its N-th completion: later connections are
+`POST /v1/chat/completions` and `POST /v1/completions` answer, in order, the statuses of `script`
+(an int is that error status, "ok" a completion, a float a delay of that many seconds before the
+completion), then completions: `reply` (a chat message, or the text a completion continues with)
+ending for `finish_reason`. `die_after=N` closes the server after its N-th completion: later connections are
 refused, as when a server process goes away. It closes itself after `lifetime` seconds in any case,
 so a broken test cannot leave it running.
 """
@@ -20,8 +21,11 @@ REPLY = "```python\ndef f():\n    return 1\n```"
 
 class StubServer:
     def __init__(self, script: list[Any] = (), die_after: int | None = None,
-                 lifetime: float = 120.0) -> None:
+                 lifetime: float = 120.0, reply: str = REPLY,
+                 finish_reason: str = "stop") -> None:
         self.script = list(script)
+        self.reply = reply
+        self.finish_reason = finish_reason
         self.die_after = die_after
         self.requests: list[tuple[str, str, dict]] = []
         self.auth: list[str | None] = []
@@ -48,7 +52,7 @@ class StubServer:
                     return
                 if isinstance(step, float):
                     time.sleep(step)
-                self._send(200, completion(body))
+                self._send(200, stub.answer(self.path, body))
                 with stub._lock:
                     stub.completions += 1
                     dying = stub.die_after is not None and stub.completions >= stub.die_after
@@ -72,6 +76,16 @@ class StubServer:
         self._timer.start()
         self._closed = False
 
+    def answer(self, path: str, request: dict) -> dict:
+        if path.endswith("/chat/completions"):
+            kind, choice = "chat.completion", {"message": {"role": "assistant",
+                                                           "content": self.reply}}
+        else:
+            kind, choice = "text_completion", {"text": self.reply, "logprobs": None}
+        return {"id": "stub", "object": kind, "created": 0, "model": request["model"],
+                "choices": [{"index": 0, "finish_reason": self.finish_reason, **choice}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
     def posts(self) -> list[dict]:
         return [body for method, _, body in self.requests if method == "POST"]
 
@@ -90,9 +104,3 @@ class StubServer:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-
-def completion(request: dict) -> dict:
-    return {"id": "stub", "object": "chat.completion", "created": 0, "model": request["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": REPLY}}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}

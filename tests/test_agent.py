@@ -63,11 +63,16 @@ class Recording:
     def __init__(self, model) -> None:
         self.model = model
         self.spec = model.spec
+        self.prompt = model.prompt
         self.chats: list[list[dict[str, str]]] = []
 
     def generate(self, messages, task):
         self.chats.append([dict(m) for m in messages])
         return self.model.generate(messages, task)
+
+    def complete(self, prompt, stop, task):
+        self.chats.append([{"role": "completion", "content": prompt}])
+        return self.model.complete(prompt, stop, task)
 
 
 class CountingSandbox:
@@ -80,12 +85,12 @@ class CountingSandbox:
         return self.sandbox.run(program)
 
 
-def replay(tmp_path: Path, task_id: str, completions: list[str]) -> Recording:
+def replay(tmp_path: Path, task_id: str, completions: list[str], **settings) -> Recording:
     path = tmp_path / "replies.jsonl"
     with path.open("a", encoding="utf-8") as handle:
         for completion in completions:
             handle.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
-    return Recording(load_model(f"replay:{path}", Settings()))
+    return Recording(load_model(f"replay:{path}", Settings(**settings)))
 
 
 def run(task, model, sandbox=None, **settings):
@@ -194,6 +199,29 @@ def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, r
     assert len(sandbox.programs) == 1 and task.test in sandbox.programs[0]
 
 
+def test_a_completion_model_repairs_in_plain_text_after_its_previous_attempt(tmp_path, task):
+    wrong = "\n" + task.buggy_solution.replace("elem - elem2", "elem - elem2 - 1")
+    right = "\n" + task.canonical_solution + "\n\ndef check(candidate):\n    pass\n"
+    model = replay(tmp_path, TASK_ID, [wrong, right], prompt="completion")
+    result, _ = run(task, model, iters=1, prompt="completion")
+    assert result.outcome == "fixed" and statuses(result) == ["failed", "passed"]
+    assert [a.prompt for a in result.attempts] == ["completion", "completion"]
+    (first,), (second,) = model.chats
+    base = task.declaration.rstrip()
+    # BigCode's instruct prompt: the context and the instruction, then the prompt base.
+    assert first["content"] == prompts.first_prompt(task, "tests") + "\n\n" + base
+    # Then the same text, the first attempt as a whole function, the feedback in plain words
+    # with the instruction again, and the prompt base to continue.
+    feedback = result.attempts[0].feedback
+    assert second["content"] == "\n\n".join(
+        [prompts.first_prompt(task, "tests"), base + wrong.rstrip(), feedback, base])
+    assert feedback.startswith("Your code does not pass the tests:\n")
+    assert feedback.endswith("\n\nFix bugs in has_close_elements.") and "```" not in feedback
+    # The continuation is cut before the echoed test function, as BigCode cuts it.
+    assert result.code == base + "\n" + task.canonical_solution + "\n"
+    assert "def check" not in result.code
+
+
 @pytest.mark.parametrize("variant", ["tests", "docs"])
 def test_first_prompt_is_bigcodes_instruct_prompt(task, variant):
     base = task.declaration if variant == "tests" else task.prompt
@@ -214,6 +242,7 @@ def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeyp
 
 class TokenModel:
     spec = "tokens"
+    prompt = "chat"
 
     def generate(self, messages, task):
         wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.agent.extract import code_key, extract_code, strip_thinking
+from pytest_humanfix.agent.extract import (code_key, continued_code, extract_code,
+                                          strip_thinking)
 from pytest_humanfix.agent.precheck import check_candidate
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
 from pytest_humanfix.sandbox.program import build_program
@@ -233,3 +234,25 @@ def test_every_canonical_solution_survives_extraction_and_the_check(dataset, var
             assert check_candidate(code, task) == "", task.task_id
             assert code_key(code) == code_key(base + task.canonical_solution) or \
                 code_key(code) == code_key(task.canonical_code), task.task_id
+
+
+# --- completions (a base model continuing BigCode's prompt) ---------------------------------
+
+@pytest.mark.parametrize("after", [
+    "\n\ndef check(candidate):\n    assert candidate([1.0], 0.5) is False\n",  # stop word
+    f"\n\nprint({ENTRY}([1.0, 2.0], 0.5))\n",                                    # stop word
+    "\n\nThe bug was the missing abs.\n",                     # an unindented line ends it
+    f"\n\n\n\n{ENTRY}([1.0], 0.5)\n",
+])
+def test_a_continuation_is_cut_as_bigcode_cuts_it(after):
+    code = continued_code("\n" + FIXED_BODY + after, DECLARATION)
+    assert code.startswith(DECLARATION.rstrip() + "\n    for idx")
+    assert_is_fixed(code)
+    assert after.strip().splitlines()[0] not in code
+
+
+def test_a_continuation_keeps_its_nested_definitions_and_comments():
+    body = ("    # the distance must not depend on the order\n"
+            "    def gap(a, b):\n        return abs(a - b)\n" + FIXED_BODY)
+    code = continued_code("\n" + body, DECLARATION)
+    assert code == DECLARATION.rstrip() + "\n" + body.rstrip()

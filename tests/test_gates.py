@@ -204,6 +204,23 @@ def test_baseline_under_another_protocol_is_refused(humanfix_pytester, dataset, 
     assert not (humanfix_pytester.path / "reports" / "humanfix.jsonl").exists()
 
 
+def test_baseline_written_before_the_prompt_kind_was_recorded_reads_as_auto(
+        humanfix_pytester, dataset, tmp_path):
+    baseline = write_baseline(tmp_path / "base.jsonl", dataset, {"Python/0": "fixed"})
+    older = [json.loads(line) for line in baseline.read_text().splitlines()]
+    for record in older:
+        del record["protocol"]["prompt"]
+    baseline.write_text("".join(json.dumps(record) + "\n" for record in older))
+    accepted = humanfix_pytester.runpytest("--humanfix-model", "canonical", *BASE,
+                                           f"--humanfix-baseline={baseline}")
+    assert accepted.ret == pytest.ExitCode.OK
+    refused = humanfix_pytester.runpytest("--humanfix-model", "canonical", *BASE,
+                                          "--humanfix-prompt=completion",
+                                          f"--humanfix-baseline={baseline}")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*(prompt: 'auto' there, 'completion' here)*"])
+
+
 def test_baseline_of_another_dataset_is_refused(humanfix_pytester, dataset, tmp_path):
     baseline = write_baseline(tmp_path / "base.jsonl", dataset, {"Python/0": "fixed"})
     text = baseline.read_text().replace('"dataset_hash": "', '"dataset_hash": "0')

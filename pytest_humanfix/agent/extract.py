@@ -12,6 +12,9 @@ import ast
 import re
 import textwrap
 
+from ..models.base import cut_at_stop
+from .prompts import STOP_WORDS
+
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.#-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)",
                     re.DOTALL | re.MULTILINE)
@@ -175,6 +178,17 @@ def complete_body(body: str, base: str) -> str:
     """A reply holding only the function body is put after the prompt base (the declaration, or
     the docstring prompt), as BigCode's post-processing does with every generation."""
     return base + textwrap.indent(_normalise_body(body), "    ") + "\n"
+
+
+def continued_code(continuation: str, base: str) -> str:
+    """The program a completion model wrote, as BigCode's post-processing makes it
+    (`remove_last_block`): the continuation cut at the first stop word, then before its first
+    unindented line, after the prompt base whose last newline the prompt stripped."""
+    text = cut_at_stop(continuation.rstrip(), STOP_WORDS)
+    lines = text.split("\n")
+    end = next((i for i, line in enumerate(lines) if line.strip() and line[0] not in " \t"),
+               len(lines))
+    return base.rstrip() + "\n".join(lines[:end])
 
 
 def _function_key(code: str, name: str) -> str | None:

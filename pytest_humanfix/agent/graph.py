@@ -31,7 +31,7 @@ from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
 from ..settings import Settings
 from . import prompts
-from .extract import code_key, extract_code
+from .extract import code_key, continued_code, extract_code
 from .precheck import check_candidate
 
 if TYPE_CHECKING:
@@ -97,20 +97,29 @@ def _run(ctx: RepairContext, code: str, tests: str) -> Verdict:
 def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
-    generation = ctx.model.generate(state["messages"], ctx.task)
+    if ctx.model.prompt == "completion":
+        generation = ctx.model.complete(
+            prompts.completion_prompt(state["messages"], ctx.base), prompts.STOP_WORDS, ctx.task)
+        code = continued_code(generation.text, ctx.base)
+    else:
+        generation = ctx.model.generate(state["messages"], ctx.task)
+        code = extract_code(generation.text, ctx.task.entry_point, ctx.base, ctx.task.buggy_code)
     seconds = generation.seconds or time.monotonic() - began
-    code = extract_code(generation.text, ctx.task.entry_point, ctx.base, ctx.task.buggy_code)
     attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
                       prompt_tokens=generation.prompt_tokens,
                       completion_tokens=generation.completion_tokens,
-                      generate_seconds=round(seconds, 4), reply=generation.text)
+                      generate_seconds=round(seconds, 4), reply=generation.text,
+                      prompt=ctx.model.prompt, finish_reason=generation.finish_reason,
+                      engine=generation.engine)
     return {"attempts": [*state["attempts"], attempt], "rounds_left": state["rounds_left"] - 1}
 
 
 def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     *earlier, latest = state["attempts"]
-    empty = latest.code.startswith(ctx.base) and not latest.code[len(ctx.base):].strip()
+    # A completion's code follows the prompt base with its last newline stripped.
+    base = ctx.base.rstrip()
+    empty = latest.code.startswith(base) and not latest.code[len(base):].strip()
     reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
     if reason:
         return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
@@ -139,16 +148,20 @@ def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     attempts = state["attempts"]
     latest = attempts[-1]
+    kind = ctx.model.prompt
     if latest.status == "rejected":
-        feedback = prompts.rejection_feedback(ctx.task, latest.check)
+        feedback = prompts.rejection_feedback(ctx.task, latest.check, kind)
     elif latest.status == "repeat":
         assert latest.repeat_of is not None  # `check` names the earlier attempt
         feedback = prompts.repeat_feedback(
-            ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]))
+            ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]), kind)
     else:
         feedback = prompts.failure_feedback(ctx.task, _failure_of(latest),
-                                            example_only=latest.tests == "example_test")
-    messages = [*state["messages"], {"role": "assistant", "content": latest.reply},
+                                            example_only=latest.tests == "example_test",
+                                            prompt=kind)
+    # A completion model's turn is the function it continued, prompt base included.
+    said = latest.code.strip() if kind == "completion" else latest.reply
+    messages = [*state["messages"], {"role": "assistant", "content": said},
                 {"role": "user", "content": feedback}]
     return {"messages": messages, "attempts": _replace_last(attempts, feedback=feedback)}
 

@@ -7,13 +7,21 @@ buggy solution (plus the task's tests in the `tests` variant), followed by the i
 docstring prompt) is also appended as the start of the model's answer; a chat model writes its
 own answer, so it is not, and `extract.complete_body` puts the same prompt base in front of a
 reply that holds only the function body, as BigCode's post-processing does.
+
+A model prompted for completions (a base model) gets BigCode's prompt as it is: the same text,
+then the prompt base, which the model continues until a stop word. Repair rounds go on in the
+same plain text: the previous attempt as a whole function, the feedback, the instruction again,
+and the prompt base once more (`completion_prompt`).
 """
 
 from __future__ import annotations
 
 from ..dataset import Task
+from ..models.base import PromptKind
 
 VARIANTS = ("tests", "docs")
+# BigCode's stop words for Python (LANGUAGE_TO_STOP_WORDS, and the end-of-text token it adds).
+STOP_WORDS = ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\nassert", "<|endoftext|>"]
 
 
 def prompt_base(task: Task, variant: str) -> str:
@@ -38,22 +46,33 @@ def first_messages(task: Task, variant: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": first_prompt(task, variant)}]
 
 
-def _ask_again(task: Task) -> str:
+def completion_prompt(messages: list[dict[str, str]], base: str) -> str:
+    """The conversation as one text for a model that continues text: the turns one after the
+    other, then the prompt base. For the first turn alone this is BigCode's `instruct` prompt;
+    after it, each attempt is the whole function it produced and each user turn the feedback."""
+    return ("\n\n".join(message["content"] for message in messages) + "\n\n" + base).strip()
+
+
+def _ask_again(task: Task, prompt: PromptKind) -> str:
+    if prompt == "completion":  # the prompt base follows: the model continues the function
+        return instruction(task)
     return (f"{instruction(task)} Reply with the complete corrected function "
             f"`{task.signature or task.entry_point}` in one ```python block.")
 
 
-def failure_feedback(task: Task, failure: str, example_only: bool) -> str:
+def failure_feedback(task: Task, failure: str, example_only: bool,
+                     prompt: PromptKind) -> str:
     which = "the examples from the docstring" if example_only else "the tests"
-    return f"Your code does not pass {which}:\n{failure.strip()}\n\n{_ask_again(task)}"
+    return f"Your code does not pass {which}:\n{failure.strip()}\n\n{_ask_again(task, prompt)}"
 
 
-def rejection_feedback(task: Task, reason: str) -> str:
-    return f"Your code was not run: {reason}\n\n{_ask_again(task)}"
+def rejection_feedback(task: Task, reason: str, prompt: PromptKind) -> str:
+    return f"Your code was not run: {reason}\n\n{_ask_again(task, prompt)}"
 
 
-def repeat_feedback(task: Task, earlier: int, earlier_failure: str) -> str:
+def repeat_feedback(task: Task, earlier: int, earlier_failure: str,
+                    prompt: PromptKind) -> str:
     """For a reply whose code is the same as attempt number `earlier` (1-based)."""
     said = f"; it failed with:\n{earlier_failure.strip()}" if earlier_failure.strip() else ""
     return (f"Your code is the same as your attempt {earlier}, which did not fix the bug{said}\n\n"
-            f"Change the code. {_ask_again(task)}")
+            f"Change the code. {_ask_again(task, prompt)}")

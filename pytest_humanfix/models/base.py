@@ -2,14 +2,22 @@
 model can raise. Backends (controls, replay, transformers, OpenAI-compatible servers) live beside
 this module and are loaded by `specs.load_model` only when a spec names them, so importing this
 module costs nothing.
+
+A model is prompted one of two ways, settled when it loads (`Model.prompt`): `chat`, a
+conversation laid out by its chat template, or `completion`, a plain text it continues (base
+models without a chat template, prompted as BigCode's harness prompts them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..dataset import Task
+
+PromptKind = Literal["chat", "completion"]
+# Why a reply ended: the model stopped (end of sequence or a stop word), or it ran out of tokens.
+FinishReason = Literal["stop", "length"]
 
 
 class ModelSpecError(Exception):
@@ -26,10 +34,31 @@ class Generation:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    finish_reason: FinishReason = "stop"
+    engine: str = ""  # what produced it: transformers, a server's engine, control, replay
 
 
 class Model(Protocol):
     spec: str
+    prompt: PromptKind
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation: ...
+    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+        """The reply to a conversation (chat prompting)."""
+        ...
 
+    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+        """The continuation of `prompt`, ended before the first of `stop` (completion prompting)."""
+        ...
+
+
+def settle_prompt(requested: str, has_chat_template: bool) -> PromptKind:
+    """--humanfix-prompt for one model: auto is chat where the model has a chat template."""
+    if requested == "auto":
+        return "chat" if has_chat_template else "completion"
+    return "completion" if requested == "completion" else "chat"
+
+
+def cut_at_stop(text: str, stop: list[str]) -> str:
+    """`text` up to the first stop word, as an OpenAI-compatible server returns it."""
+    cut = min((i for i in (text.find(word) for word in stop) if i != -1), default=len(text))
+    return text[:cut]

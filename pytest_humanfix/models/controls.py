@@ -7,22 +7,30 @@ from typing import TYPE_CHECKING
 
 from ..dataset import Task
 from ..records import JsonlError, read_jsonl
-from .base import Generation, ModelLoadError, ModelSpecError
+from .base import Generation, ModelLoadError, ModelSpecError, cut_at_stop, settle_prompt
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
 
 class ControlModel:
-    """Answers with a known solution, in the shape a chat model would reply."""
+    """Answers with a known solution, in the shape a chat model would reply, or, prompted for a
+    completion, as a base model would continue the prompt base: the function's body."""
 
     def __init__(self, spec: str, target: str, settings: Settings) -> None:
         self.spec = spec
         self.solution = target  # "canonical" or "buggy"
+        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
-        return Generation(text=f"Here is the fixed function:\n\n```python\n{code}```\n")
+        return Generation(text=f"Here is the fixed function:\n\n```python\n{code}```\n",
+                          engine="control")
+
+    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+        body = task.canonical_solution if self.solution == "canonical" else task.buggy_solution
+        # The prompt ends at the prompt base with its last newline stripped, as BigCode's does.
+        return Generation(text=cut_at_stop("\n" + body, stop), engine="control")
 
 
 class ReplayModel:
@@ -31,6 +39,7 @@ class ReplayModel:
 
     def __init__(self, spec: str, target: str, settings: Settings) -> None:
         self.spec = spec
+        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
         path = Path(target)
         self.replies: dict[str, list[str]] = {}
         self._served: dict[str, int] = {}
@@ -52,7 +61,11 @@ class ReplayModel:
         served = self._served.get(task.task_id, 0)
         self._served[task.task_id] = served + 1
         # Past the last recorded reply the model keeps saying the same thing.
-        return Generation(text=replies[min(served, len(replies) - 1)])
+        return Generation(text=replies[min(served, len(replies) - 1)], engine="replay")
+
+    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+        """A recorded continuation, replayed as it was recorded."""
+        return self.generate([], task)
 
 
 def _recorded_replies(row: dict, path: Path, number: int) -> list[str]:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..dataset import Task
 from ..settings import Settings
-from .base import Generation, ModelLoadError
+from .base import Generation, ModelLoadError, cut_at_stop, settle_prompt
+from .specs import ResolvedSpec, gguf_unavailable
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
@@ -60,26 +61,53 @@ def _share_cpus(torch: ModuleType) -> None:
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
+class StopWords:
+    """A stopping criterion for generate(): true once the continuation holds a stop word, as
+    BigCode's harness stops a completion."""
+
+    def __init__(self, tokenizer: Any, prompt_length: int, stop: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_length = prompt_length
+        self.stop = stop
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        text = self.tokenizer.decode(input_ids[0, self.prompt_length:], skip_special_tokens=True)
+        done = any(word in text for word in self.stop)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
 class TransformersModel:
-    def __init__(self, spec: str, source: str, settings: Settings) -> None:
+    def __init__(self, spec: str, source: str, settings: Settings,
+                 gguf_file: str | None = None) -> None:
+        """`source` is a Hub id or a model folder; `gguf_file`, a GGUF file in that folder,
+        holds weights, tokenizer and chat template together (dequantized to fp32 on load)."""
+        self.spec = spec
+        self.source = os.path.join(source, gguf_file) if gguf_file else source
+        self.settings = settings
+        missing = gguf_unavailable(ResolvedSpec("transformers", source, gguf_file))
+        if missing:
+            raise ModelLoadError(missing)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.spec = spec
-        self.source = source
-        self.settings = settings
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         if self.device == "cpu":
             _share_cpus(torch)
+        files = {"gguf_file": gguf_file} if gguf_file else {}
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(source)
+            self.tokenizer = AutoTokenizer.from_pretrained(source, **files)
             self.model = AutoModelForCausalLM.from_pretrained(
-                source, dtype=torch_dtype(torch, self.device))
+                source, dtype=torch.float32 if gguf_file else torch_dtype(torch, self.device),
+                **files)
         except Exception as exc:  # transformers reports a bad folder or id in many types
-            raise ModelLoadError(f"cannot load {source}: {_first_line(exc)}") from exc
-        if not self.tokenizer.chat_template:
-            raise ModelLoadError(f"{source} has no chat template; use an instruct or chat "
-                                 "model, whose tokenizer says how to lay out a conversation.")
+            raise ModelLoadError(f"cannot load {self.source}: {_first_line(exc)}") from exc
+        if settings.prompt == "chat" and not self.tokenizer.chat_template:
+            raise ModelLoadError(
+                f"{self.source} has no chat template, so it cannot be prompted as a chat "
+                "(--humanfix-prompt chat); use --humanfix-prompt completion or auto.")
+        self.prompt = settle_prompt(settings.prompt, bool(self.tokenizer.chat_template))
         # transformers annotates `to` through a decorator whose signature mypy misreads.
         self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.generate_kwargs = decoding_kwargs(settings)
@@ -99,21 +127,35 @@ class TransformersModel:
         return cast("BatchEncoding", encoded).to(self.device)
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+        return self._run(self.prompt_ids(messages), task, stop=[])
+
+    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+        return self._run(self.tokenizer(prompt, return_tensors="pt").to(self.device), task, stop)
+
+    def _run(self, inputs: Any, task: Task, stop: list[str]) -> Generation:
         import torch
+        from transformers import StoppingCriteriaList
 
         started = time.perf_counter()
-        inputs = self.prompt_ids(messages)
         if self.settings.temperature > 0:
             torch.manual_seed(sample_seed(self.settings.seed, task.task_id,
                                           self._replies[task.task_id]))
         self._replies[task.task_id] += 1
+        prompt_length = inputs["input_ids"].shape[-1]
+        criteria = StoppingCriteriaList([StopWords(self.tokenizer, prompt_length, stop)] if stop
+                                        else [])
         with torch.inference_mode():
             # The Auto class's annotated return type is not one generate() accepts as self.
-            output = self.model.generate(**inputs, **self.generate_kwargs)  # type: ignore[misc]
-        prompt_length = inputs["input_ids"].shape[-1]
+            output = self.model.generate(  # type: ignore[misc]
+                **inputs, **self.generate_kwargs, stopping_criteria=criteria)
         new_tokens = output[0, prompt_length:].tolist()
         # One sequence of ids decodes to one string; the annotation covers batches too.
         text = cast(str, self.tokenizer.decode(new_tokens, skip_special_tokens=True))
-        return Generation(text=text, prompt_tokens=prompt_length,
+        stopped = cut_at_stop(text, stop)
+        eos = self.generate_kwargs["eos_token_id"]
+        ended = len(new_tokens) < self.settings.max_new_tokens or len(stopped) < len(text) \
+            or new_tokens[-1] in (eos if isinstance(eos, list) else [eos])
+        return Generation(text=stopped, prompt_tokens=prompt_length,
                           completion_tokens=len(new_tokens),
-                          seconds=time.perf_counter() - started)
+                          seconds=time.perf_counter() - started,
+                          finish_reason="stop" if ended else "length", engine="transformers")

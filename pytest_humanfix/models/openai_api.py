@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..dataset import Task
 from ..settings import Settings
-from .base import Generation, ModelLoadError
+from .base import Generation, ModelLoadError, settle_prompt
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
@@ -36,6 +37,9 @@ class OpenAIModel:
         self.model_name = model_name
         self.settings = settings
         self.base_url = settings.base_url.rstrip("/")
+        # Chat through /v1/chat/completions unless asked for a completion (/v1/completions).
+        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
+        self.engine = settings.engine if settings.engine != "auto" else "openai"
         self._openai = openai
         self.client = openai.OpenAI(
             base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY,
@@ -68,14 +72,27 @@ class OpenAIModel:
                 f"({type(exc).__name__}: {exc}). Start it, or point --humanfix-base-url at it.")
 
     def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        return {"model": self.model_name, "messages": messages,
-                "temperature": self.settings.temperature,
+        return {"model": self.model_name, "messages": messages, **self._decoding()}
+
+    def _decoding(self) -> dict[str, Any]:
+        return {"temperature": self.settings.temperature,
                 "max_tokens": self.settings.max_new_tokens, "seed": self.settings.seed}
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+        return self._ask(self.client.chat.completions.create, self.request(messages),
+                         lambda choice: choice.message.content)
+
+    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+        return self._ask(self.client.completions.create,
+                         {"model": self.model_name, "prompt": prompt, "stop": stop,
+                          **self._decoding()},
+                         lambda choice: choice.text)
+
+    def _ask(self, create: Callable[..., Any], request: dict[str, Any],
+             text_of: Callable[[Any], str | None]) -> Generation:
         started = time.monotonic()
         try:
-            response = self.client.chat.completions.create(**self.request(messages))
+            response = create(**request)
         except self._openai.APITimeoutError:
             raise ModelLoadError(
                 f"the server at {self.base_url} did not answer within "
@@ -89,9 +106,13 @@ class OpenAIModel:
                 f"{self.model_name!r}: {exc.message}") from None
         if not response.choices:
             raise ModelLoadError(f"the server at {self.base_url} returned no choices")
+        choice = response.choices[0]
         usage = response.usage
         return Generation(
-            text=response.choices[0].message.content or "",
+            text=text_of(choice) or "",
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
-            seconds=time.monotonic() - started)
+            seconds=time.monotonic() - started,
+            # Servers also say "content_filter" or "tool_calls"; neither ran out of tokens.
+            finish_reason="length" if choice.finish_reason == "length" else "stop",
+            engine=self.engine)

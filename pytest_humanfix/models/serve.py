@@ -173,7 +173,7 @@ def served_model(settings: Settings, gpus: bool) -> ServedModel:
     if engine == "transformers":
         folder = str(dequantized_folder(Path(gguf)))
         return ServedModel(engine, folder, folder)
-    return ServedModel(engine, gguf, gguf)
+    return ServedModel(engine, str(gguf), str(gguf))
 
 
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int) -> list[str]:

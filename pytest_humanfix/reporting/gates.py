@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl
+from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl, record_fingerprint
 from .stats import mcnemar_exact
 
 
@@ -38,8 +38,7 @@ def load_baseline(path: Path, protocol: dict[str, Any] | None, dataset_hash: str
         if "task_id" not in record or "outcome" not in record:
             raise BaselineError(f"--humanfix-baseline: {path} record {number} is not a humanfix "
                                 "result record (no task_id/outcome).")
-        found = {"protocol": record.get("protocol"), "dataset_hash": record.get("dataset_hash")}
-        mismatch = fingerprint_differences(found, wanted)
+        mismatch = fingerprint_differences(record_fingerprint(record), wanted)
         if mismatch:
             raise BaselineError(
                 f"--humanfix-baseline: {path} was made under another protocol or dataset "

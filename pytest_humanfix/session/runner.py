@@ -74,7 +74,8 @@ class Runner:
             self.__dict__["sandbox_choice"] = sandbox_choice
         # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
         self.device = device
-        # Under --humanfix-serve: {"base_url", "model"} of the shared engine answering instead.
+        # Under --humanfix-serve: {"base_url", "model", "engine"} of the shared engine
+        # answering instead.
         self.endpoint = endpoint
         # --humanfix-resume: finished records by task id, decided by the controller.
         self.resumed: dict[str, dict[str, Any]] = resumed or {}
@@ -127,8 +128,10 @@ class Runner:
     def _load_model(self) -> Model:
         if self.endpoint is None:
             return load_model(self.settings.model or "", self.settings)
-        return load_model("openai:" + self.endpoint["model"],
-                          dataclasses.replace(self.settings, base_url=self.endpoint["base_url"]))
+        # The engine's name labels every reply it serves.
+        return load_model("openai:" + self.endpoint["model"], dataclasses.replace(
+            self.settings, base_url=self.endpoint["base_url"],
+            engine=self.endpoint.get("engine", "openai")))
 
     def preload(self) -> None:
         """Do the one-off work of a process before its first task's timer starts: load the
