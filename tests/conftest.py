@@ -121,6 +121,14 @@ def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
     write_chart(summary, [], tmp_path_factory.mktemp("chart") / "warm.png")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def torch_loaded() -> None:
+    """Imports torch before any in-process pytester run, for the same reason: a run that
+    imports it first has it dropped afterwards, and torch's C extension cannot be imported a
+    second time in one process ("bad call flags")."""
+    import torch  # noqa: F401
+
+
 # Runs CODE (with `task`, `os` and `time` at hand) at the start of every task's evaluation, in
 # whichever process evaluates it.
 EVALUATE_PATCH = """

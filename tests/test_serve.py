@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from serving import assert_answered_by_a_model, chat_requests, process_alive, processes_with
 
 from pytest_humanfix.models import serve as server
 from pytest_humanfix.settings import Settings
@@ -26,17 +27,6 @@ def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     engine.stop()
 
 
-def assert_answered_by_a_model(rows: list[dict], count: int) -> None:
-    assert len(rows) == count
-    for row in rows:
-        assert row["outcome"] in ("fixed", "unfixed"), row["error"]
-        assert row["tokens"]["prompt"] > 0 and row["tokens"]["completion"] > 0
-
-
-def chat_requests(log: Path) -> int:
-    return len(re.findall(r'"POST /v1/chat/completions HTTP/1.1" 200', log.read_text()))
-
-
 @pytest.mark.slow
 def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine, read_records):
     before = chat_requests(tiny_engine.log_path)
@@ -46,25 +36,6 @@ def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engin
     assert chat_requests(tiny_engine.log_path) - before == 2
 
 
-def process_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def processes_with(fragment: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if fragment in cmdline:
-                found.append(int(entry.name))
-    return found
 
 
 @pytest.mark.slow
@@ -72,7 +43,8 @@ def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, t
                                                             read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_model), "--humanfix-serve",
                                          *TINY)
-    (line,) = [l for l in result.outlines if l.startswith("humanfix serve: engine pid")]
+    (line,) = [out for out in result.outlines
+               if out.startswith("humanfix serve: transformers engine pid")]
     pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
     reports = humanfix_pytester.path / "reports"
     assert sorted(p.name for p in reports.glob("server-*.log")) == ["server-0.log"]
@@ -159,12 +131,17 @@ def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
     assert server.serve_devices(Settings(model="m")) == [None]
 
 
+ENGINE_MODELS = {"transformers": "tiny_model", "llamacpp": "tiny_gguf"}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", sorted(ENGINE_MODELS))
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
-def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pytester, tiny_model,
-                                                                 signum, spawn_pytest):
-    run = spawn_pytest("-p", "no:cacheprovider", "--humanfix-model", str(tiny_model),
-                       "--humanfix-serve", "--humanfix-max", "30")
+def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pytester, request,
+                                                                 engine, signum, spawn_pytest):
+    model = request.getfixturevalue(ENGINE_MODELS[engine])
+    run = spawn_pytest("-p", "no:cacheprovider", "--humanfix-model", str(model),
+                       "--humanfix-serve", "--humanfix-engine", engine, "--humanfix-max", "30")
     log = humanfix_pytester.path / "reports" / "server-0.log"
     port = None
     try:
@@ -180,3 +157,72 @@ def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pyteste
     finally:
         for pid in processes_with(f"--port {port} ") if port else []:
             os.killpg(pid, signal.SIGKILL)  # a failed test must not leave the engine behind
+
+
+def test_auto_serves_a_gguf_with_llamacpp_on_a_cpu(monkeypatch, tiny_gguf):
+    resolved = server.served_spec(str(tiny_gguf))
+    settings = Settings(model=str(tiny_gguf))
+    pretend_installed(monkeypatch, "vllm", "llamacpp", "transformers")
+    assert server.choose_engine(settings, resolved, gpus=False) == "llamacpp"
+    assert server.choose_engine(settings, resolved, gpus=True) == "vllm"
+    # Without llama.cpp, transformers serve takes the GGUF through a dequantized copy.
+    pretend_installed(monkeypatch, "transformers")
+    assert server.choose_engine(settings, resolved, gpus=False) == "transformers"
+
+
+def test_llamacpp_is_refused_for_a_model_that_is_not_gguf(monkeypatch, tiny_model):
+    pretend_installed(monkeypatch, "llamacpp", "transformers")
+    settings = Settings(model=str(tiny_model), engine="llamacpp")
+    with pytest.raises(server.ServeError, match="llamacpp serves GGUF files"):
+        server.choose_engine(settings, server.served_spec(str(tiny_model)), gpus=False)
+
+
+def test_a_gguf_is_dequantized_once_for_transformers_serve(tiny_gguf, tmp_path):
+    folder = server.dequantized_folder(tiny_gguf, tmp_path)
+    assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
+    weights = sorted(folder.glob("*.safetensors"))
+    assert weights
+    written = [w.stat().st_mtime_ns for w in weights]
+    # The second run finds the copy; a changed file gets a copy of its own.
+    assert server.dequantized_folder(tiny_gguf, tmp_path) == folder
+    assert [w.stat().st_mtime_ns for w in weights] == written
+    assert not list(tmp_path.glob("*.partial-*"))
+    changed = tmp_path / "changed" / tiny_gguf.name
+    changed.parent.mkdir()
+    changed.write_bytes(tiny_gguf.read_bytes())
+    assert server.dequantized_folder(changed, tmp_path) != folder
+
+
+@pytest.mark.slow
+def test_llamacpp_serves_a_gguf_to_every_worker_and_leaves_nothing(humanfix_pytester, tiny_gguf,
+                                                                  read_records):
+    result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_gguf), "--humanfix-serve",
+                                         *TINY)
+    (line,) = [out for out in result.outlines
+               if out.startswith("humanfix serve: llamacpp engine pid")]
+    pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
+    log = humanfix_pytester.path / "reports" / "server-0.log"
+    command = log.read_text().splitlines()[0]
+    assert "-m llama_cpp.server" in command
+    assert f"--n_threads {len(os.sched_getaffinity(0))}" in command
+    records = read_records()
+    assert_answered_by_a_model(records, 2)
+    attempts = [a for r in records for a in r["attempts"]]
+    assert {a["engine"] for a in attempts} == {"llamacpp"}
+    assert {a["finish_reason"] for a in attempts} <= {"stop", "length"}
+    assert chat_requests(log) == 2
+    assert not process_alive(pid)
+    assert processes_with(f"--port {port} ") == []
+
+
+@pytest.mark.slow
+def test_a_llamacpp_engine_that_cannot_start_shows_its_log(humanfix_pytester, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(64))
+    result = humanfix_pytester.runpytest("--humanfix-model", str(broken), "--humanfix-serve",
+                                         "--humanfix-engine", "llamacpp", "--humanfix-max", "1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    message = "\n".join(result.errlines)
+    assert "the llamacpp engine for" in message and "exited with status" in message
+    assert "server-0.log" in message and "ending:" in message
+    assert processes_with(str(broken)) == []

@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -140,15 +141,14 @@ def dequantized_folder(gguf: Path, cache_root: Path | None = None) -> Path:
     folder = (cache_root or gguf_cache_root()) / f"{gguf.stem}-{key.hexdigest()[:12]}"
     if (folder / "config.json").is_file():
         return folder
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     partial = folder.with_name(folder.name + f".partial-{os.getpid()}")
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 torch_dtype=torch.float32)
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
+    done = subprocess.run([sys.executable, "-m", f"{__package__}.dequantize", str(gguf),
+                           str(partial)], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ServeError(f"cannot convert {gguf} into a folder transformers serve loads "
+                         f"(status {done.returncode}): {done.stderr.strip()[-LOG_TAIL_CHARS:]}")
     os.replace(partial, folder)
     return folder
 
