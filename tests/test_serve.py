@@ -104,7 +104,8 @@ def test_vllm_is_preferred_with_a_gpu(monkeypatch):
 
 def test_an_engine_that_is_not_installed_names_its_extra(monkeypatch):
     pretend_installed(monkeypatch, "transformers")
-    for engine, install in (("llamacpp", "pytest-humanfix[llamacpp]"), ("vllm", "pip install vllm")):
+    for engine, install in (("llamacpp", "pytest-humanfix[llamacpp]"),
+                            ("vllm", "pip install vllm")):
         settings = Settings(model="org/model", engine=engine)
         with pytest.raises(server.ServeError, match=re.escape(install)):
             server.choose_engine(settings, server.served_spec("org/model"), gpus=False)

