@@ -278,10 +278,12 @@ def test_a_fix_then_its_own_check_then_a_broken_copy_takes_the_fix():
     assert "def check" not in code
 
 
-def test_a_definition_repeated_until_the_token_limit_keeps_the_last_complete_one():
+def test_a_definition_repeated_until_the_token_limit_keeps_the_first_complete_one():
+    drifted = FIXED_FUNCTION.replace("abs(elem - elem2)", "abs(elem - elem2) * 2")
     cut = f"def {ENTRY}(numbers: List[float], threshold: float) -> bool:\n    return [\n" \
           "        '((()" + "()" * 200
-    assert_is_fixed(extract("```python\n" + FIXED_FUNCTION + "\n" + cut))
+    # BigCode would stop at the second "\ndef": the first copy is the answer.
+    assert_is_fixed(extract("```python\n" + FIXED_FUNCTION + "\n" + drifted + "\n" + cut))
 
 
 def test_a_fix_then_asserts_repeated_until_the_token_limit():

@@ -58,26 +58,40 @@ def _parses(code: str) -> bool:
     return True
 
 
+def _region(lines: list[str], def_line: int, limit: int) -> str | None:
+    """The longest stretch of `lines[:limit]` around the definition at `def_line` that parses."""
+    starts = [i for i in range(def_line + 1) if _CODE_START.match(lines[i])]
+    # A top-level statement can only end where the next unindented line begins.
+    ends = [i for i in range(limit, def_line, -1)
+            if i == limit or (lines[i].strip() and not lines[i][0].isspace())]
+    for start in starts:
+        for end in ends:
+            segment = "\n".join(lines[start:end]) + "\n"
+            if _parses(segment):
+                return segment
+    return None
+
+
 def _code_region(text: str, entry_point: str) -> str:
     """The longest stretch of `text` that parses and defines the entry point: drops prose
-    before and after bare code, and doctest or output lines after a function. The last
-    definition wins (when a reply shows the buggy code first, the fix comes last), unless no
-    stretch around it parses: a reply cut by the token limit mid-way through a repeated
-    definition keeps the last complete one."""
+    before and after bare code, and doctest or output lines after a function."""
     if _parses(text):
         return text
     lines = text.splitlines()
     pattern = re.compile(rf"^(async\s+)?def\s+{re.escape(entry_point)}\s*\(")
-    for def_line in reversed([i for i, line in enumerate(lines) if pattern.match(line)]):
-        starts = [i for i in range(def_line + 1) if _CODE_START.match(lines[i])]
-        # A top-level statement can only end where the next unindented line begins.
-        ends = [i for i in range(len(lines), def_line, -1)
-                if i == len(lines) or (lines[i].strip() and not lines[i][0].isspace())]
-        for start in starts:
-            for end in ends:
-                segment = "\n".join(lines[start:end]) + "\n"
-                if _parses(segment):
-                    return segment
+    def_lines = [i for i, line in enumerate(lines) if pattern.match(line)]
+    if not def_lines:
+        return text
+    # When a reply shows the buggy code first, the fix comes last.
+    region = _region(lines, def_lines[-1], len(lines))
+    if region is not None:
+        return region
+    # A reply that repeats the function until the token limit is cut inside the last copy:
+    # keep the first complete one, as BigCode's stop word "\ndef" would.
+    for def_line, next_def in zip(def_lines, def_lines[1:]):
+        region = _region(lines, def_line, next_def)
+        if region is not None:
+            return region
     return text
 
 
