@@ -6,6 +6,8 @@ block) and deepseek-coder-instruct write when asked to fix a HumanEvalFix functi
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
@@ -96,8 +98,6 @@ def test_body_only_fenced_with_its_indentation():
 
 
 def test_body_only_dedented():
-    import textwrap
-
     code = extract(fence(textwrap.dedent(FIXED_BODY)))
     assert_is_fixed(code)
 
@@ -235,6 +235,69 @@ def test_every_canonical_solution_survives_extraction_and_the_check(dataset, var
             assert code_key(code) == code_key(base + task.canonical_solution) or \
                 code_key(code) == code_key(task.canonical_code), task.task_id
 
+
+
+# --- shapes from SmolLM2-135M-Instruct (greedy, tests variant, 512 new tokens) --------------
+
+def indent(code: str) -> str:
+    return textwrap.indent(code, "    ")
+
+
+ECHOED_ASSERTS = (f"assert {ENTRY}([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True\n"
+                  f"assert {ENTRY}([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) == True\n")
+
+
+@pytest.mark.parametrize("reply", [
+    # Prose, then the tests' asserts as the only block.
+    "You can use assert statements to check the function.\n\n" + fence(ECHOED_ASSERTS)
+    + "\nThis raises an error if the function is wrong.",
+    # Only a `check` of its own, calling the function.
+    fence(f"def check({ENTRY}):\n    return {ENTRY}([1.0, 2.0], 0.5) == False\n")
+    + "\nThis returns True if the function works.",
+    # A `check` with asserts, then a call of it.
+    fence("def check(candidate):\n" + indent(ECHOED_ASSERTS.replace(ENTRY, "candidate"))
+          + f"\ncheck({ENTRY})\n"),
+    # The asserts, bare.
+    ECHOED_ASSERTS,
+])
+def test_a_reply_holding_only_the_tests_holds_no_code(reply):
+    # Neither a fix nor a body of one: the prompt base alone, which the check rejects as empty.
+    assert extract(reply) == DECLARATION
+
+
+def test_a_fix_beside_a_block_of_echoed_asserts_is_taken():
+    assert_is_fixed(extract(f"Fixed:\n\n{FIXED}\nTry it:\n{fence(ECHOED_ASSERTS)}"))
+
+
+def test_a_fix_then_its_own_check_then_a_broken_copy_takes_the_fix():
+    broken = FIXED_FUNCTION.replace("threshold: float) -> bool:", "threshold: float) -> bool):")
+    block = (FIXED_FUNCTION + f"\ndef check({ENTRY}):\n" + indent(ECHOED_ASSERTS) + "\n"
+             + broken)
+    code = extract("Here is how:\n\n" + fence(block) + "\nThe check makes sure it works.")
+    assert_is_fixed(code)
+    assert "def check" not in code
+
+
+def test_a_definition_repeated_until_the_token_limit_keeps_the_first_complete_one():
+    drifted = FIXED_FUNCTION.replace("abs(elem - elem2)", "abs(elem - elem2) * 2")
+    cut = f"def {ENTRY}(numbers: List[float], threshold: float) -> bool:\n    return [\n" \
+          "        '((()" + "()" * 200
+    # BigCode would stop at the second "\ndef": the first copy is the answer.
+    assert_is_fixed(extract("```python\n" + FIXED_FUNCTION + "\n" + drifted + "\n" + cut))
+
+
+def test_a_fix_then_asserts_repeated_until_the_token_limit():
+    asserts = f"    assert {ENTRY}([1.0, 2.0, 3.0], 0.5) == False\n" * 30
+    reply = "```python\n" + FIXED + f"\ndef check({ENTRY}):\n" + asserts + "    assert has_cl"
+    code = extract(reply)
+    assert_is_fixed(code)
+    assert "check" not in code
+
+
+def test_a_fix_then_a_sentence_repeated_until_the_token_limit():
+    reply = (fence(FIXED_FUNCTION) + "\n\nThe original function loops forever.\n"
+             + "\nThe original function will run until it is stopped." * 40)
+    assert_is_fixed(extract(reply))
 
 # --- completions (a base model continuing BigCode's prompt) ---------------------------------
 

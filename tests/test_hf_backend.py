@@ -165,6 +165,38 @@ def test_tiny_model_under_xdist_on_two_devices(humanfix_pytester: pytest.Pyteste
     assert sorted(devices.values()) == ["0", "1"]
 
 
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_a_base_model_runs_on_bigcodes_completion_prompt(humanfix_pytester: pytest.Pytester,
+                                                         tiny_base_model: Path, task) -> None:
+    result = humanfix_pytester.runpytest(
+        f"--humanfix-model={tiny_base_model}", "--humanfix-task=Python/0",
+        "--humanfix-max-new-tokens=8", "--humanfix-iters=1")
+    (record,) = read_records(humanfix_pytester)
+    assert record["outcome"] in ("fixed", "unfixed"), record["error"]
+    result.stdout.fnmatch_lines(["*prompt=auto]"])
+    assert len(record["attempts"]) == 2
+    for attempt in record["attempts"]:
+        assert (attempt["prompt"], attempt["engine"]) == ("completion", "transformers")
+        assert attempt["finish_reason"] in ("stop", "length")
+        assert 1 <= attempt["completion_tokens"] <= 8
+        assert attempt["code"].startswith(task.declaration.rstrip())
+    # The second prompt is longer by the first attempt and its feedback.
+    first, second = (a["prompt_tokens"] for a in record["attempts"])
+    assert second > first
+
+
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_a_folder_holding_one_gguf_file_runs_through_the_plugin(
+        humanfix_pytester: pytest.Pytester, tiny_gguf: Path) -> None:
+    humanfix_pytester.runpytest(f"--humanfix-model={tiny_gguf.parent}", "--humanfix-max=1",
+                                "--humanfix-max-new-tokens=8")
+    (record,) = read_records(humanfix_pytester)
+    assert record["outcome"] in ("fixed", "unfixed"), record["error"]
+    (attempt,) = record["attempts"]
+    assert (attempt["prompt"], attempt["engine"]) == ("chat", "transformers")
+    assert attempt["completion_tokens"] >= 1
+
+
 @pytest.fixture
 def weightless_model(tiny_model: Path, tmp_path: Path) -> Path:
     """The tiny model's folder without its weights: it passes the spec check, then cannot load."""

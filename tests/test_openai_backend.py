@@ -14,6 +14,7 @@ from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.base import ModelLoadError, ModelSpecError
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]
@@ -147,3 +148,13 @@ def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, 
     assert attempt["reply"] == reply
     # Cut at "\nprint": the body with its last newline, after the declaration's stripped one.
     assert attempt["code"] == task.declaration.rstrip() + "\n" + task.canonical_solution
+
+
+@pytest.mark.parametrize("endpoint, engine", [({"engine": "llamacpp"}, "llamacpp"), ({}, "openai")])
+def test_a_shared_engine_labels_the_replies_it_serves(endpoint, engine):
+    with StubServer() as stub:
+        runner = Runner(Settings(model="smollm2"), "run-1", endpoint={
+            "base_url": stub.base_url, "model": "served-name", **endpoint})
+        generation = runner.model().generate(MESSAGES, task=None)
+    assert generation.engine == engine
+    assert stub.posts()[0]["model"] == "served-name"

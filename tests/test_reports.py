@@ -154,6 +154,23 @@ def test_humanfix_report_compares_with_a_baseline(humanfix_pytester, tmp_path):
     assert report_main([str(good), "--baseline", str(bad), "--out", str(tmp_path)]) == 0
 
 
+def test_humanfix_report_reads_results_without_a_prompt_kind_as_auto(humanfix_pytester, tmp_path,
+                                                                    capsys):
+    args = ("--humanfix-model", "canonical", "--humanfix-max", "2", "--humanfix-jsonl")
+    run(humanfix_pytester, *args, "auto.jsonl")
+    run(humanfix_pytester, *args, "completion.jsonl", "--humanfix-prompt=completion")
+    made = humanfix_pytester.path / "auto.jsonl"
+    older = tmp_path / "older.jsonl"
+    records = [json.loads(line) for line in made.read_text().splitlines()]
+    for record in records:
+        del record["protocol"]["prompt"]
+    older.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert report_main([str(older), "--baseline", str(made), "--out", str(tmp_path)]) == 0
+    completion = humanfix_pytester.path / "completion.jsonl"
+    assert report_main([str(older), "--baseline", str(completion), "--out", str(tmp_path)]) == 2
+    assert "prompt: 'completion' there, 'auto' here" in capsys.readouterr().err
+
+
 def test_humanfix_report_refuses_bad_input(tmp_path, capsys):
     assert report_main([str(tmp_path / "missing.jsonl")]) == 2
     empty = tmp_path / "empty.jsonl"

@@ -58,6 +58,20 @@ def _parses(code: str) -> bool:
     return True
 
 
+def _region(lines: list[str], def_line: int, limit: int) -> str | None:
+    """The longest stretch of `lines[:limit]` around the definition at `def_line` that parses."""
+    starts = [i for i in range(def_line + 1) if _CODE_START.match(lines[i])]
+    # A top-level statement can only end where the next unindented line begins.
+    ends = [i for i in range(limit, def_line, -1)
+            if i == limit or (lines[i].strip() and not lines[i][0].isspace())]
+    for start in starts:
+        for end in ends:
+            segment = "\n".join(lines[start:end]) + "\n"
+            if _parses(segment):
+                return segment
+    return None
+
+
 def _code_region(text: str, entry_point: str) -> str:
     """The longest stretch of `text` that parses and defines the entry point: drops prose
     before and after bare code, and doctest or output lines after a function."""
@@ -68,16 +82,16 @@ def _code_region(text: str, entry_point: str) -> str:
     def_lines = [i for i, line in enumerate(lines) if pattern.match(line)]
     if not def_lines:
         return text
-    last_def = def_lines[-1]  # when a reply shows the buggy code first, the fix comes last
-    starts = [i for i in range(last_def + 1) if _CODE_START.match(lines[i])]
-    # A top-level statement can only end where the next unindented line begins.
-    ends = [i for i in range(len(lines), last_def, -1)
-            if i == len(lines) or (lines[i].strip() and not lines[i][0].isspace())]
-    for start in starts:
-        for end in ends:
-            segment = "\n".join(lines[start:end]) + "\n"
-            if _parses(segment):
-                return segment
+    # When a reply shows the buggy code first, the fix comes last.
+    region = _region(lines, def_lines[-1], len(lines))
+    if region is not None:
+        return region
+    # A reply that repeats the function until the token limit is cut inside the last copy:
+    # keep the first complete one, as BigCode's stop word "\ndef" would.
+    for def_line, next_def in zip(def_lines, def_lines[1:]):
+        region = _region(lines, def_line, next_def)
+        if region is not None:
+            return region
     return text
 
 
@@ -215,11 +229,31 @@ def code_key(code: str) -> str:
         return " ".join(code.split())
 
 
+def only_tests(code: str, entry_point: str) -> bool:
+    """Code that only exercises the function, never defines it: asserts, calls of it, of
+    `check` or of print, test functions, a `__main__` block. Small models echo the task's
+    tests back this way; it is no fix, and no body of one."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        test_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            and node.name != entry_point and _TEST_FUNCTIONS.match(node.name)
+        call = isinstance(node, ast.Expr) and _calls_any(node, {entry_point, "check", "print"})
+        main_guard = isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+        if not (isinstance(node, ast.Assert) or test_function or call or main_guard):
+            return False
+    return bool(tree.body)
+
+
 def extract_code(reply: str, entry_point: str, base: str, buggy: str = "") -> str:
     """The candidate program in `reply`; `base` completes a reply that is only the body, and
-    `buggy` (the task's buggy code) tells a quoted original from the fix."""
+    `buggy` (the task's buggy code) tells a quoted original from the fix. A reply whose code is
+    only the tests echoed back gives `base` alone: it holds no code."""
     text = strip_thinking(reply)
-    blocks = code_blocks(text)
+    fenced = code_blocks(text)
+    blocks = [b for b in fenced if not only_tests(b, entry_point)]
     defining = [_code_region(b, entry_point) for b in blocks if defines(b, entry_point)]
     if defining:
         buggy_key = _function_key(buggy, entry_point) if buggy else None
@@ -229,6 +263,8 @@ def extract_code(reply: str, entry_point: str, base: str, buggy: str = "") -> st
         return complete_body(max(blocks, key=len), base)
     elif defines(text, entry_point):
         code = _code_region(text, entry_point)
+    elif fenced or only_tests(text, entry_point):
+        return base
     else:
         return complete_body(text, base)
     return with_declared_helpers(keep_definitions(code, entry_point), base, entry_point)

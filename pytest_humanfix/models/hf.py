@@ -82,7 +82,7 @@ class TransformersModel:
     def __init__(self, spec: str, source: str, settings: Settings,
                  gguf_file: str | None = None) -> None:
         """`source` is a Hub id or a model folder; `gguf_file`, a GGUF file in that folder,
-        holds weights, tokenizer and chat template together (dequantized to fp32 on load)."""
+        holds weights, tokenizer and chat template together (dequantized on load)."""
         self.spec = spec
         self.source = os.path.join(source, gguf_file) if gguf_file else source
         self.settings = settings
@@ -99,8 +99,7 @@ class TransformersModel:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **files)
             self.model = AutoModelForCausalLM.from_pretrained(
-                source, dtype=torch.float32 if gguf_file else torch_dtype(torch, self.device),
-                **files)
+                source, dtype=torch_dtype(torch, self.device), **files)
         except Exception as exc:  # transformers reports a bad folder or id in many types
             raise ModelLoadError(f"cannot load {self.source}: {_first_line(exc)}") from exc
         if settings.prompt == "chat" and not self.tokenizer.chat_template:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..records import JsonlError, read_jsonl
+from ..records import JsonlError, read_jsonl, record_fingerprint
 from . import files, summary as summary_mod, terminal
 from .gates import BaselineError, check_gates, compare, load_baseline, verdict_line
 
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     comparison = None
     if args.baseline is not None:
         try:
-            baseline = load_baseline(args.baseline, records[0].get("protocol"),
-                                     records[0].get("dataset_hash"))
+            ran = record_fingerprint(records[0])
+            baseline = load_baseline(args.baseline, ran["protocol"], ran["dataset_hash"])
         except BaselineError as exc:
             print(f"humanfix-report: {exc}", file=sys.stderr)
             return 2
