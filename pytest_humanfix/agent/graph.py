@@ -13,6 +13,10 @@ what went wrong into the next user turn. `finish` grades the final candidate on 
 
 `settings.iters` is the number of repair rounds after the first attempt: the model is asked at
 most `iters + 1` times. A rejected or repeated reply costs its round like any other.
+
+The graph is written down once, as data (`NODES`, `NEXT`). `repair_graph` compiles it with
+LangGraph; `walk` runs the same nodes and routers as plain calls, for the control models: their
+replies are known, and importing LangGraph is over a second of a run that otherwise takes one.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import difflib
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Callable, TypedDict, cast
 
 from . import prompts
 from ..dataset import Task
@@ -184,10 +188,27 @@ def after_check(state: RepairState, runtime: Any) -> str:
     return "execute"
 
 
-def after_execute(state: RepairState) -> str:
+def after_execute(state: RepairState, runtime: Any) -> str:
     if state["attempts"][-1].status == "passed" or state["rounds_left"] == 0:
         return "finish"
     return "reflect"
+
+
+# Nodes and routers alike take (state, runtime) and read the RepairContext from the runtime.
+Node = Callable[[RepairState, Any], dict[str, Any]]
+Router = Callable[[RepairState, Any], str]
+
+FIRST = "propose"
+NODES: dict[str, Node] = {"propose": propose, "check": check, "execute": execute,
+                          "reflect": reflect, "finish": finish}
+# What follows each node: the next node, a router and the nodes it may choose, or None (the end).
+NEXT: dict[str, str | tuple[Router, tuple[str, ...]] | None] = {
+    "propose": "check",
+    "check": (after_check, ("execute", "reflect", "finish")),
+    "execute": (after_execute, ("reflect", "finish")),
+    "reflect": "propose",
+    "finish": None,
+}
 
 
 @functools.cache
@@ -196,27 +217,55 @@ def repair_graph():
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(RepairState, context_schema=RepairContext)
-    graph.add_node("propose", propose)
-    graph.add_node("check", check)
-    graph.add_node("execute", execute)
-    graph.add_node("reflect", reflect)
-    graph.add_node("finish", finish)
-    graph.add_edge(START, "propose")
-    graph.add_edge("propose", "check")
-    graph.add_conditional_edges("check", after_check, ["execute", "reflect", "finish"])
-    graph.add_conditional_edges("execute", after_execute, ["reflect", "finish"])
-    graph.add_edge("reflect", "propose")
-    graph.add_edge("finish", END)
+    for name, node in NODES.items():
+        graph.add_node(name, node)
+    graph.add_edge(START, FIRST)
+    for name, after in NEXT.items():
+        if after is None:
+            graph.add_edge(name, END)
+        elif isinstance(after, str):
+            graph.add_edge(name, after)
+        else:
+            router, choices = after
+            graph.add_conditional_edges(name, router, list(choices))
     return graph.compile()
 
 
-def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings) -> TaskResult:
+@dataclass(frozen=True)
+class PlainRuntime:
+    """The part of LangGraph's Runtime the nodes read, for `walk`."""
+
+    context: RepairContext
+
+
+def walk(state: RepairState, context: RepairContext, limit: int) -> RepairState:
+    """The compiled graph's run as plain calls: the same nodes in the same order, each one's
+    update replacing the keys it returns (the state has no reducers), and the same step limit
+    (LangGraph's recursion limit allows limit - 1 node runs)."""
+    runtime = PlainRuntime(context)
+    name = FIRST
+    for _ in range(limit - 1):
+        state = cast(RepairState, {**state, **NODES[name](state, runtime)})
+        after = NEXT[name]
+        if after is None:
+            return state
+        name = after if isinstance(after, str) else after[0](state, runtime)
+    raise RecursionError(f"the repair agent took more than {limit - 1} steps")
+
+
+def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
+           langgraph: bool = True) -> TaskResult:
+    """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
+    the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
     context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings)
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
                           "attempts": [], "rounds_left": settings.iters + 1, "result": None}
-    final = repair_graph().invoke(state, {"recursion_limit": recursion_limit(settings.iters)},
-                                  context=context)
+    limit = recursion_limit(settings.iters)
+    if langgraph:
+        final = repair_graph().invoke(state, {"recursion_limit": limit}, context=context)
+    else:
+        final = walk(state, context, limit)
     result = final["result"]
     result.seconds = round(time.monotonic() - started, 4)
     return result

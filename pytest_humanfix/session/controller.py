@@ -21,6 +21,7 @@ from ..devices import DeviceError, DevicePool, pin
 from ..models.specs import ModelSpecError, check_spec
 from ..records import JsonlWriter, ReportError, run_fingerprint
 from ..reporting import files, summary as summary_mod, terminal
+from ..reporting.chart import RunChart
 from ..reporting.gates import (BaselineError, Comparison, GateCheck, check_gates, compare,
                                load_baseline, verdict_line)
 from ..sandbox.environment import SandboxError
@@ -42,6 +43,15 @@ def is_distributing(config: pytest.Config) -> bool:
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
+    chart = RunChart()  # first: matplotlib is imported while the run is checked and runs
+    try:
+        return start_with_chart(config, settings, chart)
+    except BaseException:
+        chart.close()
+        raise
+
+
+def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart) -> Runner:
     try:
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
@@ -71,7 +81,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
                     device=device, resumed=resumed,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
-    controller = Controller(config, runner, baseline)
+    controller = Controller(config, runner, baseline, chart)
     try:
         controller.writer.open(append=settings.resume)
     except ReportError as exc:
@@ -111,9 +121,10 @@ class Controller:
     """Collects each task's record from the reports, writes the JSONL and the summary."""
 
     def __init__(self, config: pytest.Config, runner: Runner,
-                 baseline: dict[str, dict] | None) -> None:
+                 baseline: dict[str, dict] | None, chart: RunChart) -> None:
         self.config = config
         self.runner = runner
+        self.chart = chart
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         self.records: list[dict[str, Any]] = []
         self.started_at = datetime.now(timezone.utc)
@@ -151,7 +162,8 @@ class Controller:
         if self.records:
             try:
                 self.report_files = files.write_reports(
-                    summary, self.records, Path(self.runner.settings.report_dir))
+                    summary, self.records, Path(self.runner.settings.report_dir),
+                    draw_chart=self.chart.draw)
             except Exception as exc:  # the JSONL is safe already; JUnit is written after this
                 self.report_problem = (f"WARNING: humanfix could not write the summary files: "
                                        f"{type(exc).__name__}: {exc}")
@@ -208,3 +220,4 @@ class Controller:
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()
+        self.chart.close()
