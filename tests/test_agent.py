@@ -13,9 +13,9 @@ from pytest_humanfix.agent import graph as agent, prompts
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
-from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
+from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.settings import Settings
 
 TASK_ID = "Python/0"  # has_close_elements: the bug is a missing abs()

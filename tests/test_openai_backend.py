@@ -10,8 +10,8 @@ from openai_stub import StubServer
 
 from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.base import ModelLoadError, ModelSpecError
-from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]

@@ -25,16 +25,17 @@ import dataclasses
 import difflib
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypedDict, cast
+from typing import Any, TypedDict, cast
 
-from . import prompts
 from ..dataset import Task
 from ..models.base import Model
 from ..records import Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
 from ..settings import Settings
+from . import prompts
 from .extract import code_key, extract_code
 from .precheck import check_candidate
 
@@ -262,10 +263,12 @@ def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
                           "attempts": [], "rounds_left": settings.iters + 1, "result": None}
     limit = recursion_limit(settings.iters)
+    final: RepairState
     if langgraph:
         final = repair_graph().invoke(state, {"recursion_limit": limit}, context=context)
     else:
         final = walk(state, context, limit)
     result = final["result"]
+    assert result is not None, "every path ends at finish, which sets the result"
     result.seconds = round(time.monotonic() - started, 4)
     return result

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .chart import write_chart
-from .terminal import interval, pct, baseline_lines
+from .terminal import baseline_lines, interval, pct
 
 # Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
 DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]

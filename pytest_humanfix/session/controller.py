@@ -22,8 +22,15 @@ from ..models.specs import ModelSpecError, check_spec
 from ..records import JsonlWriter, ReportError, run_fingerprint
 from ..reporting import files, summary as summary_mod, terminal
 from ..reporting.chart import RunChart
-from ..reporting.gates import (BaselineError, Comparison, GateCheck, check_gates, compare,
-                               load_baseline, verdict_line)
+from ..reporting.gates import (
+    BaselineError,
+    Comparison,
+    GateCheck,
+    check_gates,
+    compare,
+    load_baseline,
+    verdict_line,
+)
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
 from .placement import run_devices

@@ -8,13 +8,14 @@ every later task errors at once instead of retrying the load.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 import functools
 import os
 import time
 import traceback
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from ..agent.graph import repair, repair_graph
 from ..dataset import Task, content_hash, load_tasks, select
