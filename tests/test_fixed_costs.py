@@ -17,10 +17,11 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 # Each pytest process of the run writes down which heavy modules it imported.
 MODULES_PROBE = f"""
-import json, os, sys
+import json, sys
 
 def pytest_unconfigure(config):
-    role = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    # Not PYTEST_XDIST_WORKER: an outer xdist run passes its own down to this one.
+    role = getattr(config, "workerinput", {{}}).get("workerid", "controller")
     loaded = [m for m in {HEAVY!r} if m in sys.modules]
     (config.rootpath / f"modules-{{role}}.json").write_text(json.dumps(loaded))
 """
