@@ -7,8 +7,10 @@ configuration applies (its `addopts`, its conftest.py):
 
 (its reports go to a temporary folder). The baseline is a bare pytest run of one trivial test in
 an empty folder with the same plugins loaded (the checkout's `addopts` given to it), and
-`python -c pass` below both. Runs are interleaved so drift in machine load hits every side
-alike; prints the medians, the ratio task / bare pytest, and the load average before and after.
+`python -c pass` below both. One more side runs the task with the plugins the checkout leaves
+out loaded again, to show what that line of pyproject saves. Runs are interleaved so drift in
+machine load hits every side alike; prints the medians, the ratios, and the load average
+before and after.
 
     python benchmarks/bench_single_task.py [--runs 7] [--dataset PATH]
 """
@@ -27,8 +29,10 @@ from pathlib import Path
 
 from common import REPO, add_dataset_argument
 
-# What the checkout's pyproject adds to every run, given to the bare side explicitly.
+# What the checkout's pyproject adds to every run, given to the bare side explicitly, and what
+# loads those plugins again (a later -p wins).
 CHECKOUT_ADDOPTS = ["-p", "no:langsmith_plugin", "-p", "no:anyio"]
+LEFT_OUT_PLUGINS = ["-p", "langsmith_plugin", "-p", "anyio"]
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -53,11 +57,12 @@ def main() -> None:
         bare.mkdir()
         (bare / "pytest.ini").write_text("[pytest]\n")
         (bare / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+        task = [sys.executable, "-m", "pytest", "--humanfix-model", "canonical",
+                f"--humanfix-dataset={args.dataset}", "-k", "has_close_elements",
+                "-p", "no:randomly", f"--humanfix-report-dir={folder}/reports"]
         sides = {
-            "one control task": ([sys.executable, "-m", "pytest", "--humanfix-model", "canonical",
-                                  f"--humanfix-dataset={args.dataset}", "-k", "has_close_elements",
-                                  "-p", "no:randomly", f"--humanfix-report-dir={folder}/reports"],
-                                 REPO),
+            "one control task": (task, REPO),
+            "same, all plugins": ([*task, *LEFT_OUT_PLUGINS], REPO),
             "bare pytest": ([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                              *CHECKOUT_ADDOPTS, "-p", "no:randomly"], bare),
             "python -c pass": ([sys.executable, "-c", "pass"], bare),
@@ -76,9 +81,12 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, median in medians.items():
         spread = ", ".join(f"{value:.2f}" for value in sorted(times[name]))
-        print(f"{name:>16}: median {median:6.2f} s over {args.runs} runs ({spread})")
-    print(f"ratio one control task / bare pytest: "
-          f"{medians['one control task'] / medians['bare pytest']:.2f}")
+        print(f"{name:>17}: median {median:6.2f} s over {args.runs} runs ({spread})")
+    task_median = medians["one control task"]
+    print(f"ratio one control task / bare pytest: {task_median / medians['bare pytest']:.2f}")
+    print(f"ratio with langsmith's and anyio's plugins loaded / without: "
+          f"{medians['same, all plugins'] / task_median:.2f} "
+          f"({medians['same, all plugins'] - task_median:+.2f} s)")
 
 
 if __name__ == "__main__":

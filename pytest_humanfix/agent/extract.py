@@ -197,13 +197,20 @@ def code_key(code: str) -> str:
         return " ".join(code.split())
 
 
+def same_code(first: str, second: str) -> bool:
+    """The two programs differ only in layout and comments (equal text needs no parsing)."""
+    return first == second or code_key(first) == code_key(second)
+
+
 def extract_code(reply: str, entry_point: str, base: str, buggy: str = "") -> str:
     """The candidate program in `reply`; `base` completes a reply that is only the body, and
     `buggy` (the task's buggy code) tells a quoted original from the fix."""
     text = strip_thinking(reply)
     blocks = code_blocks(text)
     defining = [_code_region(b, entry_point) for b in blocks if defines(b, entry_point)]
-    if defining:
+    if len(defining) == 1:
+        code = defining[0]
+    elif defining:
         buggy_key = _function_key(buggy, entry_point) if buggy else None
         changed = [b for b in defining if _function_key(b, entry_point) != buggy_key]
         code = (changed or defining)[-1]

@@ -36,7 +36,7 @@ from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
 from ..settings import Settings
 from . import prompts
-from .extract import code_key, extract_code
+from .extract import extract_code, same_code
 from .precheck import check_candidate
 
 # Graph steps one round can take (propose, check, execute, reflect), and finish once.
@@ -109,9 +109,8 @@ def check(state: RepairState, runtime: Any) -> dict[str, Any]:
     reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
     if reason:
         return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
-    key = code_key(latest.code)
     for number, attempt in enumerate(earlier, 1):
-        if attempt.status in ("passed", "failed") and code_key(attempt.code) == key:
+        if attempt.status in ("passed", "failed") and same_code(attempt.code, latest.code):
             return {"attempts": _replace_last(state["attempts"], status="repeat", repeat_of=number)}
     return {}
 
@@ -161,9 +160,8 @@ def finish(state: RepairState, runtime: Any) -> dict[str, Any]:
     attempts = list(state["attempts"])
     index = final_candidate(attempts)
     code = attempts[index].code
-    key = code_key(code)
     graded = next((a.verdict for a in attempts
-                   if a.tests == "test" and a.verdict and code_key(a.code) == key), None)
+                   if a.tests == "test" and a.verdict and same_code(a.code, code)), None)
     if graded is None:
         graded = _run(ctx, code, ctx.task.test).to_dict()
     if attempts[index].status == "":  # passed the check, not run in a round: graded only
