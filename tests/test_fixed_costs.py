@@ -43,6 +43,18 @@ def test_a_control_run_imports_neither_langgraph_nor_matplotlib(humanfix_pyteste
     assert not list(png.parent.glob("*.partial.png"))
 
 
+def test_a_chart_that_cannot_be_written_is_a_warning_and_not_listed(humanfix_pytester):
+    (humanfix_pytester.path / "reports" / "summary.png").mkdir(parents=True)
+    result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
+                                                    "--humanfix-max=1", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["WARNING: humanfix could not draw *reports/summary.png: the "
+                                 "chart process ended with status 1: IsADirectoryError*"])
+    result.stdout.no_fnmatch_line("wrote *summary.png")
+    result.stdout.fnmatch_lines(["wrote *reports/summary.md"])
+    assert not list((humanfix_pytester.path / "reports").glob("*.partial.png"))
+
+
 @pytest.fixture
 def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """As in a run's process, which has not loaded matplotlib (this one has: charts_loaded)."""
@@ -60,15 +72,17 @@ def test_the_chart_child_draws_the_summary_it_is_sent(tmp_path):
     assert chart.process is not None
     path = tmp_path / "summary.png"
     assert chart.draw(SUMMARY, [{"seconds": 1.5, "tokens": {"prompt": 9}}], path) == path
+    chart.finish()
     assert path.read_bytes()[:8] == PNG_SIGNATURE
-    assert chart.process is None  # one chart per run
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.png"]  # no partial file left
 
 
 @pytest.mark.usefixtures("fresh_process")
 def test_a_failing_chart_child_says_why(tmp_path):
     chart = RunChart()
+    chart.draw({"run": {}}, [], tmp_path / "summary.png")
     with pytest.raises(ChartError, match="status 1: KeyError: 'by_bug_type'"):
-        chart.draw({"run": {}}, [], tmp_path / "summary.png")
+        chart.finish()
     assert not list(tmp_path.iterdir())
 
 
@@ -77,6 +91,6 @@ def test_a_run_that_draws_nothing_ends_its_chart_child(tmp_path):
     chart = RunChart()
     process = chart.process
     assert process is not None
-    chart.close()
+    chart.finish()
     assert process.returncode == 0
     assert chart.process is None

@@ -64,15 +64,17 @@ def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Pa
 class RunChart:
     """Draws a run's summary.png in a child process that imports matplotlib while the run goes on.
 
-    The child is started with the run and waits for the summary on its stdin; `draw` sends it
-    and waits until the file is written, so the chart is on disk before the run lists it. The
-    child has its own session, so a Ctrl-C to the run does not stop it before the interrupted
-    run's chart is drawn; when the run ends without drawing (`close`) or dies, the child reads
-    the end of its stdin and exits. Where this process has matplotlib loaded already, or lacks
-    it, no child starts and `draw` is `write_chart` here."""
+    The child is started with the run and waits for the summary on its stdin. `draw` sends it
+    and returns, so the drawing overlaps the rest of the run's end (xdist's shutdown, JUnit);
+    `finish` waits for it, and the run lists the file only after that. The child has its own
+    session, so a Ctrl-C to the run does not stop it before the interrupted run's chart is
+    drawn; when the run ends without drawing, or dies, the child reads the end of its stdin and
+    exits. Where this process has matplotlib loaded already, or lacks it, no child starts and
+    `draw` is `write_chart` here."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
+        self.pending: Path | None = None  # where the child was asked to draw
         if "matplotlib.figure" in sys.modules or importlib.util.find_spec("matplotlib") is None:
             return
         package_root = str(Path(__file__).resolve().parents[2])
@@ -84,29 +86,44 @@ class RunChart:
 
     def draw(self, summary: dict[str, Any], records: list[dict[str, Any]],
              path: Path) -> Path | None:
-        process, self.process = self.process, None
-        if process is None:
+        """The path the chart is written at (by the child: once `finish` returns), or None
+        when no chart is drawn."""
+        if self.process is None or self.pending is not None:
             return write_chart(summary, records, path)
+        assert self.process.stdin is not None
         # The chart reads only these of each record.
         slim = [{"seconds": r.get("seconds"), "tokens": r.get("tokens")} for r in records]
-        payload = json.dumps({"summary": summary, "records": slim, "path": str(path)})
+        self.pending = path
         try:
-            _, stderr = process.communicate(payload.encode(), timeout=DRAW_TIMEOUT)
+            self.process.stdin.write(json.dumps(
+                {"summary": summary, "records": slim, "path": str(path)}).encode())
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass  # the child is gone: `finish` says why
+        return path
+
+    def finish(self) -> None:
+        """Waits for the child: the chart asked for is on disk when this returns, else
+        ChartError says why. A child that was sent nothing just ends."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        assert process.stdin is not None and process.stderr is not None
+        if not process.stdin.closed:
+            process.stdin.close()
+        try:
+            process.wait(timeout=DRAW_TIMEOUT)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.communicate()
-            raise ChartError(f"drawing {path} took more than {DRAW_TIMEOUT:.0f} s") from None
-        if process.returncode != 0:
-            lines = stderr.decode(errors="replace").strip().splitlines()
+            process.wait()
+            raise ChartError(f"drawing {self.pending} took more than {DRAW_TIMEOUT:.0f} s") \
+                from None
+        finally:
+            lines = process.stderr.read().decode(errors="replace").strip().splitlines()
+            process.stderr.close()
+        if self.pending is not None and (process.returncode != 0 or not self.pending.is_file()):
             raise ChartError(f"the chart process ended with status {process.returncode}: "
                              f"{lines[-1] if lines else 'no message'}")
-        return path if path.is_file() else None
-
-    def close(self) -> None:
-        """Ends the child when nothing was drawn (an interrupted or failed start, no records)."""
-        process, self.process = self.process, None
-        if process is not None:
-            process.communicate(timeout=DRAW_TIMEOUT)
 
 
 def main(stdin: IO[str]) -> int:
@@ -121,8 +138,11 @@ def main(stdin: IO[str]) -> int:
     path = Path(request["path"])
     partial = path.with_name(f"{path.stem}.partial{path.suffix}")
     # Written whole or not at all: a reader never sees half a PNG.
-    if write_chart(request["summary"], request["records"], partial) is not None:
-        os.replace(partial, path)
+    try:
+        if write_chart(request["summary"], request["records"], partial) is not None:
+            os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return 0
 
 

@@ -21,7 +21,7 @@ from ..devices import DeviceError, DevicePool, pin
 from ..models.specs import ModelSpecError, check_spec
 from ..records import JsonlWriter, ReportError, run_fingerprint
 from ..reporting import files, summary as summary_mod, terminal
-from ..reporting.chart import RunChart
+from ..reporting.chart import ChartError, RunChart
 from ..reporting.gates import (
     BaselineError,
     Comparison,
@@ -54,7 +54,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     try:
         return start_with_chart(config, settings, chart)
     except BaseException:
-        chart.close()
+        chart.finish()
         raise
 
 
@@ -198,6 +198,16 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return checks
 
+    def finish_chart(self) -> None:
+        """The chart is drawn while the run ends (`RunChart`); wait for it before the files
+        are listed."""
+        try:
+            self.chart.finish()
+        except ChartError as exc:
+            self.report_files = [path for path in self.report_files if path != self.chart.pending]
+            self.report_problem = self.report_problem or \
+                f"WARNING: humanfix could not draw {self.chart.pending}: {exc}"
+
     def files(self) -> list[Path]:
         paths = [self.writer.path]
         if self.config.option.xmlpath:
@@ -205,6 +215,7 @@ class Controller:
         return paths + self.report_files
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        self.finish_chart()
         terminalreporter.write_sep("=", "humanfix summary")
         summary = self.summary or summary_mod.build(self.records, self.run_facts())
         lines = terminal.summary_lines(summary)
@@ -227,4 +238,4 @@ class Controller:
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()
-        self.chart.close()
+        self.finish_chart()
