@@ -22,18 +22,16 @@ def add_dataset_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def canonical_run(dataset: Path, workers: int, folder: Path) -> tuple[float, list[dict]]:
-    """Wall seconds of `pytest --humanfix-model canonical -n WORKERS` in a fresh project, and
+    """Wall seconds of README's main job, `pytest --humanfix-model canonical -n WORKERS` from
+    the checkout root (so the checkout's configuration applies), its reports in FOLDER; and
     the records it wrote."""
-    project = folder / "project"
-    project.mkdir()
-    (project / "pytest.ini").write_text("[pytest]\n")
     env = dict(os.environ, HUMANFIX_DATASET=str(dataset),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "--humanfix-model", "canonical", "-n", str(workers)],
-                   cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
+                    "--humanfix-model", "canonical", "-n", str(workers),
+                    f"--humanfix-report-dir={folder}"],
+                   cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - started
-    records = [json.loads(line) for line in
-               (project / "reports" / "humanfix.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (folder / "humanfix.jsonl").read_text().splitlines()]
     return seconds, records

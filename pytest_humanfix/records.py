@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
@@ -211,11 +212,17 @@ class ReportError(Exception):
 
 
 class JsonlWriter:
-    """Appends one flushed line per record, pytest-reportlog style."""
+    """Appends one flushed line per record, pytest-reportlog style: every finished record
+    survives the death of the process. fsync, which also covers a crash of the machine, costs
+    milliseconds a call, as much as a control task's whole run: it is done at most once every
+    SYNC_SECONDS and at the end (a record lost with the machine is rerun by --humanfix-resume)."""
+
+    SYNC_SECONDS = 1.0
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._handle: TextIO | None = None
+        self._synced = float("-inf")
 
     def open(self, append: bool = False) -> None:
         try:
@@ -234,9 +241,17 @@ class JsonlWriter:
         assert self._handle is not None, "JsonlWriter.open() first"
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
+        if time.monotonic() - self._synced >= self.SYNC_SECONDS:
+            self._sync()
+
+    def _sync(self) -> None:
+        assert self._handle is not None
         os.fsync(self._handle.fileno())
+        self._synced = time.monotonic()
 
     def close(self) -> None:
         if self._handle is not None:
+            self._handle.flush()
+            self._sync()
             self._handle.close()
             self._handle = None

@@ -10,8 +10,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -111,10 +111,11 @@ def no_outer_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Draws one chart before any in-process pytester run. pytester drops the modules a run
-    imported; matplotlib imports some lazily, so a later run would mix two copies of its
-    classes. Loading it whole first keeps one copy (and spares each run the import). Every
-    humanfix run draws its chart, so this comes before the first test of every worker."""
+    """Draws one chart before any in-process pytester run. With matplotlib loaded, such a run
+    draws its chart in this process (`RunChart`) instead of starting a chart process each time;
+    pytester drops the modules a run imported, and matplotlib imports some lazily, so loading
+    it whole first keeps one copy of its classes. This comes before the first test of every
+    worker."""
     from pytest_humanfix.reporting.chart import write_chart
 
     summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}

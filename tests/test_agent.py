@@ -13,9 +13,9 @@ from pytest_humanfix.agent import graph as agent, prompts
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
-from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
+from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.settings import Settings
 
 TASK_ID = "Python/0"  # has_close_elements: the bug is a missing abs()
@@ -93,16 +93,23 @@ def replay(tmp_path: Path, task_id: str, completions: list[str], **settings) -> 
     return Recording(load_model(f"replay:{path}", Settings(**settings)))
 
 
-def run(task, model, sandbox=None, **settings):
-    sandbox = sandbox or CountingSandbox()
-    return agent.repair(task, model, sandbox, Settings(**settings)), sandbox
+@pytest.fixture(params=["langgraph", "plain"])
+def run(request: pytest.FixtureRequest):
+    """Repairs through the compiled LangGraph graph, and through the plain walk of the same
+    graph that the controls use: every routing test holds for both."""
+    def repair(task, model, sandbox=None, **settings):
+        sandbox = sandbox or CountingSandbox()
+        return agent.repair(task, model, sandbox, Settings(**settings),
+                            langgraph=request.param == "langgraph"), sandbox
+
+    return repair
 
 
 def statuses(result) -> list[str]:
     return [a.status for a in result.attempts]
 
 
-def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, replies):
+def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.fixed, replies.wrong[1]])
     result, sandbox = run(task, model, iters=2)
     assert result.outcome == "fixed"
@@ -117,7 +124,7 @@ def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, 
     assert len(sandbox.programs) == 2
 
 
-def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replies):
+def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
     result, sandbox = run(task, model, iters=2)
     assert statuses(result) == ["failed", "repeat", "passed"]
@@ -133,7 +140,7 @@ def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replie
                                            ("bad_signature", "does not match"),
                                            ("no_code", "holds no code")])
 def test_reply_failing_the_check_costs_a_round_and_is_told_why(tmp_path, task, replies, shape,
-                                                               reason):
+                                                               reason, run):
     model = replay(tmp_path, TASK_ID, [getattr(replies, shape), replies.fixed])
     result, sandbox = run(task, model, iters=1)
     assert statuses(result) == ["rejected", "passed"]
@@ -144,7 +151,7 @@ def test_reply_failing_the_check_costs_a_round_and_is_told_why(tmp_path, task, r
     assert result.outcome == "fixed"
 
 
-def test_rejected_last_reply_is_still_graded_on_the_hidden_test(tmp_path, task, replies):
+def test_rejected_last_reply_is_still_graded_on_the_hidden_test(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.syntax_error])
     result, sandbox = run(task, model)
     assert statuses(result) == ["rejected"] and result.outcome == "unfixed"
@@ -152,7 +159,7 @@ def test_rejected_last_reply_is_still_graded_on_the_hidden_test(tmp_path, task, 
     assert len(sandbox.programs) == 1 and "SyntaxError" in result.verdict["stderr"]
 
 
-def test_the_budget_ends_the_loop(tmp_path, task, replies):
+def test_the_budget_ends_the_loop(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [*replies.wrong, replies.fixed])
     result, sandbox = run(task, model, iters=2)
     assert result.outcome == "unfixed"
@@ -161,13 +168,13 @@ def test_the_budget_ends_the_loop(tmp_path, task, replies):
     assert result.final_attempt == 2 and len(sandbox.programs) == 3
 
 
-def test_default_is_one_attempt_strict_pass_at_1(tmp_path, task, replies):
+def test_default_is_one_attempt_strict_pass_at_1(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.fixed])
     result, _ = run(task, model)
     assert result.outcome == "unfixed" and len(model.chats) == 1 and len(result.attempts) == 1
 
 
-def test_final_candidate_is_the_last_one_that_passed_the_check(tmp_path, task, replies):
+def test_final_candidate_is_the_last_one_that_passed_the_check(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.syntax_error])
     result, sandbox = run(task, model, iters=1)
     assert statuses(result) == ["failed", "rejected"]
@@ -175,8 +182,8 @@ def test_final_candidate_is_the_last_one_that_passed_the_check(tmp_path, task, r
     assert result.outcome == "unfixed" and len(sandbox.programs) == 1
 
 
-def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(
-        tmp_path, task, replies):
+def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(tmp_path, task,
+                                                                             replies, run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.examples_only, replies.fixed])
     result, sandbox = run(task, model, iters=2, variant="docs")
     assert statuses(result) == ["failed", "passed"]
@@ -192,7 +199,7 @@ def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(
     assert "assert has_close_elements([1.0, 2.0, 3.9" not in seen
 
 
-def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, replies):
+def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.fixed])
     result, sandbox = run(task, model, variant="docs")
     assert result.outcome == "fixed" and statuses(result) == ["graded"]
@@ -230,14 +237,15 @@ def test_first_prompt_is_bigcodes_instruct_prompt(task, variant):
     assert prompts.first_messages(task, variant) == [{"role": "user", "content": expected}]
 
 
-def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeypatch):
-    """The longest path (every round executed) fits the limit exactly; one step less stops."""
-    from langgraph.errors import GraphRecursionError
-
+def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeypatch, run):
+    """The longest path (every round executed) fits the limit exactly; one step less stops.
+    (LangGraph's GraphRecursionError is a RecursionError.)"""
     model = replay(tmp_path, TASK_ID, replies.wrong)
+    result, _ = run(task, model, iters=2)
+    assert len(result.attempts) == 3
     monkeypatch.setattr(agent, "recursion_limit", lambda iters: 4 * (iters + 1))
-    with pytest.raises(GraphRecursionError):
-        run(task, model, iters=2)
+    with pytest.raises(RecursionError):
+        run(task, replay(tmp_path, TASK_ID, replies.wrong), iters=2)
 
 
 class TokenModel:
@@ -281,7 +289,7 @@ def test_langgraph_is_not_imported_with_the_plugin():
     assert out.stdout.strip() == "False"
 
 
-def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies, dataset):
+def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies, dataset, run):
     """The raw replies in the trajectory let `replay:<results.jsonl>` re-score a run."""
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
     runner = Runner(Settings(model="first", dataset=str(dataset), iters=2), "run-3")

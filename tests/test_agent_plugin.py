@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.settings import Settings
 from pytest_humanfix.session.timeouts import item_timeout
+from pytest_humanfix.settings import Settings
 
 LOOPING_TASK = "Python/10"  # its buggy solution never returns
 

@@ -19,18 +19,18 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.records import read_jsonl
-from pytest_humanfix.session.runner import Runner
-from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.choose import Choice, make_sandbox
+from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.settings import Settings
 
 TASK = "Python/2"  # truncate_number: a quick test, so hostile code is all that takes time

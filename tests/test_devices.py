@@ -9,10 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.devices import (
+    DeviceError,
+    DevicePool,
+    nvidia_smi_gpus,
+    parse_visible,
+    pin,
+    resolve_requested,
+    visible_gpus,
+)
 from pytest_humanfix.session.placement import auto_num_workers, run_devices
-from pytest_humanfix.devices import (DeviceError, DevicePool, nvidia_smi_gpus,
-                                     parse_visible, pin, resolve_requested,
-                                     visible_gpus)
 from pytest_humanfix.settings import Settings
 
 

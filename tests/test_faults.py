@@ -8,9 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from pytest_humanfix.sandbox.choose import make_sandbox
 from pytest_humanfix.sandbox.environment import Limits, Verdict, first_failure
 from pytest_humanfix.sandbox.program import build_program
-from pytest_humanfix.sandbox.choose import make_sandbox
+
 
 def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
         humanfix_pytester: pytest.Pytester, before_each_task, records_by_task) -> None:

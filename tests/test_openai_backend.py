@@ -12,9 +12,9 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.base import ModelLoadError, ModelSpecError
-from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]

@@ -12,8 +12,8 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.stats import wilson_interval
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

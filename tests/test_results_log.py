@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 
+from pytest_humanfix import records as records_module
 from pytest_humanfix.records import JsonlError, JsonlWriter, read_jsonl
 from pytest_humanfix.reporting.summary import build, junit_properties
 from pytest_humanfix.reporting.terminal import pass_line
@@ -44,6 +46,24 @@ def test_every_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
     # Read by another handle before close: the line is already there, whole.
     assert read_jsonl(tmp_path / "out" / "r.jsonl", "raise") == [record("a", "x", "fixed")]
     writer.close()
+
+
+def test_fsync_at_most_once_a_second_and_at_the_end(tmp_path, monkeypatch):
+    synced: list[int] = []
+    clock = [100.0]
+    monkeypatch.setattr(records_module, "os", types.SimpleNamespace(fsync=synced.append))
+    monkeypatch.setattr(records_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    writer = JsonlWriter(tmp_path / "r.jsonl")
+    writer.open()
+    for task in "abc":
+        writer.write(record(task, "x", "fixed"))
+    assert len(synced) == 1  # the first line; the next two within the same second
+    clock[0] += JsonlWriter.SYNC_SECONDS
+    writer.write(record("d", "x", "fixed"))
+    assert len(synced) == 2
+    writer.close()
+    assert len(synced) == 3
+    assert [r["task_id"] for r in read_jsonl(tmp_path / "r.jsonl", "raise")] == list("abcd")
 
 
 def test_a_new_run_keeps_the_previous_results_aside(tmp_path):

@@ -88,7 +88,7 @@ def _code_region(text: str, entry_point: str) -> str:
         return region
     # A reply that repeats the function until the token limit is cut inside the last copy:
     # keep the first complete one, as BigCode's stop word "\ndef" would.
-    for def_line, next_def in zip(def_lines, def_lines[1:]):
+    for def_line, next_def in zip(def_lines, def_lines[1:], strict=False):
         region = _region(lines, def_line, next_def)
         if region is not None:
             return region
@@ -247,6 +247,11 @@ def only_tests(code: str, entry_point: str) -> bool:
     return bool(tree.body)
 
 
+def same_code(first: str, second: str) -> bool:
+    """The two programs differ only in layout and comments (equal text needs no parsing)."""
+    return first == second or code_key(first) == code_key(second)
+
+
 def extract_code(reply: str, entry_point: str, base: str, buggy: str = "") -> str:
     """The candidate program in `reply`; `base` completes a reply that is only the body, and
     `buggy` (the task's buggy code) tells a quoted original from the fix. A reply whose code is
@@ -255,7 +260,9 @@ def extract_code(reply: str, entry_point: str, base: str, buggy: str = "") -> st
     fenced = code_blocks(text)
     blocks = [b for b in fenced if not only_tests(b, entry_point)]
     defining = [_code_region(b, entry_point) for b in blocks if defines(b, entry_point)]
-    if defining:
+    if len(defining) == 1:
+        code = defining[0]
+    elif defining:
         buggy_key = _function_key(buggy, entry_point) if buggy else None
         changed = [b for b in defining if _function_key(b, entry_point) != buggy_key]
         code = (changed or defining)[-1]

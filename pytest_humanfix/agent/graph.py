@@ -13,6 +13,10 @@ what went wrong into the next user turn. `finish` grades the final candidate on 
 
 `settings.iters` is the number of repair rounds after the first attempt: the model is asked at
 most `iters + 1` times. A rejected or repeated reply costs its round like any other.
+
+The graph is written down once, as data (`NODES`, `NEXT`). `repair_graph` compiles it with
+LangGraph; `walk` runs the same nodes and routers as plain calls, for the control models: their
+replies are known, and importing LangGraph is over a second of a run that otherwise takes one.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import dataclasses
 import difflib
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from ..dataset import Task
 from ..models.base import Model
@@ -31,7 +36,7 @@ from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
 from ..settings import Settings
 from . import prompts
-from .extract import code_key, continued_code, extract_code
+from .extract import continued_code, extract_code, same_code
 from .precheck import check_candidate
 
 if TYPE_CHECKING:
@@ -123,9 +128,8 @@ def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
     if reason:
         return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
-    key = code_key(latest.code)
     for number, attempt in enumerate(earlier, 1):
-        if attempt.status in ("passed", "failed") and code_key(attempt.code) == key:
+        if attempt.status in ("passed", "failed") and same_code(attempt.code, latest.code):
             return {"attempts": _replace_last(state["attempts"], status="repeat", repeat_of=number)}
     return {}
 
@@ -180,9 +184,8 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     attempts = list(state["attempts"])
     index = final_candidate(attempts)
     code = attempts[index].code
-    key = code_key(code)
     graded = next((a.verdict for a in attempts
-                   if a.tests == "test" and a.verdict and code_key(a.code) == key), None)
+                   if a.tests == "test" and a.verdict and same_code(a.code, code)), None)
     if graded is None:
         graded = _run(ctx, code, ctx.task.test).to_dict()
     if attempts[index].status == "":  # passed the check, not run in a round: graded only
@@ -208,10 +211,27 @@ def after_check(state: RepairState, runtime: RepairRuntime) -> str:
     return "execute"
 
 
-def after_execute(state: RepairState) -> str:
+def after_execute(state: RepairState, runtime: Any) -> str:
     if state["attempts"][-1].status == "passed" or state["rounds_left"] == 0:
         return "finish"
     return "reflect"
+
+
+# Nodes and routers alike take (state, runtime) and read the RepairContext from the runtime.
+Node = Callable[[RepairState, Any], dict[str, Any]]
+Router = Callable[[RepairState, Any], str]
+
+FIRST = "propose"
+NODES: dict[str, Node] = {"propose": propose, "check": check, "execute": execute,
+                          "reflect": reflect, "finish": finish}
+# What follows each node: the next node, a router and the nodes it may choose, or None (the end).
+NEXT: dict[str, str | tuple[Router, tuple[str, ...]] | None] = {
+    "propose": "check",
+    "check": (after_check, ("execute", "reflect", "finish")),
+    "execute": (after_execute, ("reflect", "finish")),
+    "reflect": "propose",
+    "finish": None,
+}
 
 
 @functools.cache
@@ -220,27 +240,60 @@ def repair_graph() -> CompiledStateGraph[RepairState, RepairContext, RepairState
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(RepairState, context_schema=RepairContext)
-    graph.add_node("propose", propose)
-    graph.add_node("check", check)
-    graph.add_node("execute", execute)
-    graph.add_node("reflect", reflect)
-    graph.add_node("finish", finish)
-    graph.add_edge(START, "propose")
-    graph.add_edge("propose", "check")
-    graph.add_conditional_edges("check", after_check, ["execute", "reflect", "finish"])
-    graph.add_conditional_edges("execute", after_execute, ["reflect", "finish"])
-    graph.add_edge("reflect", "propose")
-    graph.add_edge("finish", END)
+    for name, node in NODES.items():
+        # The nodes take a RepairRuntime, the protocol of the Runtime LangGraph passes; its
+        # overloads name only its own Runtime class.
+        graph.add_node(name, node)  # type: ignore[call-overload]
+    graph.add_edge(START, FIRST)
+    for name, after in NEXT.items():
+        if after is None:
+            graph.add_edge(name, END)
+        elif isinstance(after, str):
+            graph.add_edge(name, after)
+        else:
+            router, choices = after
+            graph.add_conditional_edges(name, router, list(choices))
     return graph.compile()
 
 
-def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings) -> TaskResult:
+@dataclass(frozen=True)
+class PlainRuntime:
+    """The part of LangGraph's Runtime the nodes read, for `walk`."""
+
+    context: RepairContext
+
+
+def walk(state: RepairState, context: RepairContext, limit: int) -> RepairState:
+    """The compiled graph's run as plain calls: the same nodes in the same order, each one's
+    update replacing the keys it returns (the state has no reducers), and the same step limit
+    (LangGraph's recursion limit allows limit - 1 node runs)."""
+    runtime = PlainRuntime(context)
+    name = FIRST
+    for _ in range(limit - 1):
+        state = cast(RepairState, {**state, **NODES[name](state, runtime)})
+        after = NEXT[name]
+        if after is None:
+            return state
+        name = after if isinstance(after, str) else after[0](state, runtime)
+    raise RecursionError(f"the repair agent took more than {limit - 1} steps")
+
+
+def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
+           langgraph: bool = True) -> TaskResult:
+    """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
+    the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
     context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings)
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
                           "attempts": [], "rounds_left": settings.iters + 1, "result": None}
-    final = repair_graph().invoke(state, {"recursion_limit": recursion_limit(settings.iters)},
-                                  context=context)
-    result: TaskResult = final["result"]
+    limit = recursion_limit(settings.iters)
+    final: RepairState
+    if langgraph:
+        final = cast(RepairState, repair_graph().invoke(state, {"recursion_limit": limit},
+                                                        context=context))
+    else:
+        final = walk(state, context, limit)
+    result = final["result"]
+    assert result is not None, "every path ends at finish, which sets the result"
     result.seconds = round(time.monotonic() - started, 4)
     return result

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .chart import write_chart
 from .terminal import baseline_lines, interval, pct
+
+# Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
+DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -50,10 +55,11 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(summary: dict[str, Any], records: list[dict[str, Any]],
-                  folder: Path) -> list[Path]:
+def write_reports(summary: dict[str, Any], records: list[dict[str, Any]], folder: Path,
+                  draw_chart: DrawChart = write_chart) -> list[Path]:
     """summary.json, summary.md and (with matplotlib) summary.png; summary.md is also appended
-    to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it."""
+    to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. A run draws the chart through
+    its `chart.RunChart`."""
     folder.mkdir(parents=True, exist_ok=True)
     json_path, md_path = folder / "summary.json", folder / "summary.md"
     json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -64,9 +70,7 @@ def write_reports(summary: dict[str, Any], records: list[dict[str, Any]],
         with open(step_summary, "a", encoding="utf-8") as handle:
             handle.write(text)
     written = [json_path, md_path]
-    from .chart import write_chart
-
-    chart = write_chart(summary, records, folder / "summary.png")
+    chart = draw_chart(summary, records, folder / "summary.png")
     if chart is not None:
         written.append(chart)
     return written

@@ -21,6 +21,7 @@ from ..devices import DeviceError, DevicePool, pin
 from ..models.specs import ModelSpecError, check_spec
 from ..records import JsonlWriter, ReportError, run_fingerprint
 from ..reporting import files, summary as summary_mod, terminal
+from ..reporting.chart import ChartError, RunChart
 from ..reporting.gates import (
     BaselineError,
     Comparison,
@@ -57,6 +58,15 @@ def is_distributing(config: pytest.Config) -> bool:
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
+    chart = RunChart()  # first: matplotlib is imported while the run is checked and runs
+    try:
+        return start_with_chart(config, settings, chart)
+    except BaseException:
+        chart.finish()
+        raise
+
+
+def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart) -> Runner:
     try:
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
@@ -86,7 +96,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
                     device=device, resumed=resumed,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
-    controller = Controller(config, runner, baseline)
+    controller = Controller(config, runner, baseline, chart)
     try:
         controller.writer.open(append=settings.resume)
     except ReportError as exc:
@@ -126,9 +136,10 @@ class Controller:
     """Collects each task's record from the reports, writes the JSONL and the summary."""
 
     def __init__(self, config: pytest.Config, runner: Runner,
-                 baseline: dict[str, dict] | None) -> None:
+                 baseline: dict[str, dict] | None, chart: RunChart) -> None:
         self.config = config
         self.runner = runner
+        self.chart = chart
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         self.records: list[dict[str, Any]] = []
         self.started_at = datetime.now(UTC)
@@ -166,7 +177,8 @@ class Controller:
         if self.records:
             try:
                 self.report_files = files.write_reports(
-                    summary, self.records, Path(self.runner.settings.report_dir))
+                    summary, self.records, Path(self.runner.settings.report_dir),
+                    draw_chart=self.chart.draw)
             except Exception as exc:  # the JSONL is safe already; JUnit is written after this
                 self.report_problem = (f"WARNING: humanfix could not write the summary files: "
                                        f"{type(exc).__name__}: {exc}")
@@ -194,6 +206,16 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return checks
 
+    def finish_chart(self) -> None:
+        """The chart is drawn while the run ends (`RunChart`); wait for it before the files
+        are listed."""
+        try:
+            self.chart.finish()
+        except ChartError as exc:
+            self.report_files = [path for path in self.report_files if path != self.chart.pending]
+            self.report_problem = self.report_problem or \
+                f"WARNING: humanfix could not draw {self.chart.pending}: {exc}"
+
     def files(self) -> list[Path]:
         paths = [self.writer.path]
         if self.config.option.xmlpath:
@@ -201,6 +223,7 @@ class Controller:
         return paths + self.report_files
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        self.finish_chart()
         terminalreporter.write_sep("=", "humanfix summary")
         summary = self.summary or summary_mod.build(self.records, self.run_facts())
         lines = terminal.summary_lines(summary)
@@ -223,3 +246,4 @@ class Controller:
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()
+        self.finish_chart()

@@ -13,13 +13,14 @@ import os
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..agent.graph import repair, repair_graph
 from ..dataset import Task, content_hash, load_tasks, select
 from ..models.base import Model, ModelLoadError
-from ..models.specs import load_model
+from ..models.specs import CONTROLS, load_model
 from ..records import Sample, TaskResult
 from ..sandbox.choose import Choice, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError
@@ -107,6 +108,12 @@ class Runner:
     def protocol(self) -> dict[str, Any]:
         return self.settings.protocol
 
+    @property
+    def uses_langgraph(self) -> bool:
+        """The controls' replies are known: their agent walks the graph as plain calls, and the
+        process never imports LangGraph."""
+        return self.settings.model not in CONTROLS
+
     def model(self) -> Model:
         if self._model_error is not None:
             if self._load_error_unreported:  # the load failed in `preload`, before any task
@@ -142,7 +149,10 @@ class Runner:
                 self.model()
             except ModelLoadError:
                 self._load_error_unreported = True
-        for warm_up in (lambda: self.sandbox, repair_graph):
+        warm_ups: list[Callable[[], object]] = [lambda: self.sandbox]
+        if self.uses_langgraph:
+            warm_ups.append(repair_graph)
+        for warm_up in warm_ups:
             try:
                 warm_up()
             except Exception:
@@ -162,7 +172,8 @@ class Runner:
     def evaluate_once(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
-            return repair(task, self.model(), self.sandbox, self.settings)
+            return repair(task, self.model(), self.sandbox, self.settings,
+                          langgraph=self.uses_langgraph)
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)
         except Exception as exc:  # a harness bug must not pass for "not fixed"

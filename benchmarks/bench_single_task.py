@@ -1,0 +1,93 @@
+"""Wall time of one control task from the checkout root, against pytest's own start-up.
+
+The task run is README's smallest job, started from the repository root so that the checkout's
+configuration applies (its `addopts`, its conftest.py):
+
+    pytest --humanfix-model canonical --humanfix-dataset=PATH -k has_close_elements -p no:randomly
+
+(its reports go to a temporary folder). The baseline is a bare pytest run of one trivial test in
+an empty folder with the same plugins loaded (the checkout's `addopts` given to it), and
+`python -c pass` below both. One more side runs the task with the plugins the checkout leaves
+out loaded again, to show what that line of pyproject saves. Runs are interleaved so drift in
+machine load hits every side alike; prints the medians, the ratios, and the load average
+before and after.
+
+    python benchmarks/bench_single_task.py [--runs 7] [--dataset PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import REPO, add_dataset_argument
+
+# What the checkout's pyproject adds to every run, given to the bare side explicitly, and what
+# loads those plugins again (a later -p wins).
+CHECKOUT_ADDOPTS = ["-p", "no:langsmith_plugin", "-p", "no:anyio"]
+LEFT_OUT_PLUGINS = ["-p", "langsmith_plugin", "-p", "anyio"]
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataset_argument(parser)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory() as folder:
+        bare = Path(folder) / "bare"
+        bare.mkdir()
+        (bare / "pytest.ini").write_text("[pytest]\n")
+        (bare / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+        task = [sys.executable, "-m", "pytest", "--humanfix-model", "canonical",
+                f"--humanfix-dataset={args.dataset}", "-k", "has_close_elements",
+                "-p", "no:randomly", f"--humanfix-report-dir={folder}/reports"]
+        sides = {
+            "one control task": (task, REPO),
+            "same, all plugins": ([*task, *LEFT_OUT_PLUGINS], REPO),
+            "bare pytest": ([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                             *CHECKOUT_ADDOPTS, "-p", "no:randomly"], bare),
+            "python -c pass": ([sys.executable, "-c", "pass"], bare),
+        }
+        before = load()
+        for command, cwd in sides.values():  # warm the file cache once
+            timed(command, cwd, env)
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        for _ in range(args.runs):
+            for name, (command, cwd) in sides.items():
+                times[name].append(timed(command, cwd, env))
+        after = load()
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
+          f"{platform.python_version()}; load average (1, 5, 15 min) {before} before, "
+          f"{after} after; PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    for name, median in medians.items():
+        spread = ", ".join(f"{value:.2f}" for value in sorted(times[name]))
+        print(f"{name:>17}: median {median:6.2f} s over {args.runs} runs ({spread})")
+    task_median = medians["one control task"]
+    print(f"ratio one control task / bare pytest: {task_median / medians['bare pytest']:.2f}")
+    print(f"ratio with langsmith's and anyio's plugins loaded / without: "
+          f"{medians['same, all plugins'] / task_median:.2f} "
+          f"({medians['same, all plugins'] - task_median:+.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
