@@ -36,3 +36,20 @@ def assert_answered_by_a_model(rows: list[dict], count: int) -> None:
     for row in rows:
         assert row["outcome"] in ("fixed", "unfixed"), row["error"]
         assert row["tokens"]["prompt"] > 0 and row["tokens"]["completion"] > 0
+
+
+def engine_pid_and_port(outlines: list[str], engine: str) -> tuple[int, int]:
+    """The pid and port of the one engine a run's terminal summary names."""
+    (line,) = [out for out in outlines if out.startswith(f"humanfix serve: {engine} engine pid")]
+    found = re.search(r"pid (\d+) .*:(\d+)/v1", line)
+    assert found, line
+    return int(found.group(1)), int(found.group(2))
+
+
+def assert_served_and_gone(records: list[dict], log: Path, pid: int, port: int) -> None:
+    """Both workers' tasks went to the one engine and to nothing else, and it is gone."""
+    assert_answered_by_a_model(records, 2)
+    assert {r["worker"] for r in records} <= {"gw0", "gw1"}
+    assert chat_requests(log) == 2
+    assert not process_alive(pid)
+    assert processes_with(f"--port {port} ") == []

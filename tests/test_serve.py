@@ -10,7 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from serving import assert_answered_by_a_model, chat_requests, process_alive, processes_with
+from serving import (
+    assert_answered_by_a_model,
+    assert_served_and_gone,
+    chat_requests,
+    engine_pid_and_port,
+    processes_with,
+)
 
 from pytest_humanfix.models import serve as server
 from pytest_humanfix.settings import Settings
@@ -43,17 +49,10 @@ def test_serve_shares_one_engine_and_leaves_nothing_running(humanfix_pytester, t
                                                             read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_model), "--humanfix-serve",
                                          *TINY)
-    (line,) = [out for out in result.outlines
-               if out.startswith("humanfix serve: transformers engine pid")]
-    pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
+    pid, port = engine_pid_and_port(result.outlines, "transformers")
     reports = humanfix_pytester.path / "reports"
     assert sorted(p.name for p in reports.glob("server-*.log")) == ["server-0.log"]
-    # Both workers' tasks went to the one engine, and to nothing else.
-    assert_answered_by_a_model(read_records(), 2)
-    assert {r["worker"] for r in read_records()} <= {"gw0", "gw1"}
-    assert chat_requests(reports / "server-0.log") == 2
-    assert not process_alive(pid)
-    assert processes_with(f"--port {port} ") == []
+    assert_served_and_gone(read_records(), reports / "server-0.log", pid, port)
 
 
 @pytest.mark.slow
@@ -199,21 +198,16 @@ def test_llamacpp_serves_a_gguf_to_every_worker_and_leaves_nothing(humanfix_pyte
                                                                   read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_gguf), "--humanfix-serve",
                                          *TINY)
-    (line,) = [out for out in result.outlines
-               if out.startswith("humanfix serve: llamacpp engine pid")]
-    pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
+    pid, port = engine_pid_and_port(result.outlines, "llamacpp")
     log = humanfix_pytester.path / "reports" / "server-0.log"
     command = log.read_text().splitlines()[0]
     assert "-m llama_cpp.server" in command
     assert f"--n_threads {len(os.sched_getaffinity(0))}" in command
     records = read_records()
-    assert_answered_by_a_model(records, 2)
     attempts = [a for r in records for a in r["attempts"]]
     assert {a["engine"] for a in attempts} == {"llamacpp"}
     assert {a["finish_reason"] for a in attempts} <= {"stop", "length"}
-    assert chat_requests(log) == 2
-    assert not process_alive(pid)
-    assert processes_with(f"--port {port} ") == []
+    assert_served_and_gone(records, log, pid, port)
 
 
 @pytest.mark.slow
