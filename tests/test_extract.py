@@ -259,6 +259,10 @@ ECHOED_ASSERTS = (f"assert {ENTRY}([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True\
           + f"\ncheck({ENTRY})\n"),
     # The asserts, bare.
     ECHOED_ASSERTS,
+    # A bare `check`, then the instruction repeated as prose.
+    f"def check({ENTRY}):\n" + indent(ECHOED_ASSERTS) + f"\nFix bugs in {ENTRY}.",
+    # A `check` whose asserts run on until the token limit cuts the last one.
+    f"def check({ENTRY}):\n" + indent(ECHOED_ASSERTS * 20) + f"\nassert {ENTRY}([1.0, 2.",
 ])
 def test_a_reply_holding_only_the_tests_holds_no_code(reply):
     # Neither a fix nor a body of one: the prompt base alone, which the check rejects as empty.
