@@ -1,7 +1,10 @@
 """Reply extraction on the shapes small chat models really produce.
 
 The replies below are modelled on what Qwen2.5-0.5B-Instruct, Qwen3 (with and without a think
-block) and deepseek-coder-instruct write when asked to fix a HumanEvalFix function.
+block), deepseek-coder-instruct and SmolLM2-135M-Instruct (50 greedy replies read: half ran to
+the token limit repeating themselves, 14 redefined `check` after their fix, 8 held only the
+tests) write when asked to fix a HumanEvalFix function; and, at the end, on what a base model
+continues BigCode's prompt with.
 """
 
 from __future__ import annotations
