@@ -1,7 +1,10 @@
 """Reply extraction on the shapes small chat models really produce.
 
 The replies below are modelled on what Qwen2.5-0.5B-Instruct, Qwen3 (with and without a think
-block) and deepseek-coder-instruct write when asked to fix a HumanEvalFix function.
+block), deepseek-coder-instruct and SmolLM2-135M-Instruct (50 greedy replies read: half ran to
+the token limit repeating themselves, 14 redefined `check` after their fix, 8 held only the
+tests) write when asked to fix a HumanEvalFix function; and, at the end, on what a base model
+continues BigCode's prompt with.
 """
 
 from __future__ import annotations
@@ -259,6 +262,10 @@ ECHOED_ASSERTS = (f"assert {ENTRY}([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True\
           + f"\ncheck({ENTRY})\n"),
     # The asserts, bare.
     ECHOED_ASSERTS,
+    # A bare `check`, then the instruction repeated as prose.
+    f"def check({ENTRY}):\n" + indent(ECHOED_ASSERTS) + f"\nFix bugs in {ENTRY}.",
+    # A `check` whose asserts run on until the token limit cuts the last one.
+    f"def check({ENTRY}):\n" + indent(ECHOED_ASSERTS * 20) + f"\nassert {ENTRY}([1.0, 2.",
 ])
 def test_a_reply_holding_only_the_tests_holds_no_code(reply):
     # Neither a fix nor a body of one: the prompt base alone, which the check rejects as empty.

@@ -229,17 +229,28 @@ def code_key(code: str) -> str:
         return " ".join(code.split())
 
 
+def _leading_statements(code: str) -> str:
+    """The whole top-level statements `code` starts with, up to a line that does not parse
+    (prose after the code, or a statement cut by the token limit)."""
+    lines = code.splitlines()
+    for end in range(len(lines), 0, -1):
+        if end == len(lines) or (lines[end].strip() and not lines[end][0].isspace()):
+            if _parses("\n".join(lines[:end])):
+                return "\n".join(lines[:end])
+    return ""
+
+
 def only_tests(code: str, entry_point: str) -> bool:
     """Code that only exercises the function, never defines it: asserts, calls of it, of
-    `check` or of print, test functions, a `__main__` block. Small models echo the task's
-    tests back this way; it is no fix, and no body of one."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    `check` or of print, test functions, a `__main__` block, maybe followed by prose or cut by
+    the token limit. Small models echo the task's tests back this way; it is no fix, and no
+    body of one."""
+    if defines(code, entry_point):
         return False
+    tree = ast.parse(_leading_statements(code))
     for node in tree.body:
         test_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-            and node.name != entry_point and _TEST_FUNCTIONS.match(node.name)
+            and _TEST_FUNCTIONS.match(node.name)
         call = isinstance(node, ast.Expr) and _calls_any(node, {entry_point, "check", "print"})
         main_guard = isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
         if not (isinstance(node, ast.Assert) or test_function or call or main_guard):
