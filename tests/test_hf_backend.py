@@ -167,11 +167,12 @@ def test_tiny_model_under_xdist_on_two_devices(humanfix_pytester: pytest.Pyteste
 
 @pytest.mark.usefixtures("no_outer_cuda")
 def test_a_base_model_runs_on_bigcodes_completion_prompt(humanfix_pytester: pytest.Pytester,
-                                                         tiny_base_model: Path, task) -> None:
+                                                         tiny_base_model: Path, task,
+                                                         read_records) -> None:
     result = humanfix_pytester.runpytest(
         f"--humanfix-model={tiny_base_model}", "--humanfix-task=Python/0",
         "--humanfix-max-new-tokens=8", "--humanfix-iters=1")
-    (record,) = read_records(humanfix_pytester)
+    (record,) = read_records()
     assert record["outcome"] in ("fixed", "unfixed"), record["error"]
     result.stdout.fnmatch_lines(["*prompt=auto]"])
     assert len(record["attempts"]) == 2
@@ -187,10 +188,10 @@ def test_a_base_model_runs_on_bigcodes_completion_prompt(humanfix_pytester: pyte
 
 @pytest.mark.usefixtures("no_outer_cuda")
 def test_a_folder_holding_one_gguf_file_runs_through_the_plugin(
-        humanfix_pytester: pytest.Pytester, tiny_gguf: Path) -> None:
+        humanfix_pytester: pytest.Pytester, tiny_gguf: Path, read_records) -> None:
     humanfix_pytester.runpytest(f"--humanfix-model={tiny_gguf.parent}", "--humanfix-max=1",
                                 "--humanfix-max-new-tokens=8")
-    (record,) = read_records(humanfix_pytester)
+    (record,) = read_records()
     assert record["outcome"] in ("fixed", "unfixed"), record["error"]
     (attempt,) = record["attempts"]
     assert (attempt["prompt"], attempt["engine"]) == ("chat", "transformers")

@@ -126,21 +126,22 @@ def test_the_servers_finish_reason_and_the_engine_label_are_kept():
     assert (generation.finish_reason, generation.engine) == ("length", "llamacpp")
 
 
-def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, dataset):
+def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, dataset,
+                                                             read_records):
     """A base model served over /v1/completions: BigCode's prompt goes out, and the
     continuation, cut as BigCode cuts it, is put after the prompt base."""
     task = load_tasks(str(dataset))[0]
     # What a server that ignored the stop words would send: the fix, then more.
     reply = "\n" + task.canonical_solution + "\nprint(has_close_elements([1.0], 0.5))\n"
     with StubServer(reply=reply, finish_reason="length") as stub:
-        result, records = run_records(
-            humanfix_pytester, "--humanfix-model=openai:base", "--humanfix-prompt=completion",
+        result = humanfix_pytester.runpytest(
+            "--humanfix-model=openai:base", "--humanfix-prompt=completion",
             f"--humanfix-base-url={stub.base_url}", "--humanfix-task=Python/0")
     result.assert_outcomes(passed=1)
     (body,) = stub.posts()
     assert body["prompt"] == (prompts.first_prompt(task, "tests") + "\n\n"
                               + task.declaration).strip()
-    (record,) = records
+    (record,) = read_records()
     assert record["protocol"]["prompt"] == "completion"
     (attempt,) = record["attempts"]
     assert (attempt["prompt"], attempt["finish_reason"], attempt["engine"]) \
