@@ -52,6 +52,16 @@ def _id_list(text: str) -> tuple[str, ...]:
     return ids
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, slash, count = text.partition("/")
+    if not slash or not index.strip().isdigit() or not count.strip().isdigit():
+        raise ValueError("must be K/N, e.g. 1/4 (shard K of N)")
+    shard = int(index), int(count)
+    if not 1 <= shard[0] <= shard[1]:
+        raise ValueError("must have 1 <= K <= N")
+    return shard
+
+
 def _choice(*choices: str) -> Callable[[str], str]:
     def convert(text: str) -> str:
         if text not in choices:
@@ -107,6 +117,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="N"),
     Option("task", "evaluate only these exact task ids, e.g. Python/0,Python/12", convert=_id_list,
            metavar="ID[,ID...]"),
+    Option("shard", "run shard K of N of the selected tasks (dealt by bug type, the same "
+           "whatever the workers); `humanfix-report merge` joins the shards' JSONL files",
+           convert=_shard, metavar="K/N"),
     # The protocol: settings that change what a score means.
     Option("variant", "what the model sees: tests (declaration, buggy code and the tests; "
            "default) or docs (docstring prompt and buggy code)", default="tests",
@@ -221,6 +234,7 @@ class Settings:
     dataset: str = HUB_DATASET
     max: int | None = None
     task: tuple[str, ...] | None = None
+    shard: tuple[int, int] | None = None
     variant: str = "tests"
     iters: int = 0
     samples: int = 1

@@ -52,6 +52,14 @@ def rate(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"value": value, "ci95": [low, high], "tasks": len(counts)}
 
 
+def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The shard a run's records were dealt (its task list stays in the records)."""
+    if not shard:
+        return None
+    return {key: shard.get(key) for key in ("index", "count", "selected")} | {
+        "tasks": len(shard.get("tasks") or [])}
+
+
 def _tokens(record: dict[str, Any]) -> int:
     tokens = record.get("tokens") or {}
     return int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0))
@@ -84,6 +92,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "run": {
             "model": first.get("model"), "protocol": first.get("protocol"),
             "dataset": first.get("dataset"), "dataset_hash": first.get("dataset_hash"),
+            "shard": _shard_label(first.get("shard")),
             "run_ids": sorted({r.get("run_id") for r in records if r.get("run_id")}),
             "versions": versions(), **run,
         },
