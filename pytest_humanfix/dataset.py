@@ -46,8 +46,7 @@ class Task:
 
     @property
     def number(self) -> int:
-        match = re.search(r"(\d+)$", self.task_id)
-        return int(match.group(1)) if match else -1
+        return task_number(self.task_id)
 
     @property
     def buggy_code(self) -> str:
@@ -64,6 +63,12 @@ class Task:
     @property
     def item_name(self) -> str:
         return item_name(self.task_id, self.entry_point)
+
+
+def task_number(task_id: str) -> int:
+    """The number a task id ends with (Python/12: 12), -1 if none."""
+    match = re.search(r"(\d+)$", task_id)
+    return int(match.group(1)) if match else -1
 
 
 def item_name(task_id: str, entry_point: str) -> str:

@@ -207,6 +207,15 @@ def read_jsonl(path: Path, bad_lines: BadLines) -> list[dict[str, Any]]:
     return rows
 
 
+def latest_per_task(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per task (the last one written, as a resumed run appends), in first-seen
+    order."""
+    by_task: dict[str, dict[str, Any]] = {}
+    for record in records:
+        by_task[record["task_id"]] = record
+    return list(by_task.values())
+
+
 class ReportError(Exception):
     """A report file cannot be written; raised at start, before any work is done."""
 
