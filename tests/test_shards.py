@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from test_reports import replay_lines
 
 from pytest_humanfix.dataset import deal, load_tasks
 from pytest_humanfix.reporting.cli import main as report_main
-from test_reports import replay_lines
 
 # What differs between a merge and one run of the same work: when things ran, and where.
 TIMED_RUN_KEYS = ("started_at", "ended_at", "wall_seconds", "run_ids", "merged")

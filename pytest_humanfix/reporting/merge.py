@@ -53,11 +53,12 @@ def read_shard(path: Path) -> ShardFile:
         raise MergeError(f"{exc}; only a torn last line is skipped.") from None
     if not records:
         raise MergeError(f"{path} holds no result records.")
-    shard = records[0].get("shard")
     for record in records:
         if not record.get("shard"):
             raise MergeError(f"{path}: the record of {record['task_id']} has no shard; merge "
                              "takes the results of runs with --humanfix-shard K/N.")
+    shard: dict[str, Any] = records[0]["shard"]
+    for record in records:
         if record["shard"] != shard:
             raise MergeError(
                 f"{path}: {record['task_id']} is of shard {record['shard']['index']}/"
