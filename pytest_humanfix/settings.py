@@ -7,6 +7,7 @@ then ini, then an environment variable where one is named, then the default) int
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,13 @@ def _shard(text: str) -> tuple[int, int]:
     if not 1 <= shard[0] <= shard[1]:
         raise ValueError("must have 1 <= K <= N")
     return shard
+
+
+def _arguments(text: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # an unclosed quote
+        raise ValueError(f"cannot be split into arguments ({exc})") from None
 
 
 def _choice(*choices: str) -> Callable[[str], str]:
@@ -154,6 +162,14 @@ OPTIONS: tuple[Option, ...] = (
            "llamacpp for a GGUF model without one, else transformers; default)", default="auto",
            convert=_choice("auto", "vllm", "llamacpp", "transformers"),
            metavar="auto|vllm|llamacpp|transformers"),
+    Option("serve-layout", "how --humanfix-serve spreads engines over the GPUs: per-device (one "
+           "engine per GPU, workers round-robin; default) or tensor-parallel (one vLLM engine "
+           "over every GPU with --tensor-parallel-size, for a model too large for one)",
+           default="per-device", convert=_choice("per-device", "tensor-parallel"),
+           metavar="per-device|tensor-parallel"),
+    Option("engine-args", "extra arguments for the engine --humanfix-serve starts, as one "
+           "shell-quoted string, e.g. \"--max-model-len 8192\" (appended last, so they win; "
+           "written in summary.json)", default="", convert=_arguments, metavar="ARGS"),
     Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
            default="auto", convert=_choice("auto", "bwrap", "process"),
            metavar="auto|bwrap|process"),
@@ -247,6 +263,8 @@ class Settings:
     devices: tuple[str, ...] | None = None
     serve: bool = False
     engine: str = "auto"
+    serve_layout: str = "per-device"
+    engine_args: tuple[str, ...] = ()
     sandbox: str = "auto"
     timeout: float = 10.0
     item_timeout: float | None = None
