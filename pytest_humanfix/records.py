@@ -52,6 +52,7 @@ class Attempt:
     prompt: str = ""
     finish_reason: str = ""
     engine: str = ""
+    server: str = ""  # the base URL that answered, for a server's reply
 
 
 @dataclass

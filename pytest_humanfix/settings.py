@@ -70,6 +70,16 @@ def _arguments(text: str) -> tuple[str, ...]:
         raise ValueError(f"cannot be split into arguments ({exc})") from None
 
 
+def _url_list(text: str) -> str:
+    urls = [part.strip() for part in text.split(",") if part.strip()]
+    if not urls:
+        raise ValueError("names no URL")
+    bad = [url for url in urls if not url.startswith(("http://", "https://"))]
+    if bad:
+        raise ValueError(f"has {bad[0]!r}, which is not an http(s) URL")
+    return ",".join(urls)
+
+
 def _choice(*choices: str) -> Callable[[str], str]:
     def convert(text: str) -> str:
         if text not in choices:
@@ -101,6 +111,7 @@ class Option:
     env: str | None = None
     metavar: str | None = None
     flag: bool = False
+    repeat: bool = False  # may be given several times on the command line: joined by commas
 
     @property
     def dest(self) -> str:
@@ -149,8 +160,10 @@ OPTIONS: tuple[Option, ...] = (
            metavar="auto|chat|completion"),
     # Where it runs.
     Option("base-url", "OpenAI-compatible server for openai:<model> "
-           "(default http://localhost:8000/v1; key from OPENAI_API_KEY)",
-           default="http://localhost:8000/v1", metavar="URL"),
+           "(default http://localhost:8000/v1; key from OPENAI_API_KEY); several, repeated or "
+           "comma-separated, are a fleet: each worker starts at its own and fails over to the "
+           "others", default="http://localhost:8000/v1", convert=_url_list, metavar="URL",
+           repeat=True),
     Option("request-timeout", "seconds one request to an OpenAI-compatible server may take "
            "(default 300)", default="300", convert=_positive_float, metavar="S"),
     Option("devices", "GPUs handed to xdist workers, e.g. 0,1 (default: every visible GPU)",
@@ -212,13 +225,15 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(option.dest, option.help, type="bool", default=None)
         else:
             group.addoption(option.cli, dest=option.dest, default=None, metavar=option.metavar,
-                            help=option.help)
+                            help=option.help, action="append" if option.repeat else "store")
             parser.addini(option.dest, option.help, default=None)
 
 
 def _raw_value(config: pytest.Config, option: Option) -> tuple[Any, Path | None]:
     """The user's value and the folder a relative path in it is relative to."""
     value = config.getoption(option.dest)
+    if isinstance(value, list):  # a repeated option
+        value = ",".join(value)
     if value is not None:
         return value, config.invocation_params.dir
     value = config.getini(option.dest)
@@ -283,6 +298,11 @@ class Settings:
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
                 "timeout": self.timeout, "prompt": self.prompt}
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """The OpenAI-compatible servers, one or a fleet."""
+        return tuple(self.base_url.split(","))
 
     @property
     def gated(self) -> bool:

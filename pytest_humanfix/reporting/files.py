@@ -13,7 +13,7 @@ from typing import Any
 from ..dataset import item_name
 from .chart import write_chart
 from .summary import junit_properties
-from .terminal import baseline_lines, interval, pct
+from .terminal import baseline_lines, interval, pct, server_lines
 
 # Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
 DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
@@ -52,9 +52,9 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
-    baseline = baseline_lines(summary.get("baseline"))
-    if baseline:
-        lines += ["", *(f"- {line}" for line in baseline)]
+    for block in (server_lines(summary), baseline_lines(summary.get("baseline"))):
+        if block:
+            lines += ["", *(f"- {line}" for line in block)]
     if summary["gates"]:
         lines += ["", *(f"- gate {g['name']}: {'held' if g['passed'] else '**FAILED**'}: "
                         f"{g['reason']}" for g in summary["gates"])]

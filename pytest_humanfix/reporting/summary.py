@@ -72,6 +72,28 @@ def _spread(values: list[float]) -> dict[str, float]:
             "median": statistics.median(values), "max": max(values)}
 
 
+def servers(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per OpenAI-compatible server that answered: its replies and their seconds (the
+    attempts it served)."""
+    seconds: dict[str, list[float]] = {}
+    for record in records:
+        for attempt in record.get("attempts") or []:
+            if attempt.get("server"):
+                seconds.setdefault(attempt["server"], []).append(
+                    float(attempt.get("generate_seconds") or 0))
+    return {url: {"requests": len(values), "seconds": _spread(values)}
+            for url, values in sorted(seconds.items())}
+
+
+def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Each server taken out of rotation (by any worker), with the first reason given."""
+    out: dict[str, str] = {}
+    for record in records:
+        for server in record.get("servers_out") or []:
+            out.setdefault(server["base_url"], server["reason"])
+    return [{"base_url": url, "reason": reason} for url, reason in sorted(out.items())]
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None) -> dict[str, Any]:
@@ -114,6 +136,8 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "seconds": {"total": sum(seconds), "per_task": _spread(seconds)},
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
+        "servers": servers(records),
+        "servers_out": servers_out(records),
         "baseline": comparison.to_dict() if comparison is not None else None,
         "gates": [vars(g) for g in gates or []],
         "gate_failed": any(not g.passed for g in gates or []),

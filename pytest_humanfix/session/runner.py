@@ -214,6 +214,8 @@ class Runner:
             "worker": worker_id(),
             "device": self.device,
             "model_error": self._model_error,
+            # A fleet's servers this process took out of rotation so far, and why.
+            "servers_out": getattr(self._model, "servers_out", []),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
 
