@@ -5,11 +5,12 @@ in summary.json. Scripted stdlib servers on loopback stand in for the engines.""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from openai_stub import StubServer
 
-from pytest_humanfix.models import openai_api as openai_backend
+from pytest_humanfix.models import openai_api as openai_backend, serve as server
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.settings import Settings
@@ -99,3 +100,37 @@ def test_a_run_outlives_a_server_of_its_fleet(humanfix_pytester, read_records):
     assert servers[staying.base_url]["seconds"]["max"] > 0
     assert [s["base_url"] for s in summary["servers_out"]] == [dying.base_url]
     result.stdout.fnmatch_lines([f"server out of rotation: {dying.base_url}: cannot reach *"])
+
+
+@pytest.mark.slow
+def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tmp_path,
+                                                                  humanfix_pytester,
+                                                                  spawn_pytest, read_records):
+    settings = Settings(model=str(tiny_model), engine="transformers")
+    engines = [server.launch(settings, tmp_path / f"server-{n}.log", timeout=300) for n in (0, 1)]
+    try:
+        child = spawn_pytest(
+            "-p", "no:cacheprovider", f"--humanfix-model=openai:{engines[0].model.name}",
+            f"--humanfix-base-url={engines[0].base_url},{engines[1].base_url}",
+            "--humanfix-max=12", "--humanfix-max-new-tokens=16", "-n", "2")
+        jsonl = humanfix_pytester.path / "reports" / "humanfix.jsonl"
+
+        def both_workers_done_one() -> bool:
+            lines = jsonl.read_text().splitlines() if jsonl.is_file() else []
+            return {json.loads(line)["worker"] for line in lines} == {"gw0", "gw1"}
+
+        child.wait_for(both_workers_done_one, "a record from each worker", timeout=300)
+        engines[1].stop()  # mid-run: gw1's next request finds nobody
+        assert child.finish(600) == pytest.ExitCode.TESTS_FAILED, child.tail()
+    finally:
+        for engine in engines:
+            engine.stop()
+    records = read_records()
+    assert len(records) == 12 and all(r["outcome"] != "error" for r in records)
+    summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+    assert summary["tasks"]["errors"] == 0
+    requests = {url: row["requests"] for url, row in summary["servers"].items()}
+    assert set(requests) == {engines[0].base_url, engines[1].base_url}
+    assert min(requests.values()) >= 1
+    assert [s["base_url"] for s in summary["servers_out"]] == [engines[1].base_url]
+    print("per-server figures:", json.dumps(summary["servers"]), file=sys.stderr)

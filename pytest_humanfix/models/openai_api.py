@@ -47,9 +47,10 @@ class Server:
     out: str = ""  # why it was taken out of rotation; "" while in it
 
 
-def worker_number() -> int:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    return int(worker) if worker.isdigit() else 0
+def worker_index(worker: str) -> int:
+    """gw3: 3; the controller or a process outside xdist: 0."""
+    number = worker.removeprefix("gw")
+    return int(number) if number.isdigit() else 0
 
 
 class OpenAIModel:
@@ -67,7 +68,7 @@ class OpenAIModel:
         self.engine = settings.engine if settings.engine != "auto" else "openai"
         self._openai = openai
         urls = [url.rstrip("/") for url in settings.base_urls]
-        start = worker_number() % len(urls)
+        start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
         key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
         self.servers = [Server(url, openai.OpenAI(base_url=url, api_key=key,
                                                   timeout=settings.request_timeout,

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..devices import requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings
+from .openai_api import worker_index
 from .specs import ResolvedSpec, resolve_spec
 
 if TYPE_CHECKING:
@@ -357,8 +358,7 @@ class Serving:
 
     def endpoint_for(self, worker: str) -> dict[str, str]:
         """Workers gw0, gw1, ... go round the engines; a replacement worker gets a new id."""
-        index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
-        return self.engines[index % len(self.engines)].endpoint()
+        return self.engines[worker_index(worker) % len(self.engines)].endpoint()
 
     def stop(self) -> None:
         for engine in self.engines:
