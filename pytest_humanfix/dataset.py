@@ -46,8 +46,7 @@ class Task:
 
     @property
     def number(self) -> int:
-        match = re.search(r"(\d+)$", self.task_id)
-        return int(match.group(1)) if match else -1
+        return task_number(self.task_id)
 
     @property
     def buggy_code(self) -> str:
@@ -63,7 +62,18 @@ class Task:
 
     @property
     def item_name(self) -> str:
-        return f"{self.task_id.replace('/', '_')}_{self.entry_point}"
+        return item_name(self.task_id, self.entry_point)
+
+
+def task_number(task_id: str) -> int:
+    """The number a task id ends with (Python/12: 12), -1 if none."""
+    match = re.search(r"(\d+)$", task_id)
+    return int(match.group(1)) if match else -1
+
+
+def item_name(task_id: str, entry_point: str) -> str:
+    """The pytest item's name of a task (also the JUnit test name a merge rebuilds)."""
+    return f"{task_id.replace('/', '_')}_{entry_point}"
 
 
 def slug(text: str) -> str:
@@ -178,6 +188,23 @@ def select(tasks: Sequence[Task], max_tasks: int | None, ids: Iterable[str] | No
     if max_tasks is not None:
         chosen = chosen[:max_tasks]
     return chosen
+
+
+def deal(tasks: Sequence[Task], index: int, count: int) -> list[Task]:
+    """Shard `index` of `count` (1-based) of the selection, in dataset order. The tasks are
+    ordered by bug type (dataset order within a type) and dealt round-robin, card by card: each
+    shard gets every count-th task of that order, so each bug type, and the whole, is split
+    into shares that differ by one task at most. The deal depends on the selection alone, never
+    on workers or timing, so shards are disjoint and their union is the selection."""
+    by_type = sorted(tasks, key=lambda task: task.bug_type)  # stable: dataset order kept
+    dealt = {task.task_id for position, task in enumerate(by_type)
+             if position % count == index - 1}
+    return [task for task in tasks if task.task_id in dealt]
+
+
+def ids_hash(task_ids: Iterable[str]) -> str:
+    """A fingerprint of a selection: shards merge only when dealt from the same one."""
+    return hashlib.sha256("\n".join(task_ids).encode()).hexdigest()[:16]
 
 
 def content_hash(tasks: Sequence[Task]) -> str:

@@ -52,6 +52,7 @@ class Attempt:
     prompt: str = ""
     finish_reason: str = ""
     engine: str = ""
+    server: str = ""  # the base URL that answered, for a server's reply
 
 
 @dataclass
@@ -205,6 +206,15 @@ def read_jsonl(path: Path, bad_lines: BadLines) -> list[dict[str, Any]]:
         elif bad_lines == "raise" or (bad_lines == "torn-tail" and number != last):
             raise JsonlError(path, number)
     return rows
+
+
+def latest_per_task(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per task (the last one written, as a resumed run appends), in first-seen
+    order."""
+    by_task: dict[str, dict[str, Any]] = {}
+    for record in records:
+        by_task[record["task_id"]] = record
+    return list(by_task.values())
 
 
 class ReportError(Exception):

@@ -7,6 +7,7 @@ then ini, then an environment variable where one is named, then the default) int
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,33 @@ def _id_list(text: str) -> tuple[str, ...]:
     return ids
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, slash, count = text.partition("/")
+    if not slash or not index.strip().isdigit() or not count.strip().isdigit():
+        raise ValueError("must be K/N, e.g. 1/4 (shard K of N)")
+    shard = int(index), int(count)
+    if not 1 <= shard[0] <= shard[1]:
+        raise ValueError("must have 1 <= K <= N")
+    return shard
+
+
+def _arguments(text: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # an unclosed quote
+        raise ValueError(f"cannot be split into arguments ({exc})") from None
+
+
+def _url_list(text: str) -> str:
+    urls = [part.strip() for part in text.split(",") if part.strip()]
+    if not urls:
+        raise ValueError("names no URL")
+    bad = [url for url in urls if not url.startswith(("http://", "https://"))]
+    if bad:
+        raise ValueError(f"has {bad[0]!r}, which is not an http(s) URL")
+    return ",".join(urls)
+
+
 def _choice(*choices: str) -> Callable[[str], str]:
     def convert(text: str) -> str:
         if text not in choices:
@@ -83,6 +111,7 @@ class Option:
     env: str | None = None
     metavar: str | None = None
     flag: bool = False
+    repeat: bool = False  # may be given several times on the command line: joined by commas
 
     @property
     def dest(self) -> str:
@@ -107,6 +136,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="N"),
     Option("task", "evaluate only these exact task ids, e.g. Python/0,Python/12", convert=_id_list,
            metavar="ID[,ID...]"),
+    Option("shard", "run shard K of N of the selected tasks (dealt by bug type, the same "
+           "whatever the workers); `humanfix-report merge` joins the shards' JSONL files",
+           convert=_shard, metavar="K/N"),
     # The protocol: settings that change what a score means.
     Option("variant", "what the model sees: tests (declaration, buggy code and the tests; "
            "default) or docs (docstring prompt and buggy code)", default="tests",
@@ -128,8 +160,10 @@ OPTIONS: tuple[Option, ...] = (
            metavar="auto|chat|completion"),
     # Where it runs.
     Option("base-url", "OpenAI-compatible server for openai:<model> "
-           "(default http://localhost:8000/v1; key from OPENAI_API_KEY)",
-           default="http://localhost:8000/v1", metavar="URL"),
+           "(default http://localhost:8000/v1; key from OPENAI_API_KEY); several, repeated or "
+           "comma-separated, are a fleet: each worker starts at its own and fails over to the "
+           "others", default="http://localhost:8000/v1", convert=_url_list, metavar="URL",
+           repeat=True),
     Option("request-timeout", "seconds one request to an OpenAI-compatible server may take "
            "(default 300)", default="300", convert=_positive_float, metavar="S"),
     Option("devices", "GPUs handed to xdist workers, e.g. 0,1 (default: every visible GPU)",
@@ -141,6 +175,14 @@ OPTIONS: tuple[Option, ...] = (
            "llamacpp for a GGUF model without one, else transformers; default)", default="auto",
            convert=_choice("auto", "vllm", "llamacpp", "transformers"),
            metavar="auto|vllm|llamacpp|transformers"),
+    Option("serve-layout", "how --humanfix-serve spreads engines over the GPUs: per-device (one "
+           "engine per GPU, workers round-robin; default) or tensor-parallel (one vLLM engine "
+           "over every GPU with --tensor-parallel-size, for a model too large for one)",
+           default="per-device", convert=_choice("per-device", "tensor-parallel"),
+           metavar="per-device|tensor-parallel"),
+    Option("engine-args", "extra arguments for the engine --humanfix-serve starts, as one "
+           "shell-quoted string, e.g. \"--max-model-len 8192\" (appended last, so they win; "
+           "written in summary.json)", default="", convert=_arguments, metavar="ARGS"),
     Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
            default="auto", convert=_choice("auto", "bwrap", "process"),
            metavar="auto|bwrap|process"),
@@ -183,13 +225,15 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(option.dest, option.help, type="bool", default=None)
         else:
             group.addoption(option.cli, dest=option.dest, default=None, metavar=option.metavar,
-                            help=option.help)
+                            help=option.help, action="append" if option.repeat else "store")
             parser.addini(option.dest, option.help, default=None)
 
 
 def _raw_value(config: pytest.Config, option: Option) -> tuple[Any, Path | None]:
     """The user's value and the folder a relative path in it is relative to."""
     value = config.getoption(option.dest)
+    if isinstance(value, list):  # a repeated option
+        value = ",".join(value)
     if value is not None:
         return value, config.invocation_params.dir
     value = config.getini(option.dest)
@@ -221,6 +265,7 @@ class Settings:
     dataset: str = HUB_DATASET
     max: int | None = None
     task: tuple[str, ...] | None = None
+    shard: tuple[int, int] | None = None
     variant: str = "tests"
     iters: int = 0
     samples: int = 1
@@ -233,6 +278,8 @@ class Settings:
     devices: tuple[str, ...] | None = None
     serve: bool = False
     engine: str = "auto"
+    serve_layout: str = "per-device"
+    engine_args: tuple[str, ...] = ()
     sandbox: str = "auto"
     timeout: float = 10.0
     item_timeout: float | None = None
@@ -251,6 +298,11 @@ class Settings:
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
                 "timeout": self.timeout, "prompt": self.prompt}
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """The OpenAI-compatible servers, one or a fleet."""
+        return tuple(self.base_url.split(","))
 
     @property
     def gated(self) -> bool:

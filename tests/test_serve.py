@@ -3,6 +3,7 @@ server.py both for the openai: backend test and by the plugin itself under --hum
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -131,6 +132,55 @@ def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
     assert server.serve_devices(Settings(model="m")) == [None]
 
 
+def test_tensor_parallel_is_one_vllm_engine_over_every_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5,6,7")
+    settings = Settings(model="org/model", serve_layout="tensor-parallel")
+    assert server.serve_devices(settings) == ["2,5,6,7"]
+    assert server.serve_devices(Settings(model="org/model")) == ["2", "5", "6", "7"]
+    vllm = server.ServedModel("vllm", "org/model", "org/model")
+    command = server.engine_command(vllm, 8123, "2,5,6,7", seed=0)
+    assert command[command.index("--tensor-parallel-size") + 1] == "4"
+    # One GPU per engine: no tensor parallelism.
+    assert "--tensor-parallel-size" not in server.engine_command(vllm, 8123, "2", seed=0)
+    server.check_layout(settings, "vllm")
+    for engine in ("llamacpp", "transformers"):
+        with pytest.raises(server.ServeError, match="tensor-parallel needs the vllm engine"):
+            server.check_layout(settings, engine)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(server.ServeError, match="none is visible"):
+        server.serve_devices(settings)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llamacpp", "transformers"])
+def test_engine_args_come_last_in_every_engine_command(engine):
+    model = server.ServedModel(engine, "org/model", "org/model")
+    extra = ("--max-model-len", "8192", "--enforce-eager")
+    plain = server.engine_command(model, 8123, "0", seed=0)
+    assert server.engine_command(model, 8123, "0", seed=0, engine_args=extra) == \
+        plain + list(extra)
+
+
+def test_engine_args_are_split_as_a_shell_splits_them(humanfix_pytester):
+    config = humanfix_pytester.parseconfig(
+        "--humanfix-engine-args", "--max-model-len 8192 --chat-template '/a b/t.jinja'")
+    assert Settings.from_config(config).engine_args == (
+        "--max-model-len", "8192", "--chat-template", "/a b/t.jinja")
+    result = humanfix_pytester.runpytest("--humanfix-model=canonical",
+                                         "--humanfix-engine-args=--x 'open")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--humanfix-engine-args / humanfix_engine_args: \"--x 'open\" cannot be split into " \
+           "arguments (No closing quotation)" in result.stderr.str()
+
+
+def test_the_summary_says_how_the_engines_were_started():
+    model = server.ServedModel("vllm", "m", "m")
+    engines = [server.Engine(model, "0,1", 9000, Path("server-0.log"), [])]
+    facts = server.Serving(engines, "tensor-parallel", ("--enforce-eager",)).facts()
+    assert facts == {"engine": "vllm", "layout": "tensor-parallel",
+                     "engine_args": ["--enforce-eager"],
+                     "engines": [{"devices": "0,1", "base_url": "http://127.0.0.1:9000/v1"}]}
+
+
 ENGINE_MODELS = {"transformers": "tiny_model", "llamacpp": "tiny_gguf"}
 
 
@@ -208,6 +258,22 @@ def test_llamacpp_serves_a_gguf_to_every_worker_and_leaves_nothing(humanfix_pyte
     assert {a["engine"] for a in attempts} == {"llamacpp"}
     assert {a["finish_reason"] for a in attempts} <= {"stop", "length"}
     assert_served_and_gone(records, log, pid, port)
+
+
+@pytest.mark.slow
+def test_engine_args_reach_the_engine_and_the_summary(humanfix_pytester, tiny_gguf):
+    result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_gguf), "--humanfix-serve",
+                                         "--humanfix-engine-args=--n_ctx 2048",
+                                         "--humanfix-max=1", "--humanfix-max-new-tokens=8")
+    pid, port = engine_pid_and_port(result.outlines, "llamacpp")
+    reports = humanfix_pytester.path / "reports"
+    command = (reports / "server-0.log").read_text().splitlines()[0]
+    assert command.endswith("--n_ctx 2048")  # after the default, so it wins
+    summary = json.loads((reports / "summary.json").read_text())
+    assert summary["run"]["serve"] == {
+        "engine": "llamacpp", "layout": "per-device", "engine_args": ["--n_ctx", "2048"],
+        "engines": [{"devices": None, "base_url": f"http://127.0.0.1:{port}/v1"}]}
+    assert summary["tasks"]["errors"] == 0
 
 
 @pytest.mark.slow

@@ -115,7 +115,7 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
                       completion_tokens=generation.completion_tokens,
                       generate_seconds=round(seconds, 4), reply=generation.text,
                       prompt=ctx.model.prompt, finish_reason=generation.finish_reason,
-                      engine=generation.engine)
+                      engine=generation.engine, server=generation.server)
     return {"attempts": [*state["attempts"], attempt], "rounds_left": state["rounds_left"] - 1}
 
 

@@ -36,6 +36,7 @@ class Generation:
     seconds: float = 0.0
     finish_reason: FinishReason = "stop"
     engine: str = ""  # what produced it: transformers, a server's engine, control, replay
+    server: str = ""  # the base URL of the server that answered, for a server's reply
 
 
 class Model(Protocol):

@@ -8,6 +8,15 @@ and timeouts. Writing that again over httpx would be a second, less tested copy.
 
 Every failure here raises `ModelLoadError`: a server that cannot be reached, goes away mid-run or
 answers with an error is a harness fault, an error outcome, never "unfixed".
+
+A fleet: `--humanfix-base-url` may name several servers. They are spread per worker: worker gwN
+starts at server N (mod their count) and goes round the others in order, so N workers over N
+servers each keep one. (Least-loaded would need state shared between worker processes, and one
+worker sends one request at a time anyway.) A server that does not answer the probe, or fails a
+request after the client's retries (unreachable, timed out, a 5xx), is taken out of this worker's
+rotation with its reason, which the records carry to the summary, and the request goes to the
+next server. The last server left is never taken out: its failure is that task's harness error,
+as with a single server, and the next task tries it again.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import Task
@@ -24,6 +34,23 @@ from .base import Generation, ModelLoadError, settle_prompt
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
 PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
+
+
+class ServerFailed(Exception):
+    """One server failed a request after its retries; the message says how."""
+
+
+@dataclass
+class Server:
+    base_url: str
+    client: Any  # openai.OpenAI
+    out: str = ""  # why it was taken out of rotation; "" while in it
+
+
+def worker_index(worker: str) -> int:
+    """gw3: 3; the controller or a process outside xdist: 0."""
+    number = worker.removeprefix("gw")
+    return int(number) if number.isdigit() else 0
 
 
 class OpenAIModel:
@@ -36,21 +63,36 @@ class OpenAIModel:
         self.spec = spec
         self.model_name = model_name
         self.settings = settings
-        self.base_url = settings.base_url.rstrip("/")
         # Chat through /v1/chat/completions unless asked for a completion (/v1/completions).
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
         self.engine = settings.engine if settings.engine != "auto" else "openai"
         self._openai = openai
-        self.client = openai.OpenAI(
-            base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY,
-            timeout=settings.request_timeout, max_retries=RETRIES)
-        self._probe()
+        urls = [url.rstrip("/") for url in settings.base_urls]
+        start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
+        key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
+        self.servers = [Server(url, openai.OpenAI(base_url=url, api_key=key,
+                                                  timeout=settings.request_timeout,
+                                                  max_retries=RETRIES))
+                        for url in urls[start:] + urls[:start]]
+        for server in self.servers:
+            self._probe(server)
+        if not self.in_rotation():
+            raise ModelLoadError("; ".join(server.out for server in self.servers))
 
-    def _probe(self) -> None:
-        """Fail at load, once, when nobody answers at the base URL: the runner then errors every
-        task at once instead of each one waiting through its retries."""
-        probe = self.client.with_options(timeout=min(PROBE_TIMEOUT, self.settings.request_timeout),
-                                         max_retries=0)
+    def in_rotation(self) -> list[Server]:
+        return [server for server in self.servers if not server.out]
+
+    @property
+    def servers_out(self) -> list[dict[str, str]]:
+        """The servers this worker took out of rotation, and why."""
+        return [{"base_url": s.base_url, "reason": s.out} for s in self.servers if s.out]
+
+    def _probe(self, server: Server) -> None:
+        """Fail at load, once, when nobody answers at a base URL: the server is out of
+        rotation, and with none left the runner errors every task at once instead of each one
+        waiting through its retries."""
+        probe = server.client.with_options(
+            timeout=min(PROBE_TIMEOUT, self.settings.request_timeout), max_retries=0)
         for attempt in range(RETRIES + 1):
             try:
                 probe.models.list()
@@ -61,14 +103,15 @@ class OpenAIModel:
                     time.sleep(0.5 * 2 ** attempt)
             except (self._openai.AuthenticationError, self._openai.PermissionDeniedError) as exc:
                 raise ModelLoadError(
-                    f"the server at {self.base_url} refused the key ({exc.status_code}): set "
+                    f"the server at {server.base_url} refused the key ({exc.status_code}): set "
                     "OPENAI_API_KEY to a key it accepts.") from None
             except self._openai.APIStatusError:
                 return  # it answered: not every server implements /models
-        raise ModelLoadError(self._unreachable(error))
+        server.out = self._unreachable(server.base_url, error)
 
-    def _unreachable(self, exc: Exception) -> str:
-        return (f"cannot reach the OpenAI-compatible server at {self.base_url} "
+    @staticmethod
+    def _unreachable(base_url: str, exc: Exception) -> str:
+        return (f"cannot reach the OpenAI-compatible server at {base_url} "
                 f"({type(exc).__name__}: {exc}). Start it, or point --humanfix-base-url at it.")
 
     def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -79,33 +122,31 @@ class OpenAIModel:
                 "max_tokens": self.settings.max_new_tokens, "seed": self.settings.seed}
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
-        return self._ask(self.client.chat.completions.create, self.request(messages),
+        return self._ask(lambda client: client.chat.completions.create, self.request(messages),
                          lambda choice: choice.message.content)
 
     def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
-        return self._ask(self.client.completions.create,
+        return self._ask(lambda client: client.completions.create,
                          {"model": self.model_name, "prompt": prompt, "stop": stop,
                           **self._decoding()},
                          lambda choice: choice.text)
 
-    def _ask(self, create: Callable[..., Any], request: dict[str, Any],
+    def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
              text_of: Callable[[Any], str | None]) -> Generation:
+        """Asks the servers in rotation in turn until one answers; each that fails is taken
+        out, except the last one left, whose failure is the error."""
         started = time.monotonic()
-        try:
-            response = create(**request)
-        except self._openai.APITimeoutError:
-            raise ModelLoadError(
-                f"the server at {self.base_url} did not answer within "
-                f"{self.settings.request_timeout:g} s ({RETRIES + 1} tries); raise "
-                "--humanfix-request-timeout if it is just slow.") from None
-        except self._openai.APIConnectionError as exc:
-            raise ModelLoadError(self._unreachable(exc)) from None
-        except self._openai.APIStatusError as exc:
-            raise ModelLoadError(
-                f"the server at {self.base_url} answered {exc.status_code} for model "
-                f"{self.model_name!r}: {exc.message}") from None
+        while True:
+            server, *others = self.in_rotation()
+            try:
+                response = self._ask_one(server, create, request)
+                break
+            except ServerFailed as exc:
+                if not others:
+                    raise ModelLoadError(str(exc)) from None
+                server.out = str(exc)
         if not response.choices:
-            raise ModelLoadError(f"the server at {self.base_url} returned no choices")
+            raise ModelLoadError(f"the server at {server.base_url} returned no choices")
         choice = response.choices[0]
         usage = response.usage
         return Generation(
@@ -115,4 +156,24 @@ class OpenAIModel:
             seconds=time.monotonic() - started,
             # Servers also say "content_filter" or "tool_calls"; neither ran out of tokens.
             finish_reason="length" if choice.finish_reason == "length" else "stop",
-            engine=self.engine)
+            engine=self.engine, server=server.base_url)
+
+    def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
+                 request: dict[str, Any]) -> Any:
+        """One server's response (the client retries); ServerFailed when the server is at
+        fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
+        try:
+            return create(server.client)(**request)
+        except self._openai.APITimeoutError:
+            raise ServerFailed(
+                f"the server at {server.base_url} did not answer within "
+                f"{self.settings.request_timeout:g} s ({RETRIES + 1} tries); raise "
+                "--humanfix-request-timeout if it is just slow.") from None
+        except self._openai.APIConnectionError as exc:
+            raise ServerFailed(self._unreachable(server.base_url, exc)) from None
+        except self._openai.APIStatusError as exc:
+            message = (f"the server at {server.base_url} answered {exc.status_code} for model "
+                       f"{self.model_name!r}: {exc.message}")
+            if exc.status_code >= 500:
+                raise ServerFailed(message) from None
+            raise ModelLoadError(message) from None

@@ -36,11 +36,12 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..devices import requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings
+from .openai_api import worker_index
 from .specs import ResolvedSpec, resolve_spec
 
 if TYPE_CHECKING:
@@ -121,9 +122,22 @@ def choose_engine(settings: Settings, resolved: ResolvedSpec, gpus: bool) -> str
 
 
 def serve_devices(settings: Settings) -> list[str | None]:
-    """One engine per device; None is one engine on the CPU."""
+    """The devices of each engine: one engine per device, or under the tensor-parallel layout
+    one engine over every device ("0,1,2,3"); None is one engine on the CPU."""
     devices: list[str | None] = [*requested_or_visible(settings)]
+    if settings.serve_layout == "tensor-parallel":
+        if not devices:
+            raise ServeError("--humanfix-serve-layout tensor-parallel spreads one engine over "
+                             "several GPUs, and none is visible; drop the option.")
+        return [",".join(d for d in devices if d is not None)]
     return devices or [None]
+
+
+def check_layout(settings: Settings, engine: str) -> None:
+    if settings.serve_layout == "tensor-parallel" and engine != "vllm":
+        raise ServeError(f"--humanfix-serve-layout tensor-parallel needs the vllm engine; the "
+                         f"{engine} engine runs on one device. Install vLLM (pip install vllm) "
+                         "or use --humanfix-serve-layout per-device.")
 
 
 def gguf_cache_root() -> Path:
@@ -176,11 +190,23 @@ def served_model(settings: Settings, gpus: bool) -> ServedModel:
     return ServedModel(engine, str(gguf), str(gguf))
 
 
-def engine_command(model: ServedModel, port: int, device: str | None, seed: int) -> list[str]:
+def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
+                   engine_args: tuple[str, ...] = ()) -> list[str]:
+    """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
+    over them, tensor-parallel), or None (the CPU). The user's `engine_args` come last, so
+    each engine's parser lets them override a default set here."""
+    return base_command(model, port, device, seed) + list(engine_args)
+
+
+def base_command(model: ServedModel, port: int, device: str | None, seed: int) -> list[str]:
     if model.engine == "vllm":
-        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
-                model.source, "--served-model-name", model.name, "--host", HOST,
-                "--port", str(port), "--seed", str(seed)]
+        command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
+                   model.source, "--served-model-name", model.name, "--host", HOST,
+                   "--port", str(port), "--seed", str(seed)]
+        gpus = len(device.split(",")) if device else 1
+        if gpus > 1:
+            command += ["--tensor-parallel-size", str(gpus)]
+        return command
     if model.engine == "llamacpp":
         cores = str(len(os.sched_getaffinity(0)))
         return [sys.executable, "-m", "llama_cpp.server", "--model", model.source,
@@ -291,9 +317,11 @@ class Engine:
         stop_group(self.process, STOP_GRACE)
 
 
-def new_engine(model: ServedModel, log_path: Path, device: str | None, seed: int) -> Engine:
+def new_engine(model: ServedModel, log_path: Path, device: str | None,
+               settings: Settings) -> Engine:
     port = free_port()
-    return Engine(model, device, port, log_path, engine_command(model, port, device, seed))
+    return Engine(model, device, port, log_path,
+                  engine_command(model, port, device, settings.seed, settings.engine_args))
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,
@@ -301,7 +329,7 @@ def launch(settings: Settings, log_path: Path, device: str | None = None,
     """Starts one engine for `settings.model` and waits until it answers; stops it again if it
     never does."""
     engine = new_engine(served_model(settings, gpus=device is not None), log_path, device,
-                        settings.seed)
+                        settings)
     engine.start()
     try:
         engine.wait_healthy(timeout)
@@ -314,14 +342,23 @@ def launch(settings: Settings, log_path: Path, device: str | None = None,
 class Serving:
     """The controller's engines, registered as a plugin so the run's end stops them."""
 
-    def __init__(self, engines: list[Engine]) -> None:
+    def __init__(self, engines: list[Engine], layout: str = "per-device",
+                 engine_args: tuple[str, ...] = ()) -> None:
         self.engines = engines
+        self.layout = layout
+        self.engine_args = engine_args
         atexit.register(self.stop)
+
+    def facts(self) -> dict[str, Any]:
+        """What summary.json says of the engines: how they were laid out and started."""
+        return {"engine": self.engines[0].model.engine, "layout": self.layout,
+                "engine_args": list(self.engine_args),
+                "engines": [{"devices": engine.device, "base_url": engine.base_url}
+                            for engine in self.engines]}
 
     def endpoint_for(self, worker: str) -> dict[str, str]:
         """Workers gw0, gw1, ... go round the engines; a replacement worker gets a new id."""
-        index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
-        return self.engines[index % len(self.engines)].endpoint()
+        return self.engines[worker_index(worker) % len(self.engines)].endpoint()
 
     def stop(self) -> None:
         for engine in self.engines:
@@ -341,11 +378,12 @@ def serve(settings: Settings) -> Serving:
     """Starts every engine at once, then waits for each: a device that fails stops them all."""
     devices = serve_devices(settings)
     model = served_model(settings, gpus=devices != [None])
+    check_layout(settings, model.engine)
     folder = Path(settings.report_dir)
     engines = []
     try:
         for index, device in enumerate(devices):
-            engine = new_engine(model, folder / f"server-{index}.log", device, settings.seed)
+            engine = new_engine(model, folder / f"server-{index}.log", device, settings)
             engines.append(engine)
             engine.start()
         for engine in engines:
@@ -354,4 +392,4 @@ def serve(settings: Settings) -> Serving:
         for engine in engines:
             engine.stop()
         raise
-    return Serving(engines)
+    return Serving(engines, settings.serve_layout, settings.engine_args)

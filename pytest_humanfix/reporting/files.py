@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..dataset import item_name
 from .chart import write_chart
-from .terminal import baseline_lines, interval, pct
+from .summary import junit_properties
+from .terminal import baseline_lines, interval, pct, server_lines
 
 # Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
 DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
@@ -27,6 +30,9 @@ def markdown(summary: dict[str, Any]) -> str:
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
         f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",
+        *([f"| shard | {run['shard']['index']}/{run['shard']['count']}: {run['shard']['tasks']} "
+           f"of {run['shard']['selected']} tasks |"] if run.get("shard") else []),
+        *([f"| merged | {len(run['merged'])} shards |"] if run.get("merged") else []),
         f"| started / ended | {run.get('started_at')} / {run.get('ended_at')} |",
         f"| wall time | {run.get('wall_seconds')} s |",
         f"| tokens | {summary['tokens']['total']} total, "
@@ -46,9 +52,9 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
-    baseline = baseline_lines(summary.get("baseline"))
-    if baseline:
-        lines += ["", *(f"- {line}" for line in baseline)]
+    for block in (server_lines(summary), baseline_lines(summary.get("baseline"))):
+        if block:
+            lines += ["", *(f"- {line}" for line in block)]
     if summary["gates"]:
         lines += ["", *(f"- gate {g['name']}: {'held' if g['passed'] else '**FAILED**'}: "
                         f"{g['reason']}" for g in summary["gates"])]
@@ -74,3 +80,36 @@ def write_reports(summary: dict[str, Any], records: list[dict[str, Any]], folder
     if chart is not None:
         written.append(chart)
     return written
+
+
+def write_junit(summary: dict[str, Any], records: list[dict[str, Any]], path: Path,
+                gated: bool) -> Path:
+    """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
+    unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
+    harness error an error, and the summary's figures as suite properties."""
+    tasks = summary["tasks"]
+    unfixed_failures = 0 if gated else tasks["unfixed"]
+    suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
+                       failures=str(unfixed_failures), errors=str(tasks["errors"]),
+                       skipped=str(tasks["unfixed"] - unfixed_failures),
+                       time=f"{summary['seconds']['total']:.3f}")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in junit_properties(summary):
+        ET.SubElement(properties, "property", name=name, value=value)
+    for record in records:
+        case = ET.SubElement(suite, "testcase", classname="humanfix",
+                             name=item_name(record["task_id"], record["entry_point"]),
+                             time=f"{float(record.get('seconds') or 0):.3f}")
+        if record["outcome"] == "error":
+            ET.SubElement(case, "error", message="harness error").text = record.get("error", "")
+        elif record["outcome"] == "unfixed":
+            detail = f"{record.get('failure', '')}\n{record.get('diff', '')}".strip()
+            if gated:
+                ET.SubElement(case, "skipped", type="pytest.xfail", message="not fixed")
+            else:
+                ET.SubElement(case, "failure", message="not fixed").text = detail
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    return path

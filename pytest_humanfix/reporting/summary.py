@@ -52,6 +52,14 @@ def rate(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"value": value, "ci95": [low, high], "tasks": len(counts)}
 
 
+def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The shard a run's records were dealt (its task list stays in the records)."""
+    if not shard:
+        return None
+    return {key: shard.get(key) for key in ("index", "count", "selected")} | {
+        "tasks": len(shard.get("tasks") or [])}
+
+
 def _tokens(record: dict[str, Any]) -> int:
     tokens = record.get("tokens") or {}
     return int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0))
@@ -62,6 +70,28 @@ def _spread(values: list[float]) -> dict[str, float]:
         return {"mean": 0, "median": 0, "max": 0}
     return {"mean": statistics.fmean(values),
             "median": statistics.median(values), "max": max(values)}
+
+
+def servers(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per OpenAI-compatible server that answered: its replies and their seconds (the
+    attempts it served)."""
+    seconds: dict[str, list[float]] = {}
+    for record in records:
+        for attempt in record.get("attempts") or []:
+            if attempt.get("server"):
+                seconds.setdefault(attempt["server"], []).append(
+                    float(attempt.get("generate_seconds") or 0))
+    return {url: {"requests": len(values), "seconds": _spread(values)}
+            for url, values in sorted(seconds.items())}
+
+
+def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Each server taken out of rotation (by any worker), with the first reason given."""
+    out: dict[str, str] = {}
+    for record in records:
+        for server in record.get("servers_out") or []:
+            out.setdefault(server["base_url"], server["reason"])
+    return [{"base_url": url, "reason": reason} for url, reason in sorted(out.items())]
 
 
 def build(records: list[dict[str, Any]], run: dict[str, Any],
@@ -84,6 +114,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "run": {
             "model": first.get("model"), "protocol": first.get("protocol"),
             "dataset": first.get("dataset"), "dataset_hash": first.get("dataset_hash"),
+            "shard": _shard_label(first.get("shard")),
             "run_ids": sorted({r.get("run_id") for r in records if r.get("run_id")}),
             "versions": versions(), **run,
         },
@@ -105,6 +136,8 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "seconds": {"total": sum(seconds), "per_task": _spread(seconds)},
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
+        "servers": servers(records),
+        "servers_out": servers_out(records),
         "baseline": comparison.to_dict() if comparison is not None else None,
         "gates": [vars(g) for g in gates or []],
         "gate_failed": any(not g.passed for g in gates or []),

@@ -65,7 +65,20 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
     if summary["slowest"]:
         lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
                                              for s in summary["slowest"]))
+    lines.extend(server_lines(summary))
     lines.extend(baseline_lines(summary.get("baseline")))
+    return lines
+
+
+def server_lines(summary: dict[str, Any]) -> list[str]:
+    """A fleet's share of the requests, and each server taken out of rotation."""
+    lines = []
+    if len(summary["servers"]) > 1 or summary["servers_out"]:
+        lines.append("servers: " + ", ".join(
+            f"{url} {row['requests']} request(s), {row['seconds']['mean']:.2f}s mean"
+            for url, row in summary["servers"].items()))
+    lines += [f"server out of rotation: {row['base_url']}: {row['reason']}"
+              for row in summary["servers_out"]]
     return lines
 
 

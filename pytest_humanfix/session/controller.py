@@ -96,7 +96,8 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
                     device=device, resumed=resumed,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
-    controller = Controller(config, runner, baseline, chart)
+    controller = Controller(config, runner, baseline, chart,
+                            serving.facts() if serving is not None else None)
     try:
         controller.writer.open(append=settings.resume)
     except ReportError as exc:
@@ -136,8 +137,10 @@ class Controller:
     """Collects each task's record from the reports, writes the JSONL and the summary."""
 
     def __init__(self, config: pytest.Config, runner: Runner,
-                 baseline: dict[str, dict] | None, chart: RunChart) -> None:
+                 baseline: dict[str, dict] | None, chart: RunChart,
+                 serve_facts: dict[str, Any] | None = None) -> None:
         self.config = config
+        self.serve_facts = serve_facts
         self.runner = runner
         self.chart = chart
         self.writer = JsonlWriter(runner.settings.jsonl_path)
@@ -185,8 +188,11 @@ class Controller:
 
     def run_facts(self) -> dict[str, Any]:
         """What the summary takes from the run rather than from its records."""
-        return {"model": self.runner.settings.model, "protocol": self.runner.protocol,
-                **summary_mod.run_times(self.started_at, datetime.now(UTC))}
+        facts = {"model": self.runner.settings.model, "protocol": self.runner.protocol,
+                 **summary_mod.run_times(self.started_at, datetime.now(UTC))}
+        if self.serve_facts is not None:  # --humanfix-serve: the engines, their layout, args
+            facts["serve"] = self.serve_facts
+        return facts
 
     def check_gates(self, session: pytest.Session, summary: dict[str, Any],
                     comparison: Comparison | None) -> list[GateCheck]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agent.graph import repair, repair_graph
-from ..dataset import Task, content_hash, load_tasks, select
+from ..dataset import DatasetError, Task, content_hash, deal, ids_hash, load_tasks, select
 from ..models.base import Model, ModelLoadError
 from ..models.specs import CONTROLS, load_model
 from ..records import Sample, TaskResult
@@ -40,17 +40,31 @@ def choose_sandbox(settings: Settings) -> Choice:
 
 @dataclass(frozen=True)
 class Workload:
-    """The dataset's tasks, the selected ones, and the hash that identifies the dataset."""
+    """The dataset's tasks, the ones this process runs (the selection, or under
+    --humanfix-shard its shard), the hash that identifies the dataset, and the shard as every
+    record carries it (None without one)."""
 
     all_tasks: list[Task]
     tasks: list[Task]
     dataset_hash: str
+    shard: dict[str, Any] | None = None
 
     @classmethod
     def load(cls, settings: Settings) -> Workload:
         all_tasks = load_tasks(settings.dataset)
-        return cls(all_tasks, select(all_tasks, settings.max, settings.task),
-                   content_hash(all_tasks))
+        selected = select(all_tasks, settings.max, settings.task)
+        if settings.shard is None:
+            return cls(all_tasks, selected, content_hash(all_tasks))
+        index, count = settings.shard
+        if count > len(selected):
+            raise DatasetError(f"--humanfix-shard {index}/{count}: the selection has only "
+                               f"{len(selected)} task(s); use at most {len(selected)} shards.")
+        tasks = deal(selected, index, count)
+        # The shard's own task ids let a merge name a task a shard did not finish.
+        shard = {"index": index, "count": count, "tasks": [t.task_id for t in tasks],
+                 "selected": len(selected),
+                 "selection": ids_hash(t.task_id for t in selected)}
+        return cls(all_tasks, tasks, content_hash(all_tasks), shard)
 
 
 def worker_id() -> str:
@@ -195,10 +209,13 @@ class Runner:
             "protocol": self.protocol,
             "dataset": self.settings.dataset,
             "dataset_hash": self.dataset_hash,
+            "shard": self.workload.shard,
             "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,
             "worker": worker_id(),
             "device": self.device,
             "model_error": self._model_error,
+            # A fleet's servers this process took out of rotation so far, and why.
+            "servers_out": getattr(self._model, "servers_out", []),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
 
