@@ -144,6 +144,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
            default="auto", convert=_choice("auto", "bwrap", "process"),
            metavar="auto|bwrap|process"),
+    Option("strict", "score fixes flagged as defeating the tests (an always-equal return value, "
+           "writes to builtins or the test's globals, frame or gc walking, patching what the "
+           "test calls, reading the test source) as not fixed; by default they stay fixed, "
+           "counted apart, so pass@1 compares with BigCode's", flag=True),
     Option("timeout", "wall-clock seconds for one sandbox execution (default 10)", default="10",
            convert=_positive_float, metavar="S"),
     Option("item-timeout", "seconds one task item may take before pytest-timeout stops it "
@@ -234,6 +238,7 @@ class Settings:
     serve: bool = False
     engine: str = "auto"
     sandbox: str = "auto"
+    strict: bool = False
     timeout: float = 10.0
     item_timeout: float | None = None
     executor: str = "auto"
@@ -250,7 +255,7 @@ class Settings:
         """What changes the meaning of a score: numbers compare only when this agrees."""
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "timeout": self.timeout, "prompt": self.prompt}
+                "timeout": self.timeout, "prompt": self.prompt, "strict": self.strict}
 
     @property
     def gated(self) -> bool:

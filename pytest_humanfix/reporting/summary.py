@@ -70,6 +70,8 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
     """The content of summary.json. `run` holds what records do not: start, end, wall time."""
     scored = [r for r in records if r["outcome"] != "error"]
     errors = [r for r in records if r["outcome"] == "error"]
+    # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
+    flagged = [r for r in scored if r.get("flags")]
     samples = max((_counts(r)[0] for r in scored), default=1)
     counts = [_counts(r) for r in scored]
     by_type: dict[str, list[dict[str, Any]]] = {}
@@ -89,7 +91,10 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         },
         "tasks": {"total": len(records), "scored": len(scored), "errors": len(errors),
                   "fixed": sum(r["outcome"] == "fixed" for r in records),
-                  "unfixed": sum(r["outcome"] == "unfixed" for r in records)},
+                  "unfixed": sum(r["outcome"] == "unfixed" for r in records),
+                  "flagged": len(flagged)},
+        "flagged": [{"task_id": r["task_id"], "outcome": r["outcome"], "flags": r["flags"]}
+                    for r in flagged],
         "samples": samples,
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
@@ -118,6 +123,7 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_flagged", str(tasks["flagged"])),
             ("humanfix_model", str(summary["run"].get("model")))]
 
 

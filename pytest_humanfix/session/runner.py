@@ -203,4 +203,4 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         verdict=first.verdict, failure=first.failure,
         error=f"sample {results.index(failed) + 1}: {failed.error}" if failed else "",
         attempts=first.attempts, seconds=round(sum(r.seconds for r in results), 4),
-        samples=[Sample.of(r) for r in results])
+        samples=[Sample.of(r) for r in results], flags=first.flags)
