@@ -64,6 +64,18 @@ def _spread(values: list[float]) -> dict[str, float]:
             "median": statistics.median(values), "max": max(values)}
 
 
+def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Graded runs that timed out, and those re-run alone after a first timeout (with how many
+    of those then finished), with the largest limit any task ran under."""
+    verdicts = [r.get("verdict") or {} for r in records]
+    rerun = [v for v in verdicts if v.get("rerun")]
+    limits = [float((r.get("time_limit") or {}).get("seconds") or 0) for r in records]
+    return {"timed_out": sum(v.get("status") == "timeout" for v in verdicts),
+            "rerun": len(rerun),
+            "rerun_finished": sum(v.get("status") != "timeout" for v in rerun),
+            "largest_limit": max(limits, default=0.0) or None}
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None) -> dict[str, Any]:
@@ -108,6 +120,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "tokens": {"prompt": prompt, "completion": sum(tokens) - prompt, "total": sum(tokens),
                    "per_task": _spread([float(t) for t in tokens])},
         "seconds": {"total": sum(seconds), "per_task": _spread(seconds)},
+        "timeouts": timeouts(records),
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
         "baseline": comparison.to_dict() if comparison is not None else None,

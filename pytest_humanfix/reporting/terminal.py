@@ -72,6 +72,12 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
     if summary["samples"] > 1:
         lines.append("  ".join(f"pass@{k} = {pct(v)}" for k, v in summary["pass_at_k"].items()))
     tokens, seconds = summary["tokens"], summary["seconds"]
+    timeouts = summary.get("timeouts") or {}
+    if timeouts.get("timed_out") or timeouts.get("rerun"):
+        lines.append(f"timeouts: {timeouts['timed_out']} graded run(s) timed out; "
+                     f"{timeouts['rerun']} re-run alone after a first timeout, "
+                     f"{timeouts['rerun_finished']} of them then finished in time "
+                     f"(largest limit {timeouts['largest_limit']} s)")
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
                  f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
                  f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")

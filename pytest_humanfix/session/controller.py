@@ -85,11 +85,12 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
     try:
-        # Before any worker starts: the canonical solutions are timed on an idle harness.
+        # Before any worker starts: the canonical solutions are timed on an idle harness, each
+        # allowed what the default floor would allow it, so a tiny floor still measures.
         canonical_seconds = calibrate(
             [t for t in workload.tasks if t.task_id not in resumed], sandbox_choice.sandbox,
             getattr(config, "cache", None), workload.dataset_hash,
-            settings.timeout * settings.timeout_factor)
+            max(settings.timeout, Settings.timeout) * settings.timeout_factor)
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
