@@ -72,7 +72,7 @@ SIGNAL_HINTS = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
 def first_failure(verdict: Verdict) -> str:
     """One or two lines a person reads first: the failing statement and the exception."""
     if verdict.status == "timeout":
-        limit = f"limit {verdict.limit:g} s" if verdict.limit else "sandbox wall-clock limit"
+        limit = "sandbox wall-clock limit" + (f" {verdict.limit:g} s" if verdict.limit else "")
         again = "; re-run alone, it timed out again" if verdict.rerun else ""
         return f"timed out after {verdict.seconds:.1f} s ({limit}{again})"
     if verdict.status == "exited_early":
