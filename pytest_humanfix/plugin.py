@@ -67,7 +67,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
         runner = item.config.stash[RUNNER]
         runner.preload()
-        apply_item_timeout(item, runner.settings)
+        apply_item_timeout(item, runner.settings, runner.limit_for(item.task.task_id))
     return (yield)
 
 

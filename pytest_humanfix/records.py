@@ -72,6 +72,9 @@ class TaskResult:
     # With --humanfix-samples N > 1: every sample's outcome, the first one included (the fields
     # above describe that first sample). Empty for a single sample.
     samples: list[Sample] = field(default_factory=list)
+    # Why a fix that passed may defeat the tests rather than fix the function (agent/suspicion);
+    # [] when none was found. Flagged fixes stay fixed unless --humanfix-strict.
+    flags: list[str] = field(default_factory=list)
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:
@@ -131,12 +134,14 @@ class Sample:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    flags: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, result: TaskResult) -> Sample:
         return cls(outcome=result.outcome, code=result.code, failure=result.failure,
                    error=result.error, prompt_tokens=result.prompt_tokens,
-                   completion_tokens=result.completion_tokens, seconds=result.seconds)
+                   completion_tokens=result.completion_tokens, seconds=result.seconds,
+                   flags=result.flags)
 
 
 def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +159,9 @@ def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
 
 
 # Protocol fields added after records were first written, with the value every record written
-# before them was made under (a missing "prompt": the chat template, which auto chose then).
-PROTOCOL_DEFAULTS = {"prompt": "auto"}
+# before them was made under (a missing "prompt": the chat template, which auto chose then; a
+# missing "strict": flagged fixes were not looked for, so none was scored unfixed).
+PROTOCOL_DEFAULTS: dict[str, Any] = {"prompt": "auto", "strict": False}
 
 
 def record_fingerprint(record: dict[str, Any]) -> dict[str, Any]:

@@ -158,6 +158,10 @@ OPTIONS: tuple[Option, ...] = (
            "chat template), or auto (chat where the model has a template; default)",
            default="auto", convert=_choice("auto", "chat", "completion"),
            metavar="auto|chat|completion"),
+    Option("strict", "score fixes flagged as defeating the tests (an always-equal return value, "
+           "writes to builtins or the test's globals, frame or gc walking, patching what the "
+           "test calls, reading the test source) as not fixed; by default they stay fixed, "
+           "counted apart, so pass@1 compares with BigCode's", flag=True),
     # Where it runs.
     Option("base-url", "OpenAI-compatible server for openai:<model> "
            "(default http://localhost:8000/v1; key from OPENAI_API_KEY); several, repeated or "
@@ -188,6 +192,10 @@ OPTIONS: tuple[Option, ...] = (
            metavar="auto|bwrap|process"),
     Option("timeout", "wall-clock seconds for one sandbox execution (default 10)", default="10",
            convert=_positive_float, metavar="S"),
+    Option("timeout-factor", "each task's limit is max(--humanfix-timeout, K × its canonical "
+           "solution's time on this machine), timed once and cached per dataset and machine; a "
+           "candidate that times out is re-run once, alone, before it counts (default 10)",
+           default="10", convert=_positive_float, metavar="K"),
     Option("item-timeout", "seconds one task item may take before pytest-timeout stops it "
            "(default: derived from the budget; pytest's own --timeout wins)",
            convert=_positive_float, metavar="S"),
@@ -281,7 +289,9 @@ class Settings:
     serve_layout: str = "per-device"
     engine_args: tuple[str, ...] = ()
     sandbox: str = "auto"
+    strict: bool = False
     timeout: float = 10.0
+    timeout_factor: float = 10.0
     item_timeout: float | None = None
     executor: str = "auto"
     fail_under: float | None = None
@@ -297,7 +307,7 @@ class Settings:
         """What changes the meaning of a score: numbers compare only when this agrees."""
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "timeout": self.timeout, "prompt": self.prompt}
+                "timeout": self.timeout, "prompt": self.prompt, "strict": self.strict}
 
     @property
     def base_urls(self) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.agent import graph as agent, prompts
+from pytest_humanfix.agent.suspicion import GUARD_MARK
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
@@ -76,12 +77,17 @@ class Recording:
 
 
 class CountingSandbox:
+    """Keeps the programs the agent ran, apart from the guarded re-run of a fix that passed
+    (agent/suspicion), which `guarded` keeps."""
+
     def __init__(self) -> None:
         self.sandbox = ProcessSandbox(Limits(timeout=10))
         self.programs: list[str] = []
+        self.guarded: list[str] = []
 
     def run(self, program: str):
-        self.programs.append(program)
+        guarded = GUARD_MARK in program
+        (self.guarded if guarded else self.programs).append(program)
         return self.sandbox.run(program)
 
 

@@ -42,12 +42,12 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
     result.stdout.fnmatch_lines(
-        [f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto]"])
+        [f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto strict=False]"])
     got = records_by_task()
     for record in got.values():
         assert record["protocol"] == {"variant": variant, "iters": 2, "samples": 1,
                                       "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0,
-                                      "prompt": "auto"}
+                                      "prompt": "auto", "strict": False}
         assert {(a["prompt"], a["engine"], a["finish_reason"]) for a in record["attempts"]} \
             == {("chat", "replay", "stop")}
     fixed, unfixed = got["Python/0"], got["Python/2"]
@@ -100,8 +100,12 @@ def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanf
 
 def test_item_timeout_is_derived_from_the_budget():
     # Each of 3 replies may take a request timeout and a sandbox run; then one grading run.
-    assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) == 3 * 310 + 10
-    assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) == 6 * 25 + 10
+    # Each execution may run twice (a timeout is re-run); grading and the guarded run per sample.
+    assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) == 3 * 320 + 2 * 20
+    assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) \
+        == 6 * 30 + 4 * 10
+    assert item_timeout(Settings(iters=0, timeout=10, request_timeout=300), limit=30) \
+        == 360 + 2 * 60
     assert item_timeout(Settings(iters=5, item_timeout=42.0)) == 42.0
 
 

@@ -17,7 +17,8 @@ from pytest_humanfix.sandbox.inside import source
 from pytest_humanfix.sandbox.program import PRELUDE
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ["child.py", "bootstrap.py", "warm_server.py", "network_probe.py", "prelude.py"]
+PROGRAMS = ["child.py", "bootstrap.py", "warm_server.py", "network_probe.py", "prelude.py",
+            "guard.py"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

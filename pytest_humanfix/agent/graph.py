@@ -38,6 +38,7 @@ from ..settings import Settings
 from . import prompts
 from .extract import continued_code, extract_code, same_code
 from .precheck import check_candidate
+from .suspicion import guard_flag, guard_program, suspicion_flags
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -191,13 +192,29 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     if attempts[index].status == "":  # passed the check, not run in a round: graded only
         attempts[index] = dataclasses.replace(attempts[index], status="graded")
     verdict = Verdict(**graded)
+    flags = suspicious(ctx, code) if verdict.passed else []
+    fixed = verdict.passed and not (flags and ctx.settings.strict)
+    if not verdict.passed:
+        failure = verdict.first_failure()
+    else:
+        failure = "" if fixed else "flagged, scored not fixed (--humanfix-strict): " + \
+            "; ".join(flags)
     result = TaskResult(
         task_id=ctx.task.task_id, entry_point=ctx.task.entry_point, bug_type=ctx.task.bug_type,
-        outcome="fixed" if verdict.passed else "unfixed", code=code,
-        diff=attempts[index].diff, verdict=graded,
-        failure="" if verdict.passed else verdict.first_failure(), attempts=attempts,
-        final_attempt=index)
+        outcome="fixed" if fixed else "unfixed", code=code,
+        diff=attempts[index].diff, verdict=graded, failure=failure, attempts=attempts,
+        final_attempt=index, flags=flags)
     return {"result": result, "attempts": attempts}
+
+
+def suspicious(ctx: RepairContext, code: str) -> list[str]:
+    """How a candidate that passed may have defeated the tests: read from its code, else shown
+    by a second run of the tests with the entry point's return values guarded."""
+    flags = suspicion_flags(code, ctx.task.test)
+    if not flags:
+        guarded = guard_flag(ctx.sandbox.run(guard_program(code, ctx.task)))
+        flags = [guarded] if guarded else []
+    return flags
 
 
 def after_check(state: RepairState, runtime: RepairRuntime) -> str:

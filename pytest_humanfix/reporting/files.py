@@ -25,7 +25,8 @@ def markdown(summary: dict[str, Any]) -> str:
     lines = [
         f"## HumanEvalFix: `{run.get('model')}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
-        f"{tasks['fixed']} fixed of {tasks['scored']} scored, {tasks['errors']} harness error(s)",
+        f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
+        f"{tasks['errors']} harness error(s)",
         "",
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
@@ -49,6 +50,11 @@ def markdown(summary: dict[str, Any]) -> str:
     for row in summary["by_bug_type"]:
         lines.append(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
                      f"| {interval(row['pass_at_1'])} |")
+    if summary.get("flagged"):
+        lines += ["", f"**fixed, flagged: {tasks['flagged']}** (passed in a way that may defeat "
+                  "the tests):", "",
+                  *(f"- {row['task_id']} ({row['outcome']}): " + "; ".join(row["flags"])
+                    for row in summary["flagged"])]
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]

@@ -94,12 +94,26 @@ def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"base_url": url, "reason": reason} for url, reason in sorted(out.items())]
 
 
+def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Graded runs that timed out, and those re-run alone after a first timeout (with how many
+    of those then finished), with the largest limit any task ran under."""
+    verdicts = [r.get("verdict") or {} for r in records]
+    rerun = [v for v in verdicts if v.get("rerun")]
+    limits = [float((r.get("time_limit") or {}).get("seconds") or 0) for r in records]
+    return {"timed_out": sum(v.get("status") == "timeout" for v in verdicts),
+            "rerun": len(rerun),
+            "rerun_finished": sum(v.get("status") != "timeout" for v in rerun),
+            "largest_limit": max(limits, default=0.0) or None}
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None) -> dict[str, Any]:
     """The content of summary.json. `run` holds what records do not: start, end, wall time."""
     scored = [r for r in records if r["outcome"] != "error"]
     errors = [r for r in records if r["outcome"] == "error"]
+    # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
+    flagged = [r for r in scored if r.get("flags")]
     samples = max((_counts(r)[0] for r in scored), default=1)
     counts = [_counts(r) for r in scored]
     by_type: dict[str, list[dict[str, Any]]] = {}
@@ -120,7 +134,10 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         },
         "tasks": {"total": len(records), "scored": len(scored), "errors": len(errors),
                   "fixed": sum(r["outcome"] == "fixed" for r in records),
-                  "unfixed": sum(r["outcome"] == "unfixed" for r in records)},
+                  "unfixed": sum(r["outcome"] == "unfixed" for r in records),
+                  "flagged": len(flagged)},
+        "flagged": [{"task_id": r["task_id"], "outcome": r["outcome"], "flags": r["flags"]}
+                    for r in flagged],
         "samples": samples,
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
@@ -134,6 +151,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "tokens": {"prompt": prompt, "completion": sum(tokens) - prompt, "total": sum(tokens),
                    "per_task": _spread([float(t) for t in tokens])},
         "seconds": {"total": sum(seconds), "per_task": _spread(seconds)},
+        "timeouts": timeouts(records),
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
         "servers": servers(records),
@@ -151,6 +169,7 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_flagged", str(tasks["flagged"])),
             ("humanfix_model", str(summary["run"].get("model")))]
 
 

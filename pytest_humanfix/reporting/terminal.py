@@ -38,6 +38,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     if tasks["errors"]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
+    lines.extend(flagged_lines(summary))
     if rows:
         width = max(len("bug type"), *(len(r["bug_type"]) for r in rows))
         lines.append(f"{'bug type':<{width}}  fixed  scored  errors  pass@1")
@@ -47,6 +48,18 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     wall = summary["run"].get("wall_seconds")
     lines.append(f"wall time: {wall or 0.0:.1f} s")
     return lines + detail_lines(summary)
+
+
+def flagged_lines(summary: dict[str, Any]) -> list[str]:
+    """The fixes that passed in a way that may defeat the tests, and how each is scored."""
+    flagged = summary.get("flagged") or []
+    strict = bool((summary["run"].get("protocol") or {}).get("strict"))
+    scored = ("scored not fixed (--humanfix-strict)" if strict else
+              "still counted in pass@1; --humanfix-strict scores them not fixed")
+    lines = [f"fixed, flagged: {summary['tasks'].get('flagged', 0)} ({scored})"]
+    for row in flagged:
+        lines.append(f"  flagged {row['task_id']}: " + "; ".join(row["flags"]))
+    return lines
 
 
 def detail_lines(summary: dict[str, Any]) -> list[str]:
@@ -59,6 +72,12 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
     if summary["samples"] > 1:
         lines.append("  ".join(f"pass@{k} = {pct(v)}" for k, v in summary["pass_at_k"].items()))
     tokens, seconds = summary["tokens"], summary["seconds"]
+    timeouts = summary.get("timeouts") or {}
+    if timeouts.get("timed_out") or timeouts.get("rerun"):
+        lines.append(f"timeouts: {timeouts['timed_out']} graded run(s) timed out; "
+                     f"{timeouts['rerun']} re-run alone after a first timeout, "
+                     f"{timeouts['rerun_finished']} of them then finished in time "
+                     f"(largest limit {timeouts['largest_limit']} s)")
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
                  f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
                  f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")

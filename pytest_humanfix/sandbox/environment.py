@@ -49,6 +49,8 @@ class Verdict:
     layer: str = "process"
     executor: str = "fresh"  # fresh interpreter, or a child of the warm executor
     output_limited: bool = False  # stdout or stderr reached the file size limit
+    limit: float | None = None  # the wall-clock limit it ran under, in seconds
+    rerun: bool = False  # it timed out once and this is its re-run, alone (sandbox/rerun)
 
     @property
     def passed(self) -> bool:
@@ -70,7 +72,9 @@ SIGNAL_HINTS = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
 def first_failure(verdict: Verdict) -> str:
     """One or two lines a person reads first: the failing statement and the exception."""
     if verdict.status == "timeout":
-        return f"timed out after {verdict.seconds:.1f} s (sandbox wall-clock limit)"
+        limit = "sandbox wall-clock limit" + (f" {verdict.limit:g} s" if verdict.limit else "")
+        again = "; re-run alone, it timed out again" if verdict.rerun else ""
+        return f"timed out after {verdict.seconds:.1f} s ({limit}{again})"
     if verdict.status == "exited_early":
         return ("the program exited with status 0 before the tests ran to their end "
                 "(sys.exit or os._exit in the candidate?)")
@@ -118,9 +122,10 @@ class Layer(Protocol):
 class Sandbox(Protocol):
     """What the agent and the runner need of an executor: fresh, warm, under either layer."""
 
-    layer: Layer
+    @property
+    def layer(self) -> Layer: ...
 
-    def run(self, program: str) -> Verdict: ...
+    def run(self, program: str, timeout: float | None = None) -> Verdict: ...
 
     def shutdown(self) -> None: ...
 

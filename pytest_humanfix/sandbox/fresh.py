@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..processes import signal_group
@@ -128,7 +128,7 @@ class Execution:
         return Verdict(status=status, exit_code=code, seconds=round(seconds, 4),
                        stdout=_read_capped(self.stdout, limits.output_bytes, tail=False),
                        stderr=stderr, network=layer.network, layer=layer.name,
-                       executor=executor, output_limited=max(
+                       executor=executor, limit=limits.timeout, output_limited=max(
                            self.stdout.stat().st_size, self.stderr.stat().st_size)
                        >= limits.file_bytes)
 
@@ -153,22 +153,23 @@ class FreshSandbox:
     def shutdown(self) -> None:
         """Nothing outlives an execution here; present so every Sandbox can be shut down."""
 
-    def run(self, program: str) -> Verdict:
+    def run(self, program: str, timeout: float | None = None) -> Verdict:
+        limits = self.limits if timeout is None else replace(self.limits, timeout=timeout)
         root = temp_folder("run")
         execution = Execution(root, root)
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes) \
             if self.cgroups else None
         try:
             execution.prepare(program)
-            return self._run(execution, group)
+            return self._run(execution, group, limits)
         finally:
             if group is not None:
                 group.kill()
                 group.remove()
             shutil.rmtree(execution.root, ignore_errors=True)
 
-    def _run(self, execution: Execution, group: Cgroup | None) -> Verdict:
-        config = json.dumps(execution.config(self.layer, self.limits.rlimits())).encode()
+    def _run(self, execution: Execution, group: Cgroup | None, limits: Limits) -> Verdict:
+        config = json.dumps(execution.config(self.layer, limits.rlimits())).encode()
         # The nonce travels through a pipe, not argv, so /proc/self/cmdline does not show it.
         read_end, write_end = os.pipe()
         os.write(write_end, config)
@@ -190,7 +191,7 @@ class FreshSandbox:
             finally:
                 os.close(read_end)
             try:
-                code: int | None = self.layer.exit_code(proc.wait(timeout=self.limits.timeout))
+                code: int | None = self.layer.exit_code(proc.wait(timeout=limits.timeout))
                 timed_out = False
             except subprocess.TimeoutExpired:
                 timed_out = True
@@ -201,7 +202,7 @@ class FreshSandbox:
                 if group is not None:
                     group.kill()
                 proc.wait()
-        return execution.verdict(code, timed_out, time.monotonic() - started, self.limits,
+        return execution.verdict(code, timed_out, time.monotonic() - started, limits,
                                  self.layer, self.executor)
 
 

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..processes import stop_group
@@ -137,14 +138,15 @@ class WarmSandbox:
         self._proc.stdin.write(text.encode() + b"\n")
         self._proc.stdin.flush()
 
-    def run(self, program: str) -> Verdict:
+    def run(self, program: str, timeout: float | None = None) -> Verdict:
+        limits = self.limits if timeout is None else replace(self.limits, timeout=timeout)
         if self._proc is None or self._proc.poll() is not None:
             self.start()
         execution = Execution(self.mount / str(next(self._count)), self.mount)
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes)
         try:
             execution.prepare(program)
-            return self._run(execution, group)
+            return self._run(execution, group, limits)
         except BaseException:
             # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
             # belong to this execution, so it must not serve another one.
@@ -157,9 +159,9 @@ class WarmSandbox:
             for entry in self.mount.iterdir():
                 shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
 
-    def _run(self, execution: Execution, group: Cgroup) -> Verdict:
+    def _run(self, execution: Execution, group: Cgroup, limits: Limits) -> Verdict:
         box = execution.inside(self.layer, execution.box)
-        config = execution.config(self.layer, self.limits.rlimits())
+        config = execution.config(self.layer, limits.rlimits())
         config.update(cwd=box, env=dict(SAFE_ENV, HOME=box, TMPDIR=box),
                       stdout=execution.inside(self.layer, execution.stdout),
                       stderr=execution.inside(self.layer, execution.stderr))
@@ -176,7 +178,7 @@ class WarmSandbox:
         except (OSError, SandboxError) as exc:
             self.close()
             raise SandboxError(f"warm executor: {exc}") from exc
-        reply = self._read_line(self.limits.timeout)
+        reply = self._read_line(limits.timeout)
         timed_out = reply is None and self._proc is not None and self._proc.poll() is None
         if reply is None:
             group.kill()
@@ -189,7 +191,7 @@ class WarmSandbox:
             code: int | None = -signal.SIGKILL
         else:
             code = None if timed_out else json.loads(reply)["exit_code"]
-        return execution.verdict(code, timed_out, seconds, self.limits, self.layer,
+        return execution.verdict(code, timed_out, seconds, limits, self.layer,
                                  self.executor)
 
     def close(self) -> None:

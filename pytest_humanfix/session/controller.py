@@ -33,6 +33,7 @@ from ..reporting.gates import (
 )
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
+from .calibration import calibrate
 from .placement import run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, Workload, choose_sandbox, new_run_id
@@ -93,8 +94,17 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
         except (ServeError, DeviceError, ModelSpecError) as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
+    try:
+        # Before any worker starts: the canonical solutions are timed on an idle harness, each
+        # allowed what the default floor would allow it, so a tiny floor still measures.
+        canonical_seconds = calibrate(
+            [t for t in workload.tasks if t.task_id not in resumed], sandbox_choice.sandbox,
+            getattr(config, "cache", None), workload.dataset_hash,
+            max(settings.timeout, Settings.timeout) * settings.timeout_factor)
+    except SandboxError as exc:
+        raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
-                    device=device, resumed=resumed,
+                    device=device, resumed=resumed, canonical_seconds=canonical_seconds,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
     controller = Controller(config, runner, baseline, chart,
                             serving.facts() if serving is not None else None)

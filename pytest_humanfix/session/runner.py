@@ -24,7 +24,9 @@ from ..models.specs import CONTROLS, load_model
 from ..records import Sample, TaskResult
 from ..sandbox.choose import Choice, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError
+from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
+from .calibration import task_limit
 
 
 def new_run_id() -> str:
@@ -79,7 +81,8 @@ class Runner:
     def __init__(self, settings: Settings, run_id: str, *, workload: Workload | None = None,
                  sandbox_choice: Choice | None = None, device: str | None = None,
                  endpoint: dict[str, str] | None = None,
-                 resumed: dict[str, dict[str, Any]] | None = None) -> None:
+                 resumed: dict[str, dict[str, Any]] | None = None,
+                 canonical_seconds: dict[str, float] | None = None) -> None:
         self.settings = settings
         self.run_id = run_id
         # Given ones stand in for the cached properties below.
@@ -94,6 +97,9 @@ class Runner:
         self.endpoint = endpoint
         # --humanfix-resume: finished records by task id, decided by the controller.
         self.resumed: dict[str, dict[str, Any]] = resumed or {}
+        # The canonical solution's seconds per task on this machine (session/calibration),
+        # timed by the controller; a task without one runs under --humanfix-timeout.
+        self.canonical_seconds: dict[str, float] = canonical_seconds or {}
         self._model: Model | None = None
         self._model_error: str | None = None
         self._load_error_unreported = False
@@ -183,10 +189,16 @@ class Runner:
             results.append(self.evaluate_once(task))
         return combine_samples(results)
 
+    def limit_for(self, task_id: str) -> float:
+        """The wall-clock limit of the task's executions."""
+        return task_limit(self.settings.timeout, self.settings.timeout_factor,
+                          self.canonical_seconds.get(task_id))
+
     def evaluate_once(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
-            return repair(task, self.model(), self.sandbox, self.settings,
+            sandbox = TaskSandbox(self.sandbox, self.limit_for(task.task_id))
+            return repair(task, self.model(), sandbox, self.settings,
                           langgraph=self.uses_langgraph)
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)
@@ -213,6 +225,11 @@ class Runner:
             "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,
             "worker": worker_id(),
             "device": self.device,
+            # Which limit applied: the calibrated one, and what it was calibrated from.
+            "time_limit": {"seconds": self.limit_for(result.task_id),
+                           "canonical_seconds": self.canonical_seconds.get(result.task_id),
+                           "factor": self.settings.timeout_factor,
+                           "floor": self.settings.timeout},
             "model_error": self._model_error,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),
@@ -231,4 +248,4 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         verdict=first.verdict, failure=first.failure,
         error=f"sample {results.index(failed) + 1}: {failed.error}" if failed else "",
         attempts=first.attempts, seconds=round(sum(r.seconds for r in results), 4),
-        samples=[Sample.of(r) for r in results])
+        samples=[Sample.of(r) for r in results], flags=first.flags)

@@ -24,15 +24,17 @@ METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_MESSAGE
 
 
-def item_timeout(settings: Settings) -> float:
+def item_timeout(settings: Settings, limit: float | None = None) -> float:
     """Seconds one task may take: the user's --humanfix-item-timeout, else every reply of every
-    sample allowed a request timeout to generate and a sandbox timeout to run, plus the final
-    grading run of each sample. (The model is loaded before the timer starts.)"""
+    sample allowed a request timeout to generate and an execution to run, plus each sample's
+    grading run and its guarded run. An execution may take its limit (`limit`, the task's
+    calibrated one, else --humanfix-timeout) twice: a timeout is re-run once.
+    (The model is loaded before the timer starts.)"""
     if settings.item_timeout is not None:
         return settings.item_timeout
+    execution = 2 * (settings.timeout if limit is None else limit)
     replies = (settings.iters + 1) * settings.samples
-    grading = settings.samples * settings.timeout
-    return replies * (settings.request_timeout + settings.timeout) + grading
+    return replies * (settings.request_timeout + execution) + 2 * settings.samples * execution
 
 
 def user_timeout_given(config: pytest.Config) -> bool:
@@ -41,12 +43,12 @@ def user_timeout_given(config: pytest.Config) -> bool:
             or bool(config.getini("timeout")))
 
 
-def apply_item_timeout(item: pytest.Item, settings: Settings) -> None:
+def apply_item_timeout(item: pytest.Item, settings: Settings, limit: float) -> None:
     config = item.config
     if not config.pluginmanager.hasplugin("timeout") or user_timeout_given(config) \
             or item.get_closest_marker("timeout") is not None:
         return
-    item.add_marker(pytest.mark.timeout(item_timeout(settings), method=METHOD))
+    item.add_marker(pytest.mark.timeout(item_timeout(settings, limit), method=METHOD))
 
 
 def fired(exc: BaseException) -> bool:

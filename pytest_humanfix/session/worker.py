@@ -26,7 +26,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
                         workload=Workload.load(settings),
                         sandbox_choice=choose_sandbox(settings), device=device,
                         endpoint=workerinput.get("humanfix_endpoint"),
-                        resumed=workerinput.get("humanfix_resumed", {}))
+                        resumed=workerinput.get("humanfix_resumed", {}),
+                        canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}))
         if device is not None:
             pin(device)
     except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:

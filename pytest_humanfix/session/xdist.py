@@ -34,6 +34,7 @@ class XdistHooks:
         node.workerinput["humanfix_run_id"] = self.runner.run_id
         # Only the controller reads the results file; workers learn from it what is done.
         node.workerinput["humanfix_resumed"] = self.runner.resumed
+        node.workerinput["humanfix_canonical_seconds"] = self.runner.canonical_seconds
         node.workerinput["humanfix_device"] = self.devices.acquire(node.gateway.id)
         if self.serving is not None:
             node.workerinput["humanfix_endpoint"] = \

@@ -7,7 +7,8 @@ before candidate code; `bootstrap.py` (a fresh interpreter), `warm_server.py` (t
 executor's fork server) and `network_probe.py` (which network isolation this machine allows)
 each run after it, in the same program; `prelude.py` is the BigCode
 harness's imports, put before every candidate, verbatim: no docstring or comment, since its
-lines count in the line numbers of the candidate's tracebacks.
+lines count in the line numbers of the candidate's tracebacks. `guard.py` goes between a fixed
+candidate and its tests for the guarded second run (agent/suspicion).
 """
 
 from __future__ import annotations

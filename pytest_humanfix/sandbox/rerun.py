@@ -1,0 +1,60 @@
+"""One task's executions under the limit calibrated for it, with a timeout checked once more,
+alone, before it counts.
+
+Under load (more workers than cores, a model run beside the harness) a correct but slow program
+can run past its limit for want of CPU: the timeout is then the machine's doing, not the
+candidate's. So a candidate that times out runs once more, holding a machine-wide lock so that
+re-runs never overlap one another, and that second verdict is the one kept (`rerun` set). A
+program that loops for ever times out twice and costs one limit more.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .environment import Layer, Sandbox, Verdict
+
+# One lock for every humanfix run on this machine: re-runs are alone across runs as well.
+RERUN_LOCK = Path(tempfile.gettempdir()) / "humanfix-rerun.lock"
+
+
+@contextmanager
+def alone(lock: Path) -> Iterator[None]:
+    """Holds the machine-wide re-run lock (waits for any other re-run to finish first)."""
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class TaskSandbox:
+    """The process's sandbox, seen by one task: its calibrated limit and the re-run rule."""
+
+    sandbox: Sandbox
+    limit: float
+    lock: Path = field(default=RERUN_LOCK)
+
+    @property
+    def layer(self) -> Layer:
+        return self.sandbox.layer
+
+    def run(self, program: str, timeout: float | None = None) -> Verdict:
+        limit = timeout or self.limit
+        verdict = self.sandbox.run(program, limit)
+        if verdict.status != "timeout":
+            return verdict
+        with alone(self.lock):
+            verdict = self.sandbox.run(program, limit)
+        verdict.rerun = True
+        return verdict
+
+    def shutdown(self) -> None:
+        """The process's sandbox outlives the task; the runner shuts it down."""

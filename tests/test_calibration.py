@@ -1,0 +1,162 @@
+"""Timeouts that hold under load: each task's limit is calibrated from its canonical solution's
+time on this machine and cached; a timeout is re-run once, alone, before it counts; the record
+says which limit applied and whether a re-run happened. The two slow tests run the controls
+with four times as many workers as cores."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.sandbox.environment import Verdict
+from pytest_humanfix.sandbox.fresh import ProcessSandbox
+from pytest_humanfix.sandbox.rerun import TaskSandbox
+from pytest_humanfix.session import calibration
+from pytest_humanfix.session.calibration import calibrate, task_limit
+
+
+def verdict(status: str, limit: float) -> Verdict:
+    return Verdict(status=status, exit_code=None, seconds=limit, stdout="", stderr="",
+                   network="none", limit=limit)
+
+
+@dataclass
+class ScriptedSandbox:
+    """Answers each run with the next status of its script and notes when each run was."""
+
+    statuses: list[str]
+    seconds: float = 0.0
+    runs: list[tuple[float, float, float | None]] = field(default_factory=list)
+    layer: object = None
+
+    def run(self, program: str, timeout: float | None = None) -> Verdict:
+        began = time.monotonic()
+        time.sleep(self.seconds)
+        self.runs.append((began, time.monotonic(), timeout))
+        return verdict(self.statuses.pop(0), timeout or 0.0)
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_a_timeout_is_rerun_once_and_the_second_verdict_kept(tmp_path):
+    slow_then_fine = ScriptedSandbox(["timeout", "passed"])
+    got = TaskSandbox(slow_then_fine, 7.5, tmp_path / "lock").run("program")
+    assert got.status == "passed" and got.rerun and got.limit == 7.5
+    assert [limit for _, _, limit in slow_then_fine.runs] == [7.5, 7.5]
+
+    loops = ScriptedSandbox(["timeout", "timeout", "passed"])
+    got = TaskSandbox(loops, 2.0, tmp_path / "lock").run("program")
+    assert got.status == "timeout" and got.rerun and len(loops.runs) == 2
+    assert "limit 2 s; re-run alone, it timed out again" in got.first_failure()
+
+    fine = ScriptedSandbox(["failed"])
+    got = TaskSandbox(fine, 2.0, tmp_path / "lock").run("program")
+    assert got.status == "failed" and not got.rerun and len(fine.runs) == 1
+
+
+def test_reruns_never_overlap(tmp_path):
+    sandboxes = [ScriptedSandbox(["timeout", "passed"], seconds=0.2) for _ in range(3)]
+    threads = [threading.Thread(target=TaskSandbox(s, 1.0, tmp_path / "lock").run,
+                                args=("program",)) for s in sandboxes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reruns = sorted((s.runs[1][0], s.runs[1][1]) for s in sandboxes)
+    firsts = sorted(s.runs[0][0] for s in sandboxes)
+    assert firsts[-1] - firsts[0] < 0.15  # the first runs did overlap
+    for (_, end), (start, _) in zip(reruns, reruns[1:], strict=False):
+        assert start >= end
+
+
+def test_the_limit_reaches_the_sandbox():
+    got = ProcessSandbox().run("while True:\n    pass\n", timeout=0.5)
+    assert got.status == "timeout" and got.limit == 0.5 and 0.5 <= got.seconds < 5
+
+
+class DictCache:
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
+
+    def get(self, key: str, default: object) -> object:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: object) -> None:
+        self.values[key] = value
+
+
+def test_calibration_is_measured_once_per_dataset_and_machine(dataset, monkeypatch):
+    tasks = load_tasks(str(dataset))[:3]
+    cache, sandbox = DictCache(), ScriptedSandbox(["passed"] * 9)
+    first = calibrate(tasks, sandbox, cache, "hash-a", 100.0)
+    assert set(first) == {t.task_id for t in tasks} and len(sandbox.runs) == 3
+    assert [limit for _, _, limit in sandbox.runs] == [100.0] * 3
+    assert calibrate(tasks, sandbox, cache, "hash-a", 100.0) == first
+    assert len(sandbox.runs) == 3  # from the cache
+    calibrate(tasks[:1], sandbox, cache, "hash-b", 100.0)  # another dataset
+    assert len(sandbox.runs) == 4
+    monkeypatch.setattr(calibration, "machine", lambda: "another machine")
+    calibrate(tasks, sandbox, cache, "hash-a", 100.0)
+    assert len(sandbox.runs) == 7
+
+
+def test_task_limit_is_the_larger_of_floor_and_scaled_time():
+    assert task_limit(10.0, 20.0, 0.1) == 10.0
+    assert task_limit(10.0, 20.0, 2.0) == 40.0
+    assert task_limit(10.0, 20.0, None) == 10.0
+
+
+def test_a_calibrated_limit_lets_the_canonical_pass_where_the_floor_alone_cannot(
+        humanfix_pytester, records_by_task):
+    """A floor of 1 ms times every execution out; the calibrated limit, k times what the
+    canonical solution took, does not."""
+    args = ("-p", "no:cacheprovider", "--humanfix-model=canonical", "--humanfix-max=2",
+            "--humanfix-timeout=0.001")
+    result = humanfix_pytester.runpytest(*args, "--humanfix-timeout-factor=20")
+    result.assert_outcomes(passed=2)
+    for record in records_by_task().values():
+        limit = record["time_limit"]
+        assert limit["factor"] == 20.0 and limit["floor"] == 0.001
+        assert limit["seconds"] == pytest.approx(20 * limit["canonical_seconds"], rel=1e-3)
+        assert record["verdict"]["limit"] == limit["seconds"]
+        assert record["verdict"]["status"] == "passed"
+
+
+def run_control_under_load(pytester, model: str) -> pytest.RunResult:
+    workers = 4 * (os.cpu_count() or 1)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--humanfix-model={model}",
+                                         "-n", str(workers), timeout=3000)
+
+
+@pytest.mark.slow
+def test_canonical_control_under_four_workers_per_core(humanfix_pytester, records_by_task):
+    result = run_control_under_load(humanfix_pytester, "canonical")
+    result.assert_outcomes(passed=164)
+    records = records_by_task()
+    assert len(records) == 164
+    assert [r["task_id"] for r in records.values() if r["verdict"]["status"] != "passed"] == []
+    reruns = [r["task_id"] for r in records.values() if r["verdict"]["rerun"]]
+    print(f"canonical under load: 164/164 fixed, {len(reruns)} re-run after a first timeout: "
+          f"{reruns}")
+
+
+@pytest.mark.slow
+def test_buggy_control_under_four_workers_per_core(humanfix_pytester, records_by_task):
+    result = run_control_under_load(humanfix_pytester, "buggy")
+    result.assert_outcomes(failed=164)
+    records = records_by_task()
+    assert all(r["outcome"] == "unfixed" for r in records.values())
+    loops = [r for r in records.values() if r["verdict"]["status"] == "timeout"]
+    assert loops, "the buggy control has solutions that never return"
+    for record in loops:  # caught, after one re-run alone, under the calibrated limit
+        assert record["verdict"]["rerun"]
+        assert record["verdict"]["limit"] == record["time_limit"]["seconds"] >= 10.0
+    result.stdout.fnmatch_lines([f"timeouts: {len(loops)} graded run(s) timed out; *"])
+    print(f"buggy under load: 0/164 fixed, {len(loops)} infinite loop(s) caught: "
+          f"{[r['task_id'] for r in loops]}")
