@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .terminal import baseline_lines, interval, pct
+from .terminal import baseline_lines, coverage_lines, interval, pct
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -18,7 +18,7 @@ def markdown(summary: dict[str, Any]) -> str:
         f"## HumanEvalFix: `{run.get('model')}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored, {tasks['errors']} harness error(s)",
-        "",
+        "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
         f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",

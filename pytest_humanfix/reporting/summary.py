@@ -64,10 +64,30 @@ def _spread(values: list[float]) -> dict[str, float]:
             "median": statistics.median(values), "max": max(values)}
 
 
+def coverage(records: list[dict[str, Any]],
+             selection: dict[str, Any] | None) -> dict[str, Any]:
+    """Tasks selected, run and not run, and why not, by reason. `selection` holds the selected
+    task ids and the reason each one that did not run has; without it, what ran is the
+    selection (a JSONL read afterwards)."""
+    ran = {r["task_id"] for r in records}
+    selected = selection["selected"] if selection else sorted(ran)
+    not_run: dict[str, str] = selection["not_run"] if selection else {}
+    by_reason: dict[str, list[str]] = {}
+    for task_id, reason in not_run.items():
+        by_reason.setdefault(reason, []).append(task_id)
+    return {"selected": len(selected), "run": len(ran),
+            "not_run": len(not_run), "subset": bool(not_run),
+            "why": [f"{len(ids)} {reason}" for reason, ids in by_reason.items()],
+            "not_run_tasks": by_reason,
+            "reruns": sum(bool(r.get("reruns")) for r in records)}
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
-          gates: list[GateCheck] | None = None) -> dict[str, Any]:
-    """The content of summary.json. `run` holds what records do not: start, end, wall time."""
+          gates: list[GateCheck] | None = None,
+          selection: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The content of summary.json. `run` holds what records do not: start, end, wall time;
+    `selection` which tasks were selected and why some did not run (`coverage`)."""
     scored = [r for r in records if r["outcome"] != "error"]
     errors = [r for r in records if r["outcome"] == "error"]
     samples = max((_counts(r)[0] for r in scored), default=1)
@@ -90,6 +110,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "tasks": {"total": len(records), "scored": len(scored), "errors": len(errors),
                   "fixed": sum(r["outcome"] == "fixed" for r in records),
                   "unfixed": sum(r["outcome"] == "unfixed" for r in records)},
+        "coverage": coverage(records, selection),
         "samples": samples,
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
@@ -113,11 +134,15 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
 
 def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The JUnit suite properties: the same figures as every other view of the summary."""
-    tasks = summary["tasks"]
+    tasks, covered = summary["tasks"], summary["coverage"]
     return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_selected", str(covered["selected"])),
+            ("humanfix_run", str(covered["run"])),
+            ("humanfix_not_run", str(covered["not_run"])),
+            ("humanfix_not_run_why", "; ".join(covered["why"])),
             ("humanfix_model", str(summary["run"].get("model")))]
 
 
