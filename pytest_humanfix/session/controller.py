@@ -208,10 +208,10 @@ class Controller:
                 continue
             if self.collected is not None and task.task_id not in self.collected:
                 not_run[task.task_id] = deselected_by(self.config)
+            elif stop:  # -x, --maxfail, --sw, or a plugin's own stop
+                not_run[task.task_id] = f"stopped early: {stop}"
             elif session.exitstatus == pytest.ExitCode.INTERRUPTED:
                 not_run[task.task_id] = "interrupted"
-            elif stop:
-                not_run[task.task_id] = f"stopped early (-x/--maxfail): {stop}"
             else:
                 not_run[task.task_id] = "not run"
         return {"selected": [task.task_id for task in self.runner.tasks], "not_run": not_run}
