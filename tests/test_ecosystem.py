@@ -5,7 +5,9 @@ by its last run, and a figure over a subset says so."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -265,3 +267,41 @@ def test_pytest_split_groups_together_cover_the_selection_once(eco):
         seen += [r["task_id"] for r in records(eco.path)]
     assert sorted(seen) == [f"Python/{n}" for n in range(4)]
 
+
+
+def html_data(path: Path) -> dict[str, Any]:
+    """The data pytest-html renders its page from (a JSON blob in the page)."""
+    blob = re.search(r'data-jsonblob="([^"]*)"', path.read_text(encoding="utf-8"))
+    assert blob is not None, "no data blob in the pytest-html report"
+    return json.loads(html.unescape(blob.group(1)))
+
+
+@pytest.fixture
+def html_report(eco: pytest.Pytester, mixed_replay: Path) -> Path:
+    result = eco.runpytest(f"--humanfix-model=replay:{mixed_replay}", "--humanfix-max=2",
+                           "--html=report.html", "--self-contained-html", "-n", "2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert_no_warnings(result)
+    return eco.path / "report.html"
+
+
+def test_the_html_report_carries_each_tasks_trajectory_and_the_summary(html_report, dataset):
+    tasks = {t.task_id: t for t in load_tasks(str(dataset))[:2]}
+    data = html_data(html_report)
+    extras = {test_id: "".join(e["content"] for run in runs for e in run["extras"]
+                               if e["format_type"] == "html")
+              for test_id, runs in data["tests"].items()}
+    fixed = next(c for t, c in extras.items() if "Python_0_" in t)
+    unfixed = next(c for t, c in extras.items() if "Python_1_" in t)
+    found = one_per_task(records(html_report.parent), set(tasks))
+    # The fixed task shows its trajectory too: the reply, the extracted code and its diff.
+    for task_id, shown, status in (("Python/0", fixed, "passed"), ("Python/1", unfixed, "failed")):
+        task, attempt = tasks[task_id], found[task_id]["attempts"][0]
+        assert (f"{task_id} {task.entry_point} [{task.bug_type}]: "
+                f"{found[task_id]['outcome']}") in shown
+        assert f"attempt 1: {status}" in shown
+        for text in (attempt["reply"], attempt["code"], attempt["diff"] or "(unchanged)"):
+            assert html.escape(text) in shown
+    page = html_report.read_text(encoding="utf-8")
+    assert "pass@1 = 50.0% (1/2) = 0.5000" in page
+    assert '<table class="humanfix-bug-types">' in page

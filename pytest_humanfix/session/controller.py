@@ -297,5 +297,14 @@ class Controller:
             failed = "FAILED" in self.verdict
             terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str], session: pytest.Session) -> None:
+        # pytest-html calls this from its own sessionfinish, after this plugin's.
+        if self.summary is not None:
+            from ..reporting.html_report import summary_html
+
+            prefix.extend(summary_html(self.summary))
+
     def pytest_unconfigure(self) -> None:
         self.writer.close()
