@@ -8,6 +8,8 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ import pytest
 from pytest_humanfix.dataset import load_tasks
 
 TASKS = 6
+# Where the browser test keeps its screenshot (ignored by git; CI keeps it as an artifact).
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
 # Turned on by name: the suite's ini turns pytest-randomly off (see pyproject.toml).
 PLUGINS = ("-p", "randomly", "-p", "rerunfailures", "--reruns=1", "--html=report.html",
            "--self-contained-html", "--json-report", "--json-report-file=report.json")
@@ -305,3 +309,29 @@ def test_the_html_report_carries_each_tasks_trajectory_and_the_summary(html_repo
     page = html_report.read_text(encoding="utf-8")
     assert "pass@1 = 50.0% (1/2) = 0.5000" in page
     assert '<table class="humanfix-bug-types">' in page
+
+
+def test_the_html_report_renders_in_a_headless_browser(html_report, tmp_path):
+    """The page as a person sees it: pytest-html renders rows from its data with JavaScript,
+    so the DOM after rendering is checked, and a screenshot is kept in reports/ to look at."""
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does)")
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               f"--user-data-dir={tmp_path / 'profile'}"]
+    url = html_report.as_uri()
+    dom = subprocess.run([*command, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    # The rendered rows, not the data blob the page is rendered from.
+    rows = dict(re.findall(r'<tbody class="results-table-row \w+" id="([^"]+)">(.*?)</tbody>',
+                           dom, re.S))
+    assert len(rows) == 2
+    unfixed = rows["humanevalfix::Python_1_separate_paren_groups"]
+    assert "Python/1 separate_paren_groups [operator misuse]: unfixed" in unfixed
+    assert "Here is the fixed function:" in unfixed and "diff against the buggy code" in unfixed
+    assert "pass@1 = 50.0% (1/2) = 0.5000" in dom
+    screenshot = REPORTS / "html-report.png"
+    REPORTS.mkdir(exist_ok=True)
+    subprocess.run([*command, f"--screenshot={screenshot}", "--window-size=1400,2400", url],
+                   capture_output=True, timeout=120, check=True)
+    assert screenshot.stat().st_size > 10_000
