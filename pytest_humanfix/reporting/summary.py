@@ -7,6 +7,9 @@ pass@1 is `rate`: the unbiased estimate of Chen et al. (2021) over every sample 
 task (with one sample, fixed / scored). `tasks.fixed` counts the tasks whose first sample fixed
 them (that sample decides each item's pytest outcome); with samples it is shown only under that
 name, never as pass@1.
+
+`coverage` says whether the records cover the selection: a run stopped early (-x, --sw, Ctrl-C)
+or narrowed (-k, --lf, a pytest-split group) reports a figure over a subset, and says so.
 """
 
 from __future__ import annotations
