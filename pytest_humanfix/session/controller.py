@@ -33,7 +33,7 @@ from ..reporting.gates import (
 )
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
-from .items import TaskItem, earlier_run
+from .items import earlier_run
 from .placement import run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, Workload, choose_sandbox, new_run_id
@@ -189,8 +189,10 @@ class Controller:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not is_distributing(self.config):
+            # By attribute, as plugin.py finds its items: a class check fails when pytester
+            # runs in one process import the items module afresh.
             self.collected = {item.task.task_id for item in session.items
-                              if isinstance(item, TaskItem)}
+                              if hasattr(item, "task")}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
