@@ -80,6 +80,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         # Plain JSON-able data on the report crosses the xdist boundary unchanged (xdist sends
         # the report's attributes); pytest declares no attribute for a plugin's data.
         report.humanfix = record  # type: ignore[attr-defined]
+        if item.config.pluginmanager.hasplugin("html"):
+            from .reporting.html_report import trajectory_extras
+
+            # pytest-html reads `extras` off the reports; plain dicts cross xdist as they are.
+            extras = getattr(report, "extras", [])
+            report.extras = [*extras, *trajectory_extras(record)]  # type: ignore[attr-defined]
     return report
 
 

@@ -223,6 +223,24 @@ def latest_per_task(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(by_task.values())
 
 
+def jsonl_bytes(records: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+
+
+def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """Make the file hold exactly `records`, replaced atomically (a kill now still leaves the
+    old or the new file); a file that already does is left alone."""
+    content = jsonl_bytes(records)
+    if path.read_bytes() == content:
+        return
+    temporary = path.with_name(path.name + ".rewrite-tmp")
+    with temporary.open("wb") as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
 class ReportError(Exception):
     """A report file cannot be written; raised at start, before any work is done."""
 
@@ -264,6 +282,17 @@ class JsonlWriter:
         assert self._handle is not None
         os.fsync(self._handle.fileno())
         self._synced = time.monotonic()
+
+    def keep_last_per_task(self) -> None:
+        """Leaves one line per task, the last written: a plugin that ran an item again logged
+        each run, and the last run decides (it carries the earlier ones as `reruns`)."""
+        self.close()
+        last: dict[str, dict[str, Any]] = {}
+        for record in read_jsonl(self.path, bad_lines="skip"):
+            last.pop(str(record.get("task_id")), None)
+            last[str(record.get("task_id"))] = record
+        rewrite_jsonl(self.path, list(last.values()))
+        self.open(append=True)
 
     def close(self) -> None:
         if self._handle is not None:

@@ -131,6 +131,7 @@ def test_task_selects_exact_ids(humanfix_pytester, read_records):
 def test_ini_keys_work_like_the_command_line(pytester, dataset, tmp_path):
     pytester.makeini(f"""
         [pytest]
+        addopts = -p no:randomly
         humanfix_model = canonical
         humanfix_dataset = {dataset}
         humanfix_max = 2

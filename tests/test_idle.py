@@ -19,7 +19,7 @@ def test_importing_the_plugin_imports_nothing_heavy():
 
 
 def test_a_plain_pytest_run_with_the_plugin_inactive_imports_nothing_heavy(pytester):
-    pytester.makeini("[pytest]\n")
+    pytester.makeini("[pytest]\naddopts = -p no:randomly\n")
     pytester.makepyfile(f"""
         import sys
 

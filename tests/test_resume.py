@@ -39,6 +39,9 @@ def test_interrupted_run_resumes_to_one_record_per_task(humanfix_pytester, tmp_p
     assert first.finish() == stopped, first.tail()
     before = read_records()  # every line on disk is whole JSON
     assert 3 <= len(before) < TASKS
+    if how == signal.SIGINT:  # the summary says the figure covers part of the selection
+        summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+        assert summary["coverage"]["why"] == [f"{TASKS - len(before)} interrupted"]
     if how == signal.SIGKILL:
         # A kill during a write leaves a torn last line; the resumed run must repair it.
         with jsonl.open("a") as handle:

@@ -13,7 +13,7 @@ from typing import Any
 from ..dataset import item_name
 from .chart import write_chart
 from .summary import junit_properties
-from .terminal import baseline_lines, interval, pct, server_lines
+from .terminal import baseline_lines, coverage_lines, interval, pct, server_lines
 
 # Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
 DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
@@ -27,7 +27,7 @@ def markdown(summary: dict[str, Any]) -> str:
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
         f"{tasks['errors']} harness error(s)",
-        "",
+        "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
         f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",

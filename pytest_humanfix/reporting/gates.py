@@ -123,6 +123,17 @@ def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
     return checks
 
 
+def completeness_check(coverage: dict[str, Any] | None) -> GateCheck | None:
+    """A failed check when selected tasks did not run: a figure over a subset would pass or
+    fail a gate that the whole selection might not."""
+    if not coverage or not coverage["not_run"]:
+        return None
+    return GateCheck("complete", False,
+                     f"{coverage['not_run']} of {coverage['selected']} selected task(s) did not "
+                     f"run ({'; '.join(coverage['why'])}): gates judge complete runs only; "
+                     "finish it with --humanfix-resume")
+
+
 def verdict_line(checks: list[GateCheck]) -> str:
     """The one line that ends the summary: why the run failed, or that every gate held."""
     failed = [c for c in checks if not c.passed]

@@ -7,6 +7,9 @@ pass@1 is `rate`: the unbiased estimate of Chen et al. (2021) over every sample 
 task (with one sample, fixed / scored). `tasks.fixed` counts the tasks whose first sample fixed
 them (that sample decides each item's pytest outcome); with samples it is shown only under that
 name, never as pass@1.
+
+`coverage` says whether the records cover the selection: a run stopped early (-x, --sw, Ctrl-C)
+or narrowed (-k, --lf, a pytest-split group) reports a figure over a subset, and says so.
 """
 
 from __future__ import annotations
@@ -106,10 +109,30 @@ def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
             "largest_limit": max(limits, default=0.0) or None}
 
 
+def coverage(records: list[dict[str, Any]],
+             selection: dict[str, Any] | None) -> dict[str, Any]:
+    """Tasks selected, run and not run, and why not, by reason. `selection` holds the selected
+    task ids and the reason each one that did not run has; without it, what ran is the
+    selection (a JSONL read afterwards)."""
+    ran = {r["task_id"] for r in records}
+    selected = selection["selected"] if selection else sorted(ran)
+    not_run: dict[str, str] = selection["not_run"] if selection else {}
+    by_reason: dict[str, list[str]] = {}
+    for task_id, reason in not_run.items():
+        by_reason.setdefault(reason, []).append(task_id)
+    return {"selected": len(selected), "run": len(ran),
+            "not_run": len(not_run), "subset": bool(not_run),
+            "why": [f"{len(ids)} {reason}" for reason, ids in by_reason.items()],
+            "not_run_tasks": by_reason,
+            "reruns": sum(bool(r.get("reruns")) for r in records)}
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
-          gates: list[GateCheck] | None = None) -> dict[str, Any]:
-    """The content of summary.json. `run` holds what records do not: start, end, wall time."""
+          gates: list[GateCheck] | None = None,
+          selection: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The content of summary.json. `run` holds what records do not: start, end, wall time;
+    `selection` which tasks were selected and why some did not run (`coverage`)."""
     scored = [r for r in records if r["outcome"] != "error"]
     errors = [r for r in records if r["outcome"] == "error"]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
@@ -138,6 +161,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
                   "flagged": len(flagged)},
         "flagged": [{"task_id": r["task_id"], "outcome": r["outcome"], "flags": r["flags"]}
                     for r in flagged],
+        "coverage": coverage(records, selection),
         "samples": samples,
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
@@ -164,12 +188,16 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
 
 def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The JUnit suite properties: the same figures as every other view of the summary."""
-    tasks = summary["tasks"]
+    tasks, covered = summary["tasks"], summary["coverage"]
     return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
             ("humanfix_flagged", str(tasks["flagged"])),
+            ("humanfix_selected", str(covered["selected"])),
+            ("humanfix_run", str(covered["run"])),
+            ("humanfix_not_run", str(covered["not_run"])),
+            ("humanfix_not_run_why", "; ".join(covered["why"])),
             ("humanfix_model", str(summary["run"].get("model")))]
 
 

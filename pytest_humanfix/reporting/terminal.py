@@ -35,6 +35,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
              f"errors {tasks['errors']} (harness faults, not scored)"]
+    lines.extend(coverage_lines(summary))
     if tasks["errors"]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
@@ -59,6 +60,20 @@ def flagged_lines(summary: dict[str, Any]) -> list[str]:
     lines = [f"fixed, flagged: {summary['tasks'].get('flagged', 0)} ({scored})"]
     for row in flagged:
         lines.append(f"  flagged {row['task_id']}: " + "; ".join(row["flags"]))
+    return lines
+
+
+def coverage_lines(summary: dict[str, Any]) -> list[str]:
+    """Whether the figure covers the selection, and how many tasks were run again."""
+    covered = summary.get("coverage") or {}
+    lines = []
+    if covered.get("subset"):
+        lines.append(f"WARNING: pass@1 is over a subset: {covered['run']} of "
+                     f"{covered['selected']} selected task(s) ran; not run: "
+                     + "; ".join(covered["why"]))
+    if covered.get("reruns"):
+        lines.append(f"{covered['reruns']} task(s) were run again (reruns); each counts once, "
+                     "by its last run")
     return lines
 
 

@@ -28,12 +28,14 @@ from ..reporting.gates import (
     GateCheck,
     check_gates,
     compare,
+    completeness_check,
     load_baseline,
     verdict_line,
 )
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
 from .calibration import calibrate
+from .items import earlier_run
 from .placement import run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, Workload, choose_sandbox, new_run_id
@@ -56,6 +58,26 @@ def junit_writer(config: pytest.Config) -> LogXML | None:
 def is_distributing(config: pytest.Config) -> bool:
     """This process is an xdist controller: it hands out tasks and devices, runs nothing."""
     return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def deselected_by(config: pytest.Config) -> str:
+    """Why a selected task was never collected: the selection options in effect."""
+    used = [flag for flag, name in (("--lf", "lf"), ("--sw", "stepwise"), ("-k", "keyword"),
+                                    ("-m", "markexpr"), ("--deselect", "deselect"),
+                                    ("--splits/--group", "splits"))
+            if config.getoption(name, None)]
+    return "deselected by " + ", ".join(used) if used else "not collected"
+
+
+def remember_failed(config: pytest.Config, nodeid: str) -> None:
+    """Records an unfixed task in pytest's last-failed cache. Under a gate it is an expected
+    failure, which the cache would count as passed, so --lf would skip exactly the tasks a
+    user wants to run again. The cache plugin's state is private: a pytest that changed it
+    costs only this."""
+    plugin = config.pluginmanager.get_plugin("lfplugin")
+    lastfailed = getattr(plugin, "lastfailed", None)
+    if isinstance(lastfailed, dict):
+        lastfailed[nodeid] = True
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
@@ -154,7 +176,11 @@ class Controller:
         self.runner = runner
         self.chart = chart
         self.writer = JsonlWriter(runner.settings.jsonl_path)
-        self.records: list[dict[str, Any]] = []
+        # One record per task, by task id: a task run again (reruns) replaces its record.
+        self.records: dict[str, dict[str, Any]] = {}
+        self.rerun_logged = False
+        # Task ids of the items left after deselection (-k, --lf, a shard), once collected.
+        self.collected: set[str] | None = None
         self.started_at = datetime.now(UTC)
         self.baseline = baseline
         self.summary: dict[str, Any] | None = None
@@ -169,18 +195,65 @@ class Controller:
 
             record = crashed_record(self.runner, report.nodeid, report)
         if record is not None and report.when in ("teardown", "???"):
-            if record["task_id"] not in self.runner.resumed:
-                self.writer.write(record)
-            self.records.append(record)
+            self.collect(record)
+            if record["outcome"] == "unfixed" and self.runner.settings.gated:
+                remember_failed(self.config, report.nodeid)
+
+    def collect(self, record: dict[str, Any]) -> None:
+        task_id = record["task_id"]
+        earlier = self.records.pop(task_id, None)
+        if earlier is not None:
+            # A plugin logged each run of the item; the last run decides.
+            self.rerun_logged = True
+            if not record.get("reruns"):
+                record = {**record, "reruns": [earlier_run(earlier)]}
+        if task_id not in self.runner.resumed:
+            self.writer.write(record)
+        self.records[task_id] = record
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not is_distributing(self.config):
+            # By attribute, as plugin.py finds its items: a class check fails when pytester
+            # runs in one process import the items module afresh.
+            self.collected = {item.task.task_id for item in session.items
+                              if hasattr(item, "task")}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        # Under xdist the workers collect and deselect; each reports the ids it kept.
+        by_name = {task.item_name: task.task_id for task in self.runner.tasks}
+        kept = {by_name[i.rsplit("::", 1)[-1]] for i in ids if i.rsplit("::", 1)[-1] in by_name}
+        self.collected = kept if self.collected is None else self.collected | kept
+
+    def selection(self, session: pytest.Session) -> dict[str, Any]:
+        """Which selected tasks ran, and why each of the others did not."""
+        stop = session.shouldstop or session.shouldfail
+        not_run: dict[str, str] = {}
+        for task in self.runner.tasks:
+            if task.task_id in self.records:
+                continue
+            if self.collected is not None and task.task_id not in self.collected:
+                not_run[task.task_id] = deselected_by(self.config)
+            elif stop:  # -x, --maxfail, --sw, or a plugin's own stop
+                not_run[task.task_id] = f"stopped early: {stop}"
+            elif session.exitstatus == pytest.ExitCode.INTERRUPTED:
+                not_run[task.task_id] = "interrupted"
+            else:
+                not_run[task.task_id] = "not run"
+        return {"selected": [task.task_id for task in self.runner.tasks], "not_run": not_run}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml's own sessionfinish, which writes the file.
-        comparison = compare(self.records, self.baseline) if self.baseline is not None else None
+        if self.rerun_logged:
+            self.writer.keep_last_per_task()
+        records = list(self.records.values())
+        comparison = compare(records, self.baseline) if self.baseline is not None else None
         run = self.run_facts()
-        checks = self.check_gates(session, summary_mod.build(self.records, run, comparison),
-                                  comparison)
-        self.summary = summary = summary_mod.build(self.records, run, comparison, checks)
+        selection = self.selection(session)
+        checks = self.check_gates(
+            session, summary_mod.build(records, run, comparison, selection=selection), comparison)
+        self.summary = summary = summary_mod.build(records, run, comparison, checks, selection)
         xml = junit_writer(self.config)
         if xml is not None and self.records:
             for name, value in summary_mod.junit_properties(summary):
@@ -190,7 +263,7 @@ class Controller:
         if self.records:
             try:
                 self.report_files = files.write_reports(
-                    summary, self.records, Path(self.runner.settings.report_dir),
+                    summary, records, Path(self.runner.settings.report_dir),
                     draw_chart=self.chart.draw)
             except Exception as exc:  # the JSONL is safe already; JUnit is written after this
                 self.report_problem = (f"WARNING: humanfix could not write the summary files: "
@@ -217,6 +290,9 @@ class Controller:
         rate = summary["pass_at_1"]
         checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
                              settings.alpha, settings.max_regressions)
+        incomplete = completeness_check(summary["coverage"])
+        if incomplete is not None:
+            checks.insert(0, incomplete)
         self.verdict = verdict_line(checks)
         if any(not check.passed for check in checks):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -241,7 +317,8 @@ class Controller:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         self.finish_chart()
         terminalreporter.write_sep("=", "humanfix summary")
-        summary = self.summary or summary_mod.build(self.records, self.run_facts())
+        summary = self.summary or summary_mod.build(list(self.records.values()),
+                                                    self.run_facts())
         lines = terminal.summary_lines(summary)
         if self.runner.resumed:
             lines.append(f"resumed: {len(self.runner.resumed)} task(s) reported from "
@@ -252,13 +329,23 @@ class Controller:
         for line in lines:
             terminalreporter.write_line(line)
         # One line per distinct load failure, however many tasks and workers it stopped.
-        failures = Counter(r["model_error"] for r in self.records if r.get("model_error"))
+        failures = Counter(r["model_error"] for r in self.records.values()
+                           if r.get("model_error"))
         for error, count in failures.items():
             terminalreporter.write_line(
                 f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
         if self.verdict:  # last, so a CI log ends with why the run passed or failed
             failed = "FAILED" in self.verdict
             terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str], session: pytest.Session) -> None:
+        # pytest-html calls this from its own sessionfinish, after this plugin's.
+        if self.summary is not None:
+            from ..reporting.html_report import summary_html
+
+            prefix.extend(summary_html(self.summary))
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()

@@ -37,6 +37,14 @@ def failure_report(task: Task, result: TaskResult) -> str:
     ])
 
 
+def earlier_run(record: dict[str, Any]) -> dict[str, Any]:
+    """What a task's record keeps of a run that a later run replaced: enough to see why it was
+    run again and what it cost (its tokens are not in the task's own count)."""
+    return {"outcome": record["outcome"], "error": record.get("error", ""),
+            "failure": record.get("failure", ""), "seconds": record.get("seconds"),
+            "tokens": record.get("tokens"), "finished_at": record.get("finished_at")}
+
+
 class TaskItem(pytest.Item):
     """Setup runs the repair (a harness fault there is a pytest error); the call judges it."""
 
@@ -45,11 +53,17 @@ class TaskItem(pytest.Item):
         self.task = task
         self.result: TaskResult | None = None
         self.humanfix_record: dict[str, Any] | None = None
+        # Earlier runs of this item's protocol (pytest-rerunfailures, the flaky marker, any
+        # plugin that runs an item again): the last run decides, these stay in its record.
+        self.reruns: list[dict[str, Any]] = []
         self.add_marker("humanfix")
         self.extra_keyword_matches.add(task.bug_slug)
 
     def setup(self) -> None:
         runner = self.config.stash[RUNNER]
+        if self.humanfix_record is not None:
+            self.reruns.append(earlier_run(self.humanfix_record))
+            self.user_properties.clear()
         record = runner.resumed.get(self.task.task_id)
         if record is not None:  # --humanfix-resume: reproduce the recorded outcome
             self.result = TaskResult.from_record(record)
@@ -64,6 +78,8 @@ class TaskItem(pytest.Item):
                     raise
                 self.result = timeouts.timed_out(self.task, exc, time.monotonic() - started)
             self.humanfix_record = runner.record(self.result)
+        if self.reruns:
+            self.humanfix_record = {**self.humanfix_record, "reruns": list(self.reruns)}
         self.user_properties.extend([
             ("task_id", self.task.task_id),
             ("bug_type", self.task.bug_type),

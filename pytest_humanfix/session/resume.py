@@ -7,13 +7,18 @@ done and no worker ever reads a file the controller is appending to.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl, record_fingerprint
+from ..records import (
+    SCORED,
+    JsonlError,
+    fingerprint_differences,
+    read_jsonl,
+    record_fingerprint,
+    rewrite_jsonl,
+)
 
 
 class ResumeError(Exception):
@@ -52,17 +57,5 @@ def load_finished(path: Path, wanted: dict[str, Any],
         if record.get("outcome") in SCORED:
             finished[task_id] = record
         kept.append(record)
-    lines = [json.dumps(record, ensure_ascii=False).encode() for record in kept]
-    if path.read_bytes() != b"".join(line + b"\n" for line in lines):
-        _rewrite(path, lines)
+    rewrite_jsonl(path, kept)
     return finished
-
-
-def _rewrite(path: Path, lines: list[bytes]) -> None:
-    """Replace the file atomically, so a kill now still leaves the old or the new file."""
-    temporary = path.with_name(path.name + ".resume-tmp")
-    with temporary.open("wb") as handle:
-        handle.write(b"".join(line + b"\n" for line in lines))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
