@@ -212,7 +212,7 @@ def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, r
     assert len(sandbox.programs) == 1 and task.test in sandbox.programs[0]
 
 
-def test_a_completion_model_repairs_in_plain_text_after_its_previous_attempt(tmp_path, task):
+def test_a_completion_model_repairs_in_plain_text_after_its_previous_attempt(tmp_path, task, run):
     wrong = "\n" + task.buggy_solution.replace("elem - elem2", "elem - elem2 - 1")
     right = "\n" + task.canonical_solution + "\n\ndef check(candidate):\n    pass\n"
     model = replay(tmp_path, TASK_ID, [wrong, right], prompt="completion")
