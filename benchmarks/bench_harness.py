@@ -45,7 +45,7 @@ def main() -> None:
 
     loop_seconds, loop_passed = plain_loop(args.dataset)
     with tempfile.TemporaryDirectory() as folder:
-        plugin_seconds, records = canonical_run(args.dataset, args.workers, Path(folder))
+        plugin_seconds, _, records = canonical_run(args.dataset, args.workers, Path(folder))
     fixed = sum(r["outcome"] == "fixed" for r in records)
     layers = ", ".join(sorted({str(r["sandbox"]) for r in records}))
     print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")

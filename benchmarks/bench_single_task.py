@@ -9,8 +9,9 @@ configuration applies (its `addopts`, its conftest.py):
 an empty folder with the same plugins loaded (the checkout's `addopts` given to it), and
 `python -c pass` below both. One more side runs the task with the plugins the checkout leaves
 out loaded again, to show what that line of pyproject saves. Runs are interleaved so drift in
-machine load hits every side alike; prints the medians, the ratios, and the load average
-before and after.
+machine load hits every side alike; prints the medians of wall and CPU time (CPU time moves
+much less with the load of a shared machine), the ratios, and the load average before and
+after.
 
     python benchmarks/bench_single_task.py [--runs 7] [--dataset PATH]
 """
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, add_dataset_argument
+from common import REPO, add_dataset_argument, cpu_seconds
 
 # What the checkout's pyproject adds to every run, given to the bare side explicitly, and what
 # loads those plugins again (a later -p wins).
@@ -35,10 +36,11 @@ CHECKOUT_ADDOPTS = ["-p", "no:langsmith_plugin", "-p", "no:anyio"]
 LEFT_OUT_PLUGINS = ["-p", "langsmith_plugin", "-p", "anyio"]
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    started = time.perf_counter()
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds of the command and every process it waited for."""
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, cpu_seconds() - cpu_before
 
 
 def load() -> str:
@@ -71,19 +73,26 @@ def main() -> None:
         for command, cwd in sides.values():  # warm the file cache once
             timed(command, cwd, env)
         times: dict[str, list[float]] = {name: [] for name in sides}
+        cpu: dict[str, list[float]] = {name: [] for name in sides}
         for _ in range(args.runs):
             for name, (command, cwd) in sides.items():
-                times[name].append(timed(command, cwd, env))
+                wall, used = timed(command, cwd, env)
+                times[name].append(wall)
+                cpu[name].append(used)
         after = load()
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
           f"{platform.python_version()}; load average (1, 5, 15 min) {before} before, "
-          f"{after} after; PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+          f"{after} after; PYTHONDONTWRITEBYTECODE="
+          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
     medians = {name: statistics.median(values) for name, values in times.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
     for name, median in medians.items():
         spread = ", ".join(f"{value:.2f}" for value in sorted(times[name]))
-        print(f"{name:>17}: median {median:6.2f} s over {args.runs} runs ({spread})")
+        print(f"{name:>17}: median {median:6.2f} s wall ({spread}), "
+              f"{cpu_medians[name]:5.2f} s CPU, over {args.runs} runs")
     task_median = medians["one control task"]
-    print(f"ratio one control task / bare pytest: {task_median / medians['bare pytest']:.2f}")
+    print(f"ratio one control task / bare pytest: {task_median / medians['bare pytest']:.2f} "
+          f"wall, {cpu_medians['one control task'] / cpu_medians['bare pytest']:.2f} CPU")
     print(f"ratio with langsmith's and anyio's plugins loaded / without: "
           f"{medians['same, all plugins'] / task_median:.2f} "
           f"({medians['same, all plugins'] - task_median:+.2f} s)")

