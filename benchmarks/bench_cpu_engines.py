@@ -59,6 +59,14 @@ def run_engine(name: str, dataset: Path, tasks: int, max_new_tokens: int,
     return seconds, records
 
 
+def reused(project: Path) -> tuple[float, list[dict]]:
+    reports = project / "reports"
+    summary = json.loads((reports / "summary.json").read_text())
+    print(f"{project.name}: reused from {reports}")
+    records = [json.loads(line) for line in (reports / "humanfix.jsonl").read_text().splitlines()]
+    return float(summary["run"]["wall_seconds"]), records
+
+
 def first_reply(record: dict) -> str:
     attempts = record.get("attempts") or []
     return attempts[0]["reply"] if attempts else ""
@@ -86,12 +94,17 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES),
                         help="comma-separated subset of " + ", ".join(ENGINES))
     parser.add_argument("--keep", type=Path, help="keep each engine's project folder here")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take an engine's finished run from the --keep folder instead of "
+                             "running it again (its wall time is the one its summary recorded)")
     args = parser.parse_args()
 
     names = [n for n in args.engines.split(",") if n]
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
-        results = {name: run_engine(name, args.dataset, args.tasks, args.max_new_tokens, folder)
+        results = {name: reused(folder / name) if args.reuse and args.keep
+                   and (folder / name / "reports" / "summary.json").is_file()
+                   else run_engine(name, args.dataset, args.tasks, args.max_new_tokens, folder)
                    for name in names}
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; smollm2, "
           f"first {args.tasks} tasks, greedy, {args.max_new_tokens} new tokens at most")
