@@ -16,6 +16,7 @@ from serving import (
     assert_served_and_gone,
     chat_requests,
     engine_pid_and_port,
+    process_alive,
     processes_with,
 )
 
@@ -244,20 +245,41 @@ def test_a_gguf_is_dequantized_once_for_transformers_serve(tiny_gguf, tmp_path):
 
 
 @pytest.mark.slow
-def test_llamacpp_serves_a_gguf_to_every_worker_and_leaves_nothing(humanfix_pytester, tiny_gguf,
-                                                                  read_records):
+def test_llamacpp_on_a_cpu_gives_each_worker_an_engine_and_leaves_nothing(
+        humanfix_pytester, tiny_gguf, read_records):
     result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_gguf), "--humanfix-serve",
                                          *TINY)
-    pid, port = engine_pid_and_port(result.outlines, "llamacpp")
-    log = humanfix_pytester.path / "reports" / "server-0.log"
-    command = log.read_text().splitlines()[0]
-    assert "-m llama_cpp.server" in command
-    assert f"--n_threads {len(os.sched_getaffinity(0))}" in command
+    lines = [out for out in result.outlines if out.startswith("humanfix serve: llamacpp")]
+    assert len(lines) == 2  # -n 2: one engine per worker, each one request at a time
+    count, threads = server.cpu_engines(2)
+    assert count == 2 and threads == max(1, len(os.sched_getaffinity(0)) // 2)
+    reports = humanfix_pytester.path / "reports"
     records = read_records()
+    assert_answered_by_a_model(records, 2)
     attempts = [a for r in records for a in r["attempts"]]
     assert {a["engine"] for a in attempts} == {"llamacpp"}
     assert {a["finish_reason"] for a in attempts} <= {"stop", "length"}
-    assert_served_and_gone(records, log, pid, port)
+    for index, line in enumerate(lines):
+        log = reports / f"server-{index}.log"
+        command = log.read_text().splitlines()[0]
+        assert "-m llama_cpp.server" in command and f"--n_threads {threads} " in command
+        # gw0 and gw1 each went to their own engine: one request each.
+        assert chat_requests(log) == 1
+        pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
+        assert not process_alive(pid)
+        assert processes_with(f"--port {port} ") == []
+
+
+def test_a_cpu_run_gets_one_llamacpp_engine_per_worker_with_the_cores_shared_out(monkeypatch):
+    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert server.cpu_engines(1) == (1, 8)
+    assert server.cpu_engines(2) == (2, 4)
+    assert server.cpu_engines(3) == (3, 2)
+    assert server.cpu_engines(16) == (8, 1)  # never more engines than cores
+    model = server.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
+    command = server.engine_command(model, 8123, None, seed=0, threads=4)
+    assert command[command.index("--n_threads") + 1] == "4"
+    assert command[command.index("--n_threads_batch") + 1] == "4"
 
 
 @pytest.mark.slow

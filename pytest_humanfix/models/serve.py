@@ -191,14 +191,26 @@ def served_model(settings: Settings, gpus: bool) -> ServedModel:
 
 
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
-                   engine_args: tuple[str, ...] = ()) -> list[str]:
+                   engine_args: tuple[str, ...] = (), threads: int | None = None) -> list[str]:
     """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
-    over them, tensor-parallel), or None (the CPU). The user's `engine_args` come last, so
-    each engine's parser lets them override a default set here."""
-    return base_command(model, port, device, seed) + list(engine_args)
+    over them, tensor-parallel), or None (the CPU); `threads` is a llama.cpp engine's share of
+    the cores (default: all). The user's `engine_args` come last, so each engine's parser lets
+    them override a default set here."""
+    return base_command(model, port, device, seed, threads) + list(engine_args)
 
 
-def base_command(model: ServedModel, port: int, device: str | None, seed: int) -> list[str]:
+def cpu_engines(workers: int) -> tuple[int, int]:
+    """How many llama.cpp engines a CPU run starts, and the threads of each: one per worker, the
+    cores shared out between them. llama-cpp-python's server takes one request at a time, so
+    one engine per worker is how `-n N` requests run at once; and a decode step on one thread
+    wastes nothing at barriers, where threads of one engine on a busy CPU wait for each other."""
+    cores = len(os.sched_getaffinity(0))
+    engines = max(1, min(workers, cores))
+    return engines, max(1, cores // engines)
+
+
+def base_command(model: ServedModel, port: int, device: str | None, seed: int,
+                 threads: int | None = None) -> list[str]:
     if model.engine == "vllm":
         command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
@@ -208,7 +220,7 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int) -
             command += ["--tensor-parallel-size", str(gpus)]
         return command
     if model.engine == "llamacpp":
-        cores = str(len(os.sched_getaffinity(0)))
+        cores = str(threads or len(os.sched_getaffinity(0)))
         return [sys.executable, "-m", "llama_cpp.server", "--model", model.source,
                 "--model_alias", model.name, "--host", HOST, "--port", str(port),
                 "--n_threads", cores, "--n_threads_batch", cores,
@@ -318,10 +330,11 @@ class Engine:
 
 
 def new_engine(model: ServedModel, log_path: Path, device: str | None,
-               settings: Settings) -> Engine:
+               settings: Settings, threads: int | None = None) -> Engine:
     port = free_port()
     return Engine(model, device, port, log_path,
-                  engine_command(model, port, device, settings.seed, settings.engine_args))
+                  engine_command(model, port, device, settings.seed, settings.engine_args,
+                                 threads))
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,
@@ -374,16 +387,21 @@ class Serving:
                 f"{engine.device or 'cpu'} at {engine.base_url}, log {engine.log_path}")
 
 
-def serve(settings: Settings) -> Serving:
-    """Starts every engine at once, then waits for each: a device that fails stops them all."""
+def serve(settings: Settings, workers: int = 1) -> Serving:
+    """Starts every engine at once, then waits for each: a device that fails stops them all.
+    `workers` is the xdist worker count: on a CPU, llama.cpp gets one engine per worker."""
     devices = serve_devices(settings)
     model = served_model(settings, gpus=devices != [None])
     check_layout(settings, model.engine)
+    threads = None
+    if model.engine == "llamacpp" and devices == [None]:
+        count, threads = cpu_engines(workers)
+        devices = [None] * count
     folder = Path(settings.report_dir)
     engines = []
     try:
         for index, device in enumerate(devices):
-            engine = new_engine(model, folder / f"server-{index}.log", device, settings)
+            engine = new_engine(model, folder / f"server-{index}.log", device, settings, threads)
             engines.append(engine)
             engine.start()
         for engine in engines:

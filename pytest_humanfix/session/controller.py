@@ -112,7 +112,8 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
         from ..models.serve import ServeError, serve
 
         try:
-            serving = serve(settings)
+            workers = getattr(config.option, "numprocesses", None)
+            serving = serve(settings, workers if is_distributing(config) and workers else 1)
         except (ServeError, DeviceError, ModelSpecError) as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
