@@ -79,8 +79,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
                       monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester folder with an ini file (so rootdir is the folder) and the dataset in env."""
-    pytester.makeini("[pytest]\n")
+    """A pytester folder with an ini file (so rootdir is the folder) and the dataset in env.
+    Its runs keep pytest's order: tests/test_ecosystem.py turns pytest-randomly on itself."""
+    pytester.makeini("[pytest]\naddopts = -p no:randomly\n")
     monkeypatch.setenv("HUMANFIX_DATASET", str(dataset))
     return pytester
 
