@@ -47,6 +47,9 @@ def test_smollm2_through_each_engine(humanfix_pytester, read_records, engine, tm
             assert attempt["engine"] == served and attempt["prompt"] == "chat"
             assert 0 < attempt["completion_tokens"] <= 32
     if engine != "transformers":
-        (line,) = [out for out in result.outlines if out.startswith("humanfix serve:")]
-        port = re.search(r":(\d+)/v1", line).group(1)
-        assert processes_with(f"--port {port} ") == []
+        # llama.cpp on a CPU runs one engine per worker; every one of them is gone.
+        lines = [out for out in result.outlines if out.startswith("humanfix serve:")]
+        assert len(lines) == (2 if engine == "llamacpp" else 1)
+        for line in lines:
+            port = re.search(r":(\d+)/v1", line).group(1)
+            assert processes_with(f"--port {port} ") == []
