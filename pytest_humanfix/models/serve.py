@@ -1,4 +1,4 @@
-"""`--humanfix-serve`: one shared OpenAI-compatible engine per device, run by the controller.
+"""`--humanfix-serve`: shared OpenAI-compatible engines (one per device), run by the controller.
 
 Eight workers on one GPU then send eight concurrent requests that one engine batches, instead of
 loading eight model copies. Three engines, chosen by `--humanfix-engine` (auto: vLLM with a GPU,
@@ -7,8 +7,8 @@ llama.cpp for a GGUF model without one, else `transformers serve`):
 - vLLM, the GPU engine;
 - llama.cpp through `llama-cpp-python`'s server, the CPU engine for GGUF files: quantized
   kernels several times faster than dequantized fp32 transformers on the same cores. Its server
-  takes one request at a time (there are no parallel slots to set), so it gets every core for
-  each request, and `-n N` workers queue their requests while the others run their sandboxes;
+  takes one request at a time (there are no parallel slots to set), so on a CPU each xdist
+  worker gets an engine of its own, with the cores shared out between them (`cpu_engines`);
 - `transformers serve` with continuous batching, the fallback; a GGUF model is dequantized once
   into a cached folder it can load.
 
