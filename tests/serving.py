@@ -7,8 +7,9 @@ import re
 from pathlib import Path
 
 
-def chat_requests(log: Path) -> int:
-    return len(re.findall(r'"POST /v1/chat/completions HTTP/1.1" 200', log.read_text()))
+def chat_requests(log: Path, status: str = "200") -> int:
+    """Chat requests the engine answered with `status` (a regex: `\\d+` counts every answer)."""
+    return len(re.findall(rf'"POST /v1/chat/completions HTTP/1.1" {status}\b', log.read_text()))
 
 
 def process_alive(pid: int) -> bool:

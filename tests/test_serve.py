@@ -196,7 +196,10 @@ def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pyteste
     log = humanfix_pytester.path / "reports" / "server-0.log"
     port = None
     try:
-        run.wait_for(lambda: log.exists() and chat_requests(log) > 0, "a chat request")
+        # Any answer will do, an error included: llama-cpp-python 0.3.36 can run a random-weight
+        # model's reply to the end of the context (its UTF-8 repair skips the max_tokens check)
+        # and answer 500, and all this test needs is an engine at work for the run.
+        run.wait_for(lambda: log.exists() and chat_requests(log, r"\d+") > 0, "a chat request")
         port = re.search(r"--port (\d+) ", log.read_text()).group(1)
         assert processes_with(f"--port {port} ")
         run.send(signum)  # to pytest alone: the engine must stop because pytest went away
