@@ -18,6 +18,13 @@ import pytest
 from .dataset import HUB_DATASET
 
 
+def user_cache_dir(kind: str) -> Path:
+    """Where pytest-humanfix keeps what it made once for this user and machine (a dequantized
+    model, calibration times), apart from any one project's `.pytest_cache`."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-humanfix" / kind
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:

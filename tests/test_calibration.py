@@ -5,6 +5,7 @@ with four times as many workers as cores."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -17,7 +18,7 @@ from pytest_humanfix.sandbox.environment import Verdict
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
 from pytest_humanfix.sandbox.rerun import TaskSandbox
 from pytest_humanfix.session import calibration
-from pytest_humanfix.session.calibration import calibrate, task_limit
+from pytest_humanfix.session.calibration import CalibrationFile, calibrate, task_limit
 
 
 def verdict(status: str, limit: float) -> Verdict:
@@ -80,30 +81,51 @@ def test_the_limit_reaches_the_sandbox():
     assert got.status == "timeout" and got.limit == 0.5 and 0.5 <= got.seconds < 5
 
 
-class DictCache:
-    def __init__(self) -> None:
-        self.values: dict[str, object] = {}
-
-    def get(self, key: str, default: object) -> object:
-        return self.values.get(key, default)
-
-    def set(self, key: str, value: object) -> None:
-        self.values[key] = value
-
-
-def test_calibration_is_measured_once_per_dataset_and_machine(dataset, monkeypatch):
+def test_calibration_is_measured_once_per_dataset_and_machine(dataset, monkeypatch, tmp_path):
     tasks = load_tasks(str(dataset))[:3]
-    cache, sandbox = DictCache(), ScriptedSandbox(["passed"] * 9)
-    first = calibrate(tasks, sandbox, cache, "hash-a", 100.0)
+    sandbox = ScriptedSandbox(["passed"] * 12)
+    first = calibrate(tasks, sandbox, CalibrationFile("hash-a", tmp_path), 100.0)
     assert set(first) == {t.task_id for t in tasks} and len(sandbox.runs) == 3
     assert [limit for _, _, limit in sandbox.runs] == [100.0] * 3
-    assert calibrate(tasks, sandbox, cache, "hash-a", 100.0) == first
-    assert len(sandbox.runs) == 3  # from the cache
-    calibrate(tasks[:1], sandbox, cache, "hash-b", 100.0)  # another dataset
+    # A later run (a new store object, as a new process has) reads the file.
+    assert calibrate(tasks, sandbox, CalibrationFile("hash-a", tmp_path), 100.0) == first
+    assert len(sandbox.runs) == 3
+    calibrate(tasks[:1], sandbox, CalibrationFile("hash-b", tmp_path), 100.0)  # another dataset
     assert len(sandbox.runs) == 4
     monkeypatch.setattr(calibration, "machine", lambda: "another machine")
-    calibrate(tasks, sandbox, cache, "hash-a", 100.0)
+    calibrate(tasks, sandbox, CalibrationFile("hash-a", tmp_path), 100.0)
     assert len(sandbox.runs) == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hash-a.json", "hash-b.json"]
+    calibrate(tasks, sandbox, CalibrationFile("hash-a", tmp_path), 100.0, anew=True)
+    assert len(sandbox.runs) == 10  # --cache-clear times them again
+
+
+def test_a_torn_calibration_file_is_measured_again(dataset, tmp_path):
+    tasks = load_tasks(str(dataset))[:2]
+    (tmp_path / "hash-a.json").write_text('{"4 cpus, Linux": {"Python/0": 0.0')
+    sandbox = ScriptedSandbox(["passed"] * 2)
+    assert set(calibrate(tasks, sandbox, CalibrationFile("hash-a", tmp_path), 100.0)) == \
+        {t.task_id for t in tasks}
+    assert len(sandbox.runs) == 2
+    assert list(json.loads((tmp_path / "hash-a.json").read_text())) == [calibration.machine()]
+
+
+def test_calibration_outlives_pytests_cache(humanfix_pytester, monkeypatch, tmp_path):
+    """Kept per user, so runs under -p no:cacheprovider (CI jobs, benchmarks) reuse it, and
+    --cache-clear measures again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    store = tmp_path / "pytest-humanfix" / "calibration"
+    humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model=canonical",
+                                "--humanfix-max=2").assert_outcomes(passed=2)
+    [path] = store.iterdir()
+    times = json.loads(path.read_text())[calibration.machine()]
+    assert sorted(times) == ["Python/0", "Python/1"]
+    humanfix_pytester.runpytest("-p", "no:cacheprovider", "--humanfix-model=canonical",
+                                "--humanfix-max=2").assert_outcomes(passed=2)
+    assert json.loads(path.read_text())[calibration.machine()] == times
+    humanfix_pytester.runpytest("--cache-clear", "--humanfix-model=canonical",
+                                "--humanfix-max=2").assert_outcomes(passed=2)
+    assert json.loads(path.read_text())[calibration.machine()] != times
 
 
 def test_task_limit_is_the_larger_of_floor_and_scaled_time():

@@ -39,6 +39,14 @@ def test_nothing_one_child_changes_reaches_the_next(layer: str) -> None:
     assert first.stdout != second.stdout, "two executions shared a working folder"
 
 
+def test_an_unstarted_warm_executor_starts_at_its_first_execution() -> None:
+    """What an xdist controller gets: no server until it has something to run."""
+    choice = make_sandbox("auto", "warm", Limits(timeout=5), start=False)
+    assert choice.sandbox.executor == "warm" and choice.sandbox.server_pids == set()
+    assert choice.sandbox.run(build_program("", "print(1)")).passed
+    assert choice.sandbox.server_pids
+
+
 def test_warm_falls_back_to_fresh_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     def cannot_start(self) -> None:
         raise SandboxError("the server could not import the prelude")

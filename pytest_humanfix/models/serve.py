@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..devices import requested_or_visible
 from ..processes import stop_group
-from ..settings import Settings
+from ..settings import Settings, user_cache_dir
 from .openai_api import worker_index
 from .specs import ResolvedSpec, resolve_spec
 
@@ -140,11 +140,6 @@ def check_layout(settings: Settings, engine: str) -> None:
                          "or use --humanfix-serve-layout per-device.")
 
 
-def gguf_cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-humanfix" / "dequantized"
-
-
 def dequantized_folder(gguf: Path, cache_root: Path | None = None) -> Path:
     """A folder `transformers serve` can load, made once per GGUF file: transformers dequantizes
     the file into fp32 weights, saved beside its tokenizer. The folder's name carries the file's
@@ -152,7 +147,7 @@ def dequantized_folder(gguf: Path, cache_root: Path | None = None) -> Path:
     temporary name and renamed, so an interrupted conversion never leaves a half folder."""
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    folder = (cache_root or gguf_cache_root()) / f"{gguf.stem}-{key.hexdigest()[:12]}"
+    folder = (cache_root or user_cache_dir("dequantized")) / f"{gguf.stem}-{key.hexdigest()[:12]}"
     if (folder / "config.json").is_file():
         return folder
     partial = folder.with_name(folder.name + f".partial-{os.getpid()}")

@@ -40,9 +40,13 @@ def choose_layer(wanted: str, python: str = sys.executable,
 
 
 def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
-                 python: str = sys.executable, hidden_files: tuple[str, ...] = ()) -> Choice:
+                 python: str = sys.executable, hidden_files: tuple[str, ...] = (),
+                 start: bool = True) -> Choice:
     """SandboxError when an explicitly requested layer or executor cannot work here;
-    `hidden_files` (the dataset) are empty inside the bwrap layer."""
+    `hidden_files` (the dataset) are empty inside the bwrap layer. Without `start`, a warm
+    executor's server starts at its first execution, if one ever comes: an xdist controller
+    executes nothing unless it calibrates, and a server started beside the workers' start-up
+    would only take CPU from them."""
     remove_stale_folders()
     layer, notes = choose_layer(layer_wanted, python, hidden_files)
     cgroups, how = open_cgroups()
@@ -59,7 +63,8 @@ def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
         if cgroups is None:
             raise SandboxError("it needs writable cgroups to reap what each child leaves behind")
         warm = WarmSandbox(layer, limits, cgroups, python)
-        warm.start()
+        if start:
+            warm.start()
     except SandboxError as exc:
         if executor_wanted == "warm":
             raise SandboxError(f"--humanfix-executor warm: {exc}") from None

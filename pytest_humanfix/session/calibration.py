@@ -3,31 +3,59 @@
 A fixed wall-clock limit means one thing on an idle workstation and another on a CI runner
 with eight workers on two cores. The limit of a task is max(--humanfix-timeout, k × the time
 its canonical solution takes here), k being --humanfix-timeout-factor. The canonical solutions
-are timed once, by the controller before any worker starts, and the times are kept in pytest's
-cache under the dataset's hash and this machine (cpu count, platform, Python), so a later run
-on the same machine reuses them.
+are timed once, by the controller before any worker starts, and the times are kept per user
+(`~/.cache/pytest-humanfix/calibration/`, one file per dataset hash, keyed by this machine: cpu
+count, platform, Python), so a later run on the same machine reuses them. That store is not
+pytest's cache: a CI job or a benchmark that runs with `-p no:cacheprovider` would otherwise
+time all 164 programs again on every run, as long as the control run itself. `--cache-clear`
+times them anew.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 from ..dataset import Task
 from ..sandbox.environment import Sandbox
 from ..sandbox.program import build_program
-
-CACHE_PREFIX = "humanfix/calibration/"
+from ..settings import user_cache_dir
 
 
 class Cache(Protocol):
-    """What calibration uses of pytest's `config.cache`."""
+    """Where calibration keeps the times of one dataset: a mapping from machine to times."""
 
-    def get(self, key: str, default: object) -> object: ...
+    def load(self) -> dict[str, object]: ...
 
-    def set(self, key: str, value: object) -> None: ...
+    def store(self, times: dict[str, object]) -> None: ...
+
+
+class CalibrationFile:
+    """The times of one dataset in one JSON file, replaced whole by a rename so that two runs
+    finishing together, or one killed while writing, never leave a torn file behind."""
+
+    def __init__(self, dataset_hash: str, folder: Path | None = None) -> None:
+        self.path = (folder or user_cache_dir("calibration")) / f"{dataset_hash}.json"
+
+    def load(self) -> dict[str, object]:
+        try:
+            stored = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}  # none yet, or unreadable: measured again and written anew
+        return stored if isinstance(stored, dict) else {}
+
+    def store(self, times: dict[str, object]) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_name(f"{self.path.name}.partial-{os.getpid()}")
+            partial.write_text(json.dumps(times))
+            partial.replace(self.path)
+        except OSError:
+            pass  # a read-only home costs the next run this measurement, nothing more
 
 
 def machine() -> str:
@@ -42,18 +70,17 @@ def measure(tasks: Sequence[Task], sandbox: Sandbox, timeout: float) -> dict[str
             for task in tasks}
 
 
-def calibrate(tasks: Sequence[Task], sandbox: Sandbox, cache: Cache | None, dataset_hash: str,
-              timeout: float) -> dict[str, float]:
-    """The canonical solution's seconds for each task, from the cache or measured now."""
-    key = CACHE_PREFIX + dataset_hash
-    stored = cache.get(key, {}) if cache is not None else {}
-    by_machine = dict(stored) if isinstance(stored, dict) else {}
-    here = dict(by_machine.get(machine()) or {})
+def calibrate(tasks: Sequence[Task], sandbox: Sandbox, cache: Cache, timeout: float,
+              anew: bool = False) -> dict[str, float]:
+    """The canonical solution's seconds for each task, from the cache or measured now (all of
+    them when `anew`)."""
+    by_machine = cache.load()
+    kept = by_machine.get(machine())
+    here = dict(kept) if isinstance(kept, dict) and not anew else {}
     missing = [task for task in tasks if not isinstance(here.get(task.task_id), (int, float))]
     if missing:
         here.update(measure(missing, sandbox, timeout))
-        if cache is not None:
-            cache.set(key, {**by_machine, machine(): here})
+        cache.store({**by_machine, machine(): here})
     return {task.task_id: float(here[task.task_id]) for task in tasks}
 
 

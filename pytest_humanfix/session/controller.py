@@ -34,7 +34,7 @@ from ..reporting.gates import (
 )
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
-from .calibration import calibrate
+from .calibration import CalibrationFile, calibrate
 from .items import earlier_run
 from .placement import run_devices
 from .resume import ResumeError, load_finished
@@ -94,7 +94,7 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
         workload = Workload.load(settings)
-        sandbox_choice = choose_sandbox(settings)
+        sandbox_choice = choose_sandbox(settings, start=not is_distributing(config))
         devices = DevicePool(run_devices(settings))
         device = None if is_distributing(config) else devices.acquire("main")
         if device is not None:
@@ -122,8 +122,9 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
         # allowed what the default floor would allow it, so a tiny floor still measures.
         canonical_seconds = calibrate(
             [t for t in workload.tasks if t.task_id not in resumed], sandbox_choice.sandbox,
-            getattr(config, "cache", None), workload.dataset_hash,
-            max(settings.timeout, Settings.timeout) * settings.timeout_factor)
+            CalibrationFile(workload.dataset_hash),
+            max(settings.timeout, Settings.timeout) * settings.timeout_factor,
+            anew=bool(config.getoption("cacheclear", False)))
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,

@@ -33,11 +33,11 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def choose_sandbox(settings: Settings) -> Choice:
+def choose_sandbox(settings: Settings, start: bool = True) -> Choice:
     """The layer and executor for this process, probed once; SandboxError if the ones asked for
-    explicitly cannot work here."""
+    explicitly cannot work here. Without `start`, a warm executor starts when first used."""
     return make_sandbox(settings.sandbox, settings.executor, Limits(timeout=settings.timeout),
-                        hidden_files=(settings.dataset,))
+                        hidden_files=(settings.dataset,), start=start)
 
 
 @dataclass(frozen=True)
