@@ -93,6 +93,11 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
     try:
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
+        if settings.repeat_with:
+            try:
+                check_spec(settings.repeat_with, settings)
+            except ModelSpecError as exc:
+                raise ModelSpecError(f"--humanfix-repeat-with: {exc}") from None
         workload = Workload.load(settings)
         sandbox_choice = choose_sandbox(settings)
         devices = DevicePool(run_devices(settings))
@@ -273,6 +278,7 @@ class Controller:
     def run_facts(self) -> dict[str, Any]:
         """What the summary takes from the run rather than from its records."""
         facts = {"model": self.runner.settings.model, "protocol": self.runner.protocol,
+                 "alpha": self.runner.settings.alpha,
                  **summary_mod.run_times(self.started_at, datetime.now(UTC))}
         if self.serve_facts is not None:  # --humanfix-serve: the engines, their layout, args
             facts["serve"] = self.serve_facts
@@ -289,8 +295,10 @@ class Controller:
             self.verdict = "humanfix gates not checked: the run did not finish"
             return []
         rate = summary["pass_at_1"]
+        repeat = summary["repeat_check"]
         checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
-                             settings.alpha, settings.max_regressions)
+                             settings.alpha, settings.max_regressions,
+                             terminal.noise_note(repeat) if repeat else None)
         incomplete = completeness_check(summary["coverage"])
         if incomplete is not None:
             checks.insert(0, incomplete)
