@@ -55,7 +55,8 @@ def summary_json(folder: Path) -> dict:
 
 
 def assert_counted_alike(result: pytest.RunResult, folder: Path) -> None:
-    """2 of 3 replies differ, 1 of 3 outcomes flips: in summary.json, the terminal and JUnit."""
+    """2 of 3 replies differ, 1 of 3 outcomes flips: in summary.json, the terminal, summary.md
+    and JUnit."""
     repeat = summary_json(folder)["repeat_check"]
     assert repeat["tasks"] == 3 and repeat["errors"] == []
     assert (repeat["replies_differ"]["count"], repeat["replies_differ"]["of"]) == (2, 3)
@@ -66,6 +67,8 @@ def assert_counted_alike(result: pytest.RunResult, folder: Path) -> None:
         f"{share(repeat['outcomes_flipped'])}: Python/2",
         "observed flip rate 1/3 on the repeat check: *"])
     assert "replies differ 2/3 (66.7% [" in result.stdout.str()
+    assert f"- repeat check (replay): replies differ {share(repeat['replies_differ'])}" in \
+        (folder / "reports" / "summary.md").read_text()
     properties = junit_properties(folder)
     assert (properties["humanfix_repeat_tasks"], properties["humanfix_repeat_replies_differ"],
             properties["humanfix_repeat_outcomes_flipped"]) == ("3", "2", "1")

@@ -191,7 +191,8 @@ class Runner:
             while len(results) < self.settings.samples and results[-1].outcome != "error":
                 results.append(self.evaluate_once(task))
             result = combine_samples(results)
-        if task.task_id in self.repeated and first.outcome != "error":
+        if self.settings.repeat_check and task.task_id in self.repeated \
+                and first.outcome != "error":
             result.repeat_check = self.repeat(task, first)
         return result
 
