@@ -14,6 +14,8 @@ import pytest
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.reporting.stats import detectable_drop, mcnemar_exact, mcnemar_power
 from pytest_humanfix.reporting.terminal import share
+from pytest_humanfix.session.timeouts import item_timeout
+from pytest_humanfix.settings import Settings
 
 TASKS = 4
 
@@ -224,3 +226,11 @@ def test_smollm2_same_engine_twice(humanfix_pytester, read_records):
     # An exact line: the intervals' brackets are fnmatch character classes.
     assert (f"repeat check (llamacpp): replies differ {share(repeat['replies_differ'])}, "
             f"outcomes flip {share(repeat['outcomes_flipped'])}") in result.outlines
+
+
+def test_the_item_timeout_allows_the_repeat():
+    """The repeat's reply and its grading runs, the run's first reply graded again among them,
+    fit in the item's budget."""
+    plain = Settings(timeout=10, request_timeout=300)
+    checked = Settings(timeout=10, request_timeout=300, repeat_check=5)
+    assert item_timeout(checked) == item_timeout(plain) + 300 + 4 * 20
