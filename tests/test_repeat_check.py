@@ -125,6 +125,24 @@ def test_a_second_engine_makes_the_repeat(humanfix_pytester, replies, records_by
                                  "1/2 *: Python/0"])
 
 
+def test_a_failed_repeat_costs_the_task_nothing(humanfix_pytester, replies, records_by_task):
+    """A repeat that cannot be made is named and left out of the counts; the task is scored
+    on its own reply as ever."""
+    path = humanfix_pytester.path
+    model = write_replay(path / "run.jsonl", {t: ["canonical"] for t in PLAN}, replies)
+    other = write_replay(path / "other.jsonl", {"Python/0": ["canonical"]}, replies)
+    result = humanfix_pytester.runpytest(model, "--humanfix-max", str(TASKS),
+                                         "--humanfix-repeat-check", "2",
+                                         "--humanfix-repeat-with=" + other.split("=", 1)[1])
+    result.assert_outcomes(passed=TASKS)
+    assert "replay file has no reply for Python/1" in \
+        records_by_task()["Python/1"]["repeat_check"]["error"]
+    repeat = summary_json(path)["repeat_check"]
+    assert repeat["tasks"] == 1 and [e["task_id"] for e in repeat["errors"]] == ["Python/1"]
+    result.stdout.fnmatch_lines(["repeat check (replay): replies differ 0/1 *, outcomes flip 0/1 *",
+                                 "repeat check failed on Python/1: *no reply for Python/1*"])
+
+
 def test_a_repaired_task_compares_its_first_reply_alone(humanfix_pytester, replies,
                                                          records_by_task):
     """With repair rounds the run's outcome is not its first reply's: that reply is graded on
