@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.stats import detectable_drop, mcnemar_exact, mcnemar_power
 from pytest_humanfix.reporting.terminal import share
 from pytest_humanfix.session.timeouts import item_timeout
@@ -176,7 +177,14 @@ def test_the_gate_states_the_flip_rate_beside_its_verdict(humanfix_pytester, rep
     assert verdict.endswith("; observed flip rate 1/3 on the repeat check: over 4 task(s) no "
                             "drop is caught with 80.0% power at alpha 0.05")
     assert junit_properties(path)["humanfix_gate"] == verdict
-    assert summary_json(path)["gates"][0]["reason"] in verdict
+    reason = summary_json(path)["gates"][0]["reason"]
+    assert reason in verdict
+    # humanfix-report, over the same results, quotes the same flip rate in the same words.
+    assert report_main([str(path / "reports" / "humanfix.jsonl"), "--baseline",
+                        str(path / "baseline-run.jsonl"), "--out", str(path / "again")]) == 0
+    again = json.loads((path / "again" / "summary.json").read_text())
+    assert again["gates"][0]["reason"] == reason
+    assert again["repeat_check"] == repeat
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -172,9 +172,11 @@ def coverage(records: list[dict[str, Any]],
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None,
-          selection: dict[str, Any] | None = None) -> dict[str, Any]:
+          selection: dict[str, Any] | None = None,
+          alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
     """The content of summary.json. `run` holds what records do not: start, end, wall time;
-    `selection` which tasks were selected and why some did not run (`coverage`)."""
+    `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
+    paired gate's level, at which a repeat check's flip rate is turned into power."""
     scored = [r for r in records if r["outcome"] != "error"]
     errors = [r for r in records if r["outcome"] == "error"]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
@@ -223,8 +225,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "servers": servers(records),
         "servers_out": servers_out(records),
         "repeat_check": repeat_check(
-            records, comparison.paired if comparison is not None else len(scored),
-            float(run.get("alpha") or DEFAULT_ALPHA)),
+            records, comparison.paired if comparison is not None else len(scored), alpha),
         "baseline": comparison.to_dict() if comparison is not None else None,
         "gates": [vars(g) for g in gates or []],
         "gate_failed": any(not g.passed for g in gates or []),

@@ -258,8 +258,10 @@ class Controller:
         run = self.run_facts()
         selection = self.selection(session)
         checks = self.check_gates(
-            session, summary_mod.build(records, run, comparison, selection=selection), comparison)
-        self.summary = summary = summary_mod.build(records, run, comparison, checks, selection)
+            session, summary_mod.build(records, run, comparison, selection=selection,
+                                       alpha=self.runner.settings.alpha), comparison)
+        self.summary = summary = summary_mod.build(records, run, comparison, checks, selection,
+                                                   alpha=self.runner.settings.alpha)
         xml = junit_writer(self.config)
         if xml is not None and self.records:
             for name, value in summary_mod.junit_properties(summary):
@@ -278,7 +280,6 @@ class Controller:
     def run_facts(self) -> dict[str, Any]:
         """What the summary takes from the run rather than from its records."""
         facts = {"model": self.runner.settings.model, "protocol": self.runner.protocol,
-                 "alpha": self.runner.settings.alpha,
                  **summary_mod.run_times(self.started_at, datetime.now(UTC))}
         if self.serve_facts is not None:  # --humanfix-serve: the engines, their layout, args
             facts["serve"] = self.serve_facts
