@@ -75,6 +75,9 @@ class TaskResult:
     # Why a fix that passed may defeat the tests rather than fix the function (agent/suspicion);
     # [] when none was found. Flagged fixes stay fixed unless --humanfix-strict.
     flags: list[str] = field(default_factory=list)
+    # --humanfix-repeat-check: the first attempt generated again and graded beside this one
+    # (session/repeat); None for a task not checked. Never scored.
+    repeat_check: dict[str, Any] | None = None
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:

@@ -169,6 +169,14 @@ OPTIONS: tuple[Option, ...] = (
            "writes to builtins or the test's globals, frame or gc walking, patching what the "
            "test calls, reading the test source) as not fixed; by default they stay fixed, "
            "counted apart, so pass@1 compares with BigCode's", flag=True),
+    # Noise: how much of a change between two runs the engine alone makes.
+    Option("repeat-check", "generate the first attempt of the first N selected tasks (dataset "
+           "order) a second time and report how many replies and outcomes differ: the flip "
+           "rate that tells noise from a regression; pass@1 is unchanged", convert=_positive_int,
+           metavar="N"),
+    Option("repeat-with", "the model spec that makes the --humanfix-repeat-check generation, "
+           "e.g. a second engine or server (default: the evaluated model again)",
+           metavar="SPEC"),
     # Where it runs.
     Option("base-url", "OpenAI-compatible server for openai:<model> "
            "(default http://localhost:8000/v1; key from OPENAI_API_KEY); several, repeated or "
@@ -297,6 +305,8 @@ class Settings:
     engine_args: tuple[str, ...] = ()
     sandbox: str = "auto"
     strict: bool = False
+    repeat_check: int | None = None
+    repeat_with: str | None = None
     timeout: float = 10.0
     timeout_factor: float = 10.0
     item_timeout: float | None = None
@@ -348,4 +358,7 @@ class Settings:
             if option.name in PATH_OPTIONS:
                 value = _resolve_path(str(value), base)
             values[option.dest.removeprefix("humanfix_")] = value
+        if values.get("repeat_with") and not values.get("repeat_check"):
+            raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
+                                    "check: give --humanfix-repeat-check N too.")
         return cls(**values)

@@ -113,11 +113,13 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     if args.max_regressions is not None and comparison is None:
         return fail("--max-regressions needs --baseline.")
     run = {**summary_mod.times_from_records(records), **facts}
-    rate = summary_mod.build(records, run, comparison)["pass_at_1"]
+    first = summary_mod.build(records, run, comparison, alpha=args.alpha)
+    rate, repeat = first["pass_at_1"], first["repeat_check"]
     gated = args.fail_under is not None or comparison is not None
     checks = check_gates(rate["value"], rate["tasks"], args.fail_under, comparison, args.alpha,
-                         args.max_regressions) if gated else []
-    summary = summary_mod.build(records, run, comparison, checks)
+                         args.max_regressions, terminal.noise_note(repeat) if repeat else None
+                         ) if gated else []
+    summary = summary_mod.build(records, run, comparison, checks, alpha=args.alpha)
     written = files.write_reports(summary, records, out)
     if junit:
         written.insert(0, files.write_junit(summary, records, out / "junit.xml", gated))

@@ -13,7 +13,14 @@ from typing import Any
 from ..dataset import item_name
 from .chart import write_chart
 from .summary import junit_properties
-from .terminal import baseline_lines, coverage_lines, interval, pct, server_lines
+from .terminal import (
+    baseline_lines,
+    coverage_lines,
+    interval,
+    pct,
+    repeat_lines,
+    server_lines,
+)
 
 # Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
 DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
@@ -58,7 +65,8 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
-    for block in (server_lines(summary), baseline_lines(summary.get("baseline"))):
+    for block in (server_lines(summary), repeat_lines(summary.get("repeat_check")),
+                  baseline_lines(summary.get("baseline"))):
         if block:
             lines += ["", *(f"- {line}" for line in block)]
     if summary["gates"]:

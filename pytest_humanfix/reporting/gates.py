@@ -101,7 +101,9 @@ class GateCheck:
 
 def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
                 comparison: Comparison | None, alpha: float,
-                max_regressions: int | None) -> list[GateCheck]:
+                max_regressions: int | None, noise: str | None = None) -> list[GateCheck]:
+    """The gates' checks; `noise`, the repeat check's flip rate and what it means, is quoted
+    beside the baseline's verdict."""
     checks = []
     if fail_under is not None:
         held = scored > 0 and pass_at_1 >= fail_under
@@ -115,7 +117,8 @@ def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
         checks.append(GateCheck("baseline", p >= alpha,
                                 f"{regressions} regression(s), {improvements} improvement(s) "
                                 f"against the baseline: exact McNemar one-sided p={p:.4g} "
-                                f"{'<' if p < alpha else '>='} alpha {alpha:g}"))
+                                f"{'<' if p < alpha else '>='} alpha {alpha:g}"
+                                + (f"; {noise}" if noise else "")))
         if max_regressions is not None:
             checks.append(GateCheck("max-regressions", regressions <= max_regressions,
                                     f"{regressions} regression(s) against the baseline, "

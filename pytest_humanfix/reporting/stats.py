@@ -71,3 +71,48 @@ def mcnemar_exact(regressions: int, improvements: int, alternative: str = "drop"
     if alternative == "two-sided":
         return min(1.0, 2 * upper_tail(max(regressions, improvements)))
     raise ValueError(f"alternative must be 'drop' or 'two-sided', not {alternative!r}")
+
+
+def _critical_regressions(discordant: int, alpha: float) -> int:
+    """The fewest regressions among `discordant` tasks that the one-sided exact McNemar test
+    calls a drop at `alpha` (discordant + 1 when none does)."""
+    outcomes = 2 ** discordant
+    tail = 0
+    for regressions in range(discordant, -1, -1):
+        tail += math.comb(discordant, regressions)
+        if tail / outcomes >= alpha:
+            return regressions + 1
+    return 0
+
+
+def mcnemar_power(tasks: int, flip_rate: float, drop: int, alpha: float) -> float:
+    """The chance that the paired gate (one-sided exact McNemar at `alpha`) fails a run in which
+    `drop` of `tasks` tasks truly regressed, when each other task's outcome also flips between
+    two runs with probability `flip_rate`, either way alike (the noise a repeat check measures).
+
+    Exact: noise flips M ~ Binomial(tasks - drop, flip_rate), of which the regressions are
+    Binomial(M, 1/2); the gate fails when drop + those regressions reach the critical count for
+    drop + M discordant tasks.
+    """
+    if not 0 <= drop <= tasks or not 0 <= flip_rate <= 1:
+        raise ValueError(f"power needs 0 <= drop <= tasks and 0 <= flip_rate <= 1 "
+                         f"(tasks={tasks}, drop={drop}, flip_rate={flip_rate})")
+    others = tasks - drop
+    power = 0.0
+    for flips in range(others + 1):
+        weight = math.comb(others, flips) * flip_rate ** flips * (1 - flip_rate) ** (others - flips)
+        if weight == 0:
+            continue
+        needed = max(0, _critical_regressions(drop + flips, alpha) - drop)
+        power += weight * sum(math.comb(flips, r) for r in range(needed, flips + 1)) / 2 ** flips
+    return min(1.0, power)
+
+
+def detectable_drop(tasks: int, flip_rate: float, alpha: float,
+                    power: float = 0.8) -> int | None:
+    """The smallest drop, in tasks, that the paired gate catches with at least `power` at this
+    flip rate; None when no drop within `tasks` is."""
+    for drop in range(tasks + 1):
+        if mcnemar_power(tasks, flip_rate, drop, alpha) >= power:
+            return drop
+    return None

@@ -23,9 +23,12 @@ from importlib import metadata
 from typing import Any
 
 from .gates import Comparison, GateCheck
-from .stats import mean_pass_at_k, wilson_interval
+from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
 SLOWEST_SHOWN = 5
+# The power the paired gate is asked to have when the summary says what drop it can detect.
+GATE_POWER = 0.8
+DEFAULT_ALPHA = 0.05
 VERSIONED = ("pytest-humanfix", "pytest", "torch", "transformers")
 
 
@@ -116,6 +119,38 @@ def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
             "largest_limit": max(limits, default=0.0) or None}
 
 
+def _share(count: int, of: int) -> dict[str, Any]:
+    low, high = wilson_interval(count, of)
+    return {"count": count, "of": of, "rate": count / of if of else None, "ci95": [low, high]}
+
+
+def repeat_check(records: list[dict[str, Any]], tasks: int,
+                 alpha: float) -> dict[str, Any] | None:
+    """--humanfix-repeat-check: of the tasks whose first attempt was generated twice, how many
+    replies differed and how many outcomes flipped (each with a 95% Wilson interval), and the
+    smallest drop the paired gate catches over `tasks` tasks at that flip rate (None for a run
+    without the check)."""
+    checks = [r["repeat_check"] for r in records
+              if r["outcome"] != "error" and isinstance(r.get("repeat_check"), dict)]
+    if not checks:
+        return None
+    compared = [c for c in checks if not c.get("error")]
+    flipped = [r["task_id"] for r in records if isinstance(r.get("repeat_check"), dict)
+               and r["repeat_check"].get("outcome_flipped")]
+    flips = _share(len(flipped), len(compared))
+    drop = detectable_drop(tasks, flips["rate"] or 0.0, alpha, GATE_POWER) \
+        if compared and tasks else None
+    errors = [{"task_id": r["task_id"], "error": r["repeat_check"]["error"]} for r in records
+              if isinstance(r.get("repeat_check"), dict) and r["repeat_check"].get("error")]
+    return {"tasks": len(compared), "errors": errors,
+            "engines": sorted({str(c.get("engine")) for c in compared}),
+            "replies_differ": _share(sum(bool(c["reply_differs"]) for c in compared),
+                                     len(compared)),
+            "outcomes_flipped": flips, "flipped_tasks": flipped,
+            "detectable_drop": {"tasks": tasks, "alpha": alpha, "power": GATE_POWER,
+                                "drop": drop}}
+
+
 def coverage(records: list[dict[str, Any]],
              selection: dict[str, Any] | None) -> dict[str, Any]:
     """Tasks selected, run and not run, and why not, by reason. `selection` holds the selected
@@ -137,9 +172,11 @@ def coverage(records: list[dict[str, Any]],
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None,
-          selection: dict[str, Any] | None = None) -> dict[str, Any]:
+          selection: dict[str, Any] | None = None,
+          alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
     """The content of summary.json. `run` holds what records do not: start, end, wall time;
-    `selection` which tasks were selected and why some did not run (`coverage`)."""
+    `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
+    paired gate's level, at which a repeat check's flip rate is turned into power."""
     scored = [r for r in records if r["outcome"] != "error"]
     errors = [r for r in records if r["outcome"] == "error"]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
@@ -187,6 +224,8 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
         "servers": servers(records),
         "servers_out": servers_out(records),
+        "repeat_check": repeat_check(
+            records, comparison.paired if comparison is not None else len(scored), alpha),
         "baseline": comparison.to_dict() if comparison is not None else None,
         "gates": [vars(g) for g in gates or []],
         "gate_failed": any(not g.passed for g in gates or []),
@@ -205,7 +244,17 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_run", str(covered["run"])),
             ("humanfix_not_run", str(covered["not_run"])),
             ("humanfix_not_run_why", "; ".join(covered["why"])),
-            ("humanfix_model", str(summary["run"].get("model")))]
+            ("humanfix_model", str(summary["run"].get("model")))] + repeat_properties(summary)
+
+
+def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    repeat = summary.get("repeat_check")
+    if repeat is None:
+        return []
+    return [("humanfix_repeat_tasks", str(repeat["tasks"])),
+            ("humanfix_repeat_replies_differ", str(repeat["replies_differ"]["count"])),
+            ("humanfix_repeat_outcomes_flipped", str(repeat["outcomes_flipped"]["count"])),
+            ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
 def run_times(started: datetime, ended: datetime) -> dict[str, Any]:

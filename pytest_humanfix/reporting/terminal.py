@@ -100,6 +100,7 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
         lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
                                              for s in summary["slowest"]))
     lines.extend(server_lines(summary))
+    lines.extend(repeat_lines(summary.get("repeat_check")))
     lines.extend(baseline_lines(summary.get("baseline")))
     return lines
 
@@ -113,6 +114,38 @@ def server_lines(summary: dict[str, Any]) -> list[str]:
             for url, row in summary["servers"].items()))
     lines += [f"server out of rotation: {row['base_url']}: {row['reason']}"
               for row in summary["servers_out"]]
+    return lines
+
+
+def share(row: dict[str, Any]) -> str:
+    low, high = row["ci95"]
+    return f"{row['count']}/{row['of']} ({pct(row['rate'])} [{pct(low)}, {pct(high)}])"
+
+
+def noise_note(repeat: dict[str, Any]) -> str:
+    """The flip rate and what it means for the paired gate, as the gate's verdict quotes it."""
+    detect = repeat["detectable_drop"]
+    flips = repeat["outcomes_flipped"]
+    note = f"observed flip rate {flips['count']}/{flips['of']} on the repeat check"
+    if detect["drop"] is None:
+        return note + (f": over {detect['tasks']} task(s) no drop is caught with "
+                       f"{pct(detect['power'])} power at alpha {detect['alpha']:g}")
+    return note + (f": over {detect['tasks']} task(s) a drop smaller than {detect['drop']} "
+                   f"task(s) is within noise (the gate catches {detect['drop']} with "
+                   f"{pct(detect['power'])} power at alpha {detect['alpha']:g})")
+
+
+def repeat_lines(repeat: dict[str, Any] | None) -> list[str]:
+    """--humanfix-repeat-check: replies that differed, outcomes that flipped, and why not."""
+    if repeat is None:
+        return []
+    lines = [f"repeat check ({', '.join(repeat['engines']) or 'none'}): replies differ "
+             f"{share(repeat['replies_differ'])}, outcomes flip "
+             f"{share(repeat['outcomes_flipped'])}"
+             + (f": {', '.join(repeat['flipped_tasks'])}" if repeat["flipped_tasks"] else ""),
+             noise_note(repeat)]
+    lines += [f"repeat check failed on {row['task_id']}: {row['error']}"
+              for row in repeat["errors"]]
     return lines
 
 

@@ -93,6 +93,11 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
     try:
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
+        if settings.repeat_with:
+            try:
+                check_spec(settings.repeat_with, settings)
+            except ModelSpecError as exc:
+                raise ModelSpecError(f"--humanfix-repeat-with: {exc}") from None
         workload = Workload.load(settings)
         sandbox_choice = choose_sandbox(settings, start=not is_distributing(config))
         devices = DevicePool(run_devices(settings))
@@ -254,8 +259,10 @@ class Controller:
         run = self.run_facts()
         selection = self.selection(session)
         checks = self.check_gates(
-            session, summary_mod.build(records, run, comparison, selection=selection), comparison)
-        self.summary = summary = summary_mod.build(records, run, comparison, checks, selection)
+            session, summary_mod.build(records, run, comparison, selection=selection,
+                                       alpha=self.runner.settings.alpha), comparison)
+        self.summary = summary = summary_mod.build(records, run, comparison, checks, selection,
+                                                   alpha=self.runner.settings.alpha)
         xml = junit_writer(self.config)
         if xml is not None and self.records:
             for name, value in summary_mod.junit_properties(summary):
@@ -290,8 +297,10 @@ class Controller:
             self.verdict = "humanfix gates not checked: the run did not finish"
             return []
         rate = summary["pass_at_1"]
+        repeat = summary["repeat_check"]
         checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
-                             settings.alpha, settings.max_regressions)
+                             settings.alpha, settings.max_regressions,
+                             terminal.noise_note(repeat) if repeat else None)
         incomplete = completeness_check(summary["coverage"])
         if incomplete is not None:
             checks.insert(0, incomplete)

@@ -27,6 +27,7 @@ from ..sandbox.environment import Limits, Sandbox, SandboxError
 from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .calibration import task_limit
+from .repeat import repeat_check, repeated
 
 
 def new_run_id() -> str:
@@ -102,6 +103,8 @@ class Runner:
         self.canonical_seconds: dict[str, float] = canonical_seconds or {}
         self._model: Model | None = None
         self._model_error: str | None = None
+        self._repeat_model: Model | None = None
+        self._repeat_error: str | None = None
         self._load_error_unreported = False
 
     @functools.cached_property
@@ -182,12 +185,37 @@ class Runner:
         """All --humanfix-samples attempts at the task. The first sample's outcome is the
         item's outcome; pass@k is computed from the counts over every sample."""
         first = self.evaluate_once(task)
-        if self.settings.samples == 1 or first.outcome == "error":
-            return first
-        results = [first]
-        while len(results) < self.settings.samples and results[-1].outcome != "error":
-            results.append(self.evaluate_once(task))
-        return combine_samples(results)
+        result = first
+        if self.settings.samples > 1 and first.outcome != "error":
+            results = [first]
+            while len(results) < self.settings.samples and results[-1].outcome != "error":
+                results.append(self.evaluate_once(task))
+            result = combine_samples(results)
+        if self.settings.repeat_check and task.task_id in self.repeated \
+                and first.outcome != "error":
+            result.repeat_check = self.repeat(task, first)
+        return result
+
+    @functools.cached_property
+    def repeated(self) -> frozenset[str]:
+        """The tasks whose first attempt --humanfix-repeat-check generates again."""
+        return repeated(self.tasks, self.settings)
+
+    def repeat(self, task: Task, first: TaskResult) -> dict[str, Any]:
+        """The task's repeat check, by --humanfix-repeat-with's model or the run's own."""
+        spec = self.settings.repeat_with
+        if spec and self._repeat_model is None and self._repeat_error is None:
+            try:
+                self._repeat_model = load_model(spec, self.settings)
+            except Exception as exc:  # it fails only the repeat checks, once per process
+                self._repeat_error = (f"--humanfix-repeat-with {spec!r} failed to load: "
+                                      f"{type(exc).__name__}: {exc}")
+        if self._repeat_error is not None:
+            return {"error": self._repeat_error}
+        model = self._repeat_model or self.model()
+        sandbox = TaskSandbox(self.sandbox, self.limit_for(task.task_id))
+        return repeat_check(task, first, model, sandbox, self.settings,
+                            langgraph=self.uses_langgraph)
 
     def limit_for(self, task_id: str) -> float:
         """The wall-clock limit of the task's executions."""

@@ -27,14 +27,19 @@ TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_
 def item_timeout(settings: Settings, limit: float | None = None) -> float:
     """Seconds one task may take: the user's --humanfix-item-timeout, else every reply of every
     sample allowed a request timeout to generate and an execution to run, plus each sample's
-    grading run and its guarded run. An execution may take its limit (`limit`, the task's
-    calibrated one, else --humanfix-timeout) twice: a timeout is re-run once.
+    grading run and its guarded run, and a --humanfix-repeat-check reply and its grading runs
+    (the run's first reply graded again among them). An execution may take its limit
+    (`limit`, the task's calibrated one, else --humanfix-timeout) twice: a timeout is re-run
+    once.
     (The model is loaded before the timer starts.)"""
     if settings.item_timeout is not None:
         return settings.item_timeout
     execution = 2 * (settings.timeout if limit is None else limit)
     replies = (settings.iters + 1) * settings.samples
-    return replies * (settings.request_timeout + execution) + 2 * settings.samples * execution
+    total = replies * (settings.request_timeout + execution) + 2 * settings.samples * execution
+    if settings.repeat_check:
+        total += settings.request_timeout + 4 * execution
+    return total
 
 
 def user_timeout_given(config: pytest.Config) -> bool:

@@ -1,0 +1,78 @@
+"""--humanfix-repeat-check: the first attempt of a task generated a second time, by the same
+model or by the one --humanfix-repeat-with names, and compared with the run's own first attempt.
+
+Greedy decoding is not deterministic across kernels, batch sizes and engines, so two runs of one
+model can differ on tasks where nothing changed. The share of tasks whose outcome flips between
+two generations is the noise a paired gate has to see through; `reporting.summary` turns the
+comparisons into that flip rate. The repeat is a side measurement: its reply is graded in the
+sandbox for the comparison only, kept under the record's `repeat_check` key, and never scored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+from typing import Any
+
+from ..agent.graph import repair
+from ..dataset import Task
+from ..models.base import Generation, Model, PromptKind
+from ..records import TaskResult
+from ..sandbox.environment import Sandbox
+from ..settings import Settings
+
+
+def repeated(tasks: list[Task], settings: Settings) -> frozenset[str]:
+    """The tasks checked: the first N of this process's selection in dataset order (of its
+    shard under --humanfix-shard), the same in every xdist worker."""
+    return frozenset(t.task_id for t in tasks[:settings.repeat_check or 0])
+
+
+@dataclasses.dataclass
+class RecordedReply:
+    """A model that answers with one recorded reply: the run's own first attempt, graded again
+    on its own when the run's repair rounds went past it."""
+
+    text: str
+    prompt: PromptKind
+    spec: str = "recorded"
+
+    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+        return Generation(text=self.text, engine="recorded")
+
+    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+        return self.generate([], task)
+
+
+def first_attempt_outcome(first: TaskResult, model_prompt: PromptKind, task: Task,
+                          sandbox: Sandbox, settings: Settings, langgraph: bool) -> str:
+    """The outcome the run's first reply alone would have had: the task's outcome when the run
+    stopped at it, else that reply graded as a single attempt."""
+    if len(first.attempts) == 1:
+        return first.outcome
+    recorded = RecordedReply(first.attempts[0].reply, model_prompt)
+    return repair(task, recorded, sandbox, dataclasses.replace(settings, iters=0),
+                  langgraph=langgraph).outcome
+
+
+def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
+                 settings: Settings, langgraph: bool) -> dict[str, Any]:
+    """The `repeat_check` of the task's record: the second generation of its first attempt,
+    graded, beside the run's own; {"error": why} when the repeat could not be made."""
+    started = time.monotonic()
+    try:
+        again = repair(task, model, sandbox, dataclasses.replace(settings, iters=0),
+                       langgraph=langgraph)
+        before = first_attempt_outcome(first, model.prompt, task, sandbox, settings, langgraph)
+    except Exception as exc:  # the side measurement must not cost the task its score
+        return {"error": "".join(traceback.format_exception_only(exc)).strip(),
+                "seconds": round(time.monotonic() - started, 4)}
+    reply = again.attempts[0]
+    return {"spec": model.spec, "engine": reply.engine,
+            "reply": reply.reply, "code": again.code,
+            "reply_differs": reply.reply != first.attempts[0].reply,
+            "first_outcome": before, "outcome": again.outcome,
+            "outcome_flipped": again.outcome != before,
+            "failure": again.failure, "error": "",
+            "seconds": round(time.monotonic() - started, 4)}
