@@ -45,13 +45,15 @@ class RecordedReply:
         return self.generate([], task)
 
 
-def first_attempt_outcome(first: TaskResult, model_prompt: PromptKind, task: Task,
-                          sandbox: Sandbox, settings: Settings, langgraph: bool) -> str:
+def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, settings: Settings,
+                          langgraph: bool) -> str:
     """The outcome the run's first reply alone would have had: the task's outcome when the run
-    stopped at it, else that reply graded as a single attempt."""
+    stopped at it, else that reply graded as a single attempt, read as it was asked for."""
     if len(first.attempts) == 1:
         return first.outcome
-    recorded = RecordedReply(first.attempts[0].reply, model_prompt)
+    reply = first.attempts[0]
+    prompt: PromptKind = "completion" if reply.prompt == "completion" else "chat"
+    recorded = RecordedReply(reply.reply, prompt)
     return repair(task, recorded, sandbox, dataclasses.replace(settings, iters=0),
                   langgraph=langgraph).outcome
 
@@ -64,7 +66,7 @@ def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
     try:
         again = repair(task, model, sandbox, dataclasses.replace(settings, iters=0),
                        langgraph=langgraph)
-        before = first_attempt_outcome(first, model.prompt, task, sandbox, settings, langgraph)
+        before = first_attempt_outcome(first, task, sandbox, settings, langgraph)
     except Exception as exc:  # the side measurement must not cost the task its score
         return {"error": "".join(traceback.format_exception_only(exc)).strip(),
                 "seconds": round(time.monotonic() - started, 4)}
