@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,7 @@ def test_an_engine_that_is_not_installed_names_its_extra(monkeypatch):
 def test_the_llamacpp_engine_takes_every_core_and_the_gguf_itself():
     model = server.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
     command = server.engine_command(model, 8123, None, seed=0)
-    assert command[1:3] == ["-m", "llama_cpp.server"]
+    assert command[1:3] == ["-m", "pytest_humanfix.models.llamacpp_server"]
     threads = command[command.index("--n_threads") + 1]
     assert threads == str(len(os.sched_getaffinity(0)))
     assert command[command.index("--model") + 1] == "/m/model.gguf"
@@ -265,7 +266,7 @@ def test_llamacpp_on_a_cpu_gives_each_worker_an_engine_and_leaves_nothing(
     for index, line in enumerate(lines):
         log = reports / f"server-{index}.log"
         command = log.read_text().splitlines()[0]
-        assert "-m llama_cpp.server" in command and f"--n_threads {threads} " in command
+        assert "-m pytest_humanfix.models.llamacpp_server" in command and f"--n_threads {threads} " in command
         # gw0 and gw1 each went to their own engine: one request each.
         assert chat_requests(log) == 1
         pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
@@ -312,3 +313,34 @@ def test_a_llamacpp_engine_that_cannot_start_shows_its_log(humanfix_pytester, tm
     assert "the llamacpp engine for" in message and "exited with status" in message
     assert "server-0.log" in message and "ending:" in message
     assert processes_with(str(broken)) == []
+
+
+def ask_twice(engine: server.Engine) -> None:
+    body = json.dumps({"model": engine.model.name, "max_tokens": 4, "temperature": 0,
+                       "messages": [{"role": "user", "content": "def f(x): return x + 1"}]})
+    for _ in range(2):
+        request = urllib.request.Request(f"{engine.base_url}/chat/completions", body.encode(),
+                                         {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            assert answer.status == 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["pytest_humanfix.models.llamacpp_server", "llama_cpp.server"])
+def test_llamacpp_evaluates_each_prompt_from_its_first_token(tiny_gguf, tmp_path, monkeypatch,
+                                                              module):
+    """The same prompt twice in a row: our engine evaluates it whole both times, so a reply
+    cannot depend on what was served before it; llama_cpp.server alone (the control) reuses
+    the tokens it kept."""
+    ours = server.base_command
+    monkeypatch.setattr(server, "base_command", lambda *args, **kwargs: [
+        module if part == "pytest_humanfix.models.llamacpp_server" else part
+        for part in ours(*args, **kwargs)])
+    log = tmp_path / "server.log"
+    engine = server.launch(Settings(model=str(tiny_gguf), engine="llamacpp"), log, timeout=180)
+    try:
+        ask_twice(engine)
+    finally:
+        engine.stop()
+    assert chat_requests(log) == 2
+    assert ("prefix-match hit" in log.read_text()) == (module == "llama_cpp.server")

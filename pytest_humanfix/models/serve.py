@@ -216,7 +216,7 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
         return command
     if model.engine == "llamacpp":
         cores = str(threads or len(os.sched_getaffinity(0)))
-        return [sys.executable, "-m", "llama_cpp.server", "--model", model.source,
+        return [sys.executable, "-m", f"{__package__}.llamacpp_server", "--model", model.source,
                 "--model_alias", model.name, "--host", HOST, "--port", str(port),
                 "--n_threads", cores, "--n_threads_batch", cores,
                 "--n_ctx", str(LLAMACPP_CONTEXT), "--seed", str(seed)]
