@@ -1,0 +1,135 @@
+"""HumanEvalFix in JavaScript, Java, Go, C++ and Rust beside Python: each language assembles
+BigCode's program and runs it inside the sandbox, compile step included, with the same layer,
+limits and verdicts as Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
+from pytest_humanfix.sandbox.cgroup import open_cgroups
+from pytest_humanfix.sandbox.choose import choose_layer
+from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
+
+COMPILED = ("js", "java", "go", "cpp", "rust")
+
+
+def data_file(dataset: Path, name: str) -> Path:
+    """The language's file beside the Python one (shared/data/humanevalpack-<name>.jsonl)."""
+    path = dataset.parent / f"humanevalpack-{name}.jsonl"
+    if not path.is_file():  # never skip: missing data must turn the run red
+        raise pytest.UsageError(f"the {name} dataset is not at {path}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tasks(dataset: Path) -> dict[str, list[Task]]:
+    return {name: load_tasks(str(data_file(dataset, name))) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def sandboxes():
+    layer, _notes = choose_layer("auto")
+    cgroups, _how = open_cgroups()
+    made = {name: ToolchainSandbox(layer, language(name), Limits(timeout=language(name).timeout),
+                                   cgroups) for name in COMPILED}
+    yield made
+    for sandbox in made.values():
+        sandbox.shutdown()
+
+
+def run(sandbox: ToolchainSandbox, task: Task, body: str, variant: str = "tests"):
+    lang = of_task_id(task.task_id)
+    assert lang is not None
+    return sandbox.run(lang.program(lang.prompt_base(task, variant) + body, task.test, task))
+
+
+def test_every_language_is_registered_with_bigcodes_timeout():
+    assert NAMES == ("python", "js", "java", "go", "cpp", "rust")
+    assert {name: LANGUAGES[name].timeout for name in NAMES} == {
+        "python": 10, "js": 10, "java": 10, "go": 20, "cpp": 60, "rust": 300}
+
+
+def test_task_ids_name_their_language(tasks):
+    for name in NAMES:
+        assert {of_task_id(t.task_id) for t in tasks[name]} == {language(name)}
+    assert of_task_id("Cobol/1") is None
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("rust", ("rust",)), ("js, go,js", ("js", "go")), ("all", NAMES)])
+def test_language_option_values(text, names):
+    assert parse_languages(text) == names
+
+
+def test_unknown_language_names_the_choices():
+    with pytest.raises(ValueError, match="python, js, java, go, cpp, rust.*not cobol"):
+        parse_languages("python,cobol")
+
+
+def test_toolchains_are_installed_here():
+    # CI installs every toolchain (scripts/setup): a missing one must fail, not skip.
+    assert {name: LANGUAGES[name].missing() for name in NAMES} == {name: [] for name in NAMES}
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_canonical_passes_and_buggy_fails_in_the_sandbox(name, tasks, sandboxes):
+    task = tasks[name][0]
+    fixed = run(sandboxes[name], task, task.canonical_solution)
+    assert fixed.status == "passed", fixed.stderr
+    assert fixed.layer == sandboxes[name].layer.name
+    broken = run(sandboxes[name], task, task.buggy_solution)
+    assert broken.status == "failed"
+    assert broken.first_failure().startswith("TestError: ")
+
+
+@pytest.mark.parametrize("name", ("java", "go", "cpp", "rust"))
+def test_a_compiler_error_is_the_failure_shown(name, tasks, sandboxes):
+    task = tasks[name][0]
+    verdict = run(sandboxes[name], task, task.canonical_solution + "\nthis is not code\n")
+    assert verdict.status == "failed"
+    failure = verdict.first_failure()
+    # The compiler's own words: its first error, which names the file or says "error".
+    assert failure.startswith("CompileError: exit status 1: "), failure
+    told = failure.removeprefix("CompileError: exit status 1: ")
+    assert language(name).source_name in told or told.startswith("error"), failure
+
+
+def test_js_output_alone_fails_as_bigcode_judges_it(tasks, sandboxes):
+    task = tasks["js"][0]
+    body = task.canonical_solution.replace("return false;", "console.log('x'); return false;", 1)
+    verdict = run(sandboxes["js"], task, body)
+    assert verdict.exit_code == 1 and verdict.status == "failed"
+    assert "wrote output" in verdict.first_failure()
+
+
+def test_rust_tasks_that_need_rand_04_cannot_compile_here(tasks, sandboxes):
+    by_id = {t.task_id: t for t in tasks["rust"]}
+    for task_id, reason in language("rust").known_failures.items():
+        verdict = run(sandboxes["rust"], by_id[task_id], by_id[task_id].canonical_solution)
+        assert verdict.status == "failed" and "gen_range" in reason
+        assert "SampleRange" in verdict.stderr, verdict.stderr[-2000:]
+
+
+def test_a_candidate_cannot_write_into_the_workers_cache(tasks, sandboxes):
+    """The cache is read-only inside the layer; Go's writable build cache is the execution's
+    own copy, so what one candidate writes there no other one reads."""
+    sandbox = sandboxes["go"]
+    assert sandbox.layer.name == "bwrap"  # the process layer protects no file (README)
+    cache = sandbox.cache
+    task = tasks["go"][0]
+    vandal = ('import "os"\n' + task.declaration + task.canonical_solution
+              + "\nfunc init() {\n"
+              + f'    if _, err := os.Create("{cache}/gocache/owned"); err != nil {{\n'
+              + '        println("refused:", err.Error())\n    }\n'
+              + '    own, _ := os.Create(os.Getenv("GOCACHE") + "/mine")\n'
+              + "    own.Close()\n}\n")
+    verdict = sandbox.run(language("go").program(vandal, task.test, task))
+    assert "read-only file system" in verdict.stderr, verdict.stderr
+    assert verdict.status == "passed"  # its own copy took the write
+    assert not (cache / "gocache" / "owned").exists()
+    assert not (cache / "gocache" / "mine").exists()
