@@ -44,6 +44,8 @@ def accepts_declared_calls(candidate: ast.arguments, declared: ast.arguments) ->
 
 def check_candidate(code: str, task: Task) -> str:
     """An empty string when the candidate may run, else why not, in words for the model."""
+    if task.language != "python":
+        return ""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:

@@ -3,6 +3,7 @@ python, js, java, go, cpp, rust. Each module holds one; `base` says what each on
 
 from __future__ import annotations
 
+from ..dataset import id_language
 from .base import Language
 from .cpp import Cpp
 from .go import Go
@@ -22,8 +23,8 @@ def language(name: str) -> Language:
 
 def of_task_id(task_id: str) -> Language | None:
     """The language a task id names (`Rust/3`: rust), None for an id of no known prefix."""
-    prefix = task_id.split("/", 1)[0]
-    return next((lang for lang in LANGUAGES.values() if lang.task_prefix == prefix), None)
+    name = id_language(task_id)
+    return None if name is None else LANGUAGES[name]
 
 
 def parse_languages(text: str) -> tuple[str, ...]:

@@ -22,8 +22,8 @@ class Language:
 
     name = ""           # the --humanfix-language value and the Hub config
     title = ""          # for people
-    task_prefix = ""    # task ids are <prefix>/<number>
     fence = ""          # the tag of a fenced code block
+    fence_tags: tuple[str, ...] = ()  # the tags of a reply's blocks that may be this language
     timeout = 10.0      # BigCode's LANGUAGE_TO_TIMEOUT, seconds
     stop_words: tuple[str, ...] = ("<|endoftext|>",)
     source_name = ""    # the file the program is written to

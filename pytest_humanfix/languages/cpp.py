@@ -22,8 +22,8 @@ INCLUDE_HELPER = (
 class Cpp(Language):
     name = "cpp"
     title = "C++"
-    task_prefix = "CPP"
     fence = "cpp"
+    fence_tags = ("cpp", "c++", "cc", "cxx", "c")
     timeout = 60.0
     source_name = "test.cpp"
     failure_pattern = r"error:|Assertion .* failed|terminate called"

@@ -37,8 +37,8 @@ func TestWarm(t *testing.T) {
 class Go(Language):
     name = "go"
     title = "Go"
-    task_prefix = "Go"
     fence = "go"
+    fence_tags = ("go", "golang")
     timeout = 20.0
     stop_words = ("\n//", "\nfunc main(", "struct", "\nfunc", "<|endoftext|>")
     source_name = "main_test.go"

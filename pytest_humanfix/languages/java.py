@@ -20,8 +20,8 @@ JVM_FLAGS = ("-Xmx512m", "-Xss8m", "-XX:CompressedClassSpaceSize=128m",
 class Java(Language):
     name = "java"
     title = "Java"
-    task_prefix = "Java"
     fence = "java"
+    fence_tags = ("java",)
     timeout = 10.0
     source_name = "Main.java"
     failure_pattern = r"error:|Exception|AssertionError"

@@ -16,8 +16,8 @@ NODE_MODULES = "/usr/local/lib/humanfix/node_modules"
 class JavaScript(Language):
     name = "js"
     title = "JavaScript"
-    task_prefix = "JavaScript"
     fence = "javascript"
+    fence_tags = ("javascript", "js", "node", "nodejs")
     timeout = 10.0
     source_name = "test.js"
     failure_pattern = r"Assertion failed|Error"

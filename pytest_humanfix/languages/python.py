@@ -11,7 +11,6 @@ from .base import Language
 class Python(Language):
     name = "python"
     title = "Python"
-    task_prefix = "Python"
     fence = "python"
     timeout = 10.0
     stop_words = ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\nassert",

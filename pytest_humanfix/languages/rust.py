@@ -37,8 +37,8 @@ RAND_04 = ("the tests call rand 0.4's gen_range(low, high); Debian's rand 0.8 ta
 class Rust(Language):
     name = "rust"
     title = "Rust"
-    task_prefix = "Rust"
     fence = "rust"
+    fence_tags = ("rust", "rs")
     timeout = 300.0
     source_name = "main.rs"
     failure_pattern = r"^error|panicked at"

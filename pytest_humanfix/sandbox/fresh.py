@@ -145,6 +145,7 @@ class FreshSandbox:
         self.limits = limits or Limits()
         self.cgroups = cgroups
         self.python = python
+        self.readable: tuple[Path, ...] = ()  # harness folders executions read (caches)
 
     @property
     def network(self) -> str:
@@ -174,8 +175,6 @@ class FreshSandbox:
     def environment(self, box: str) -> dict[str, str]:
         """The variables the execution sees (`box`: its working folder inside the layer)."""
         return dict(SAFE_ENV, HOME=box, TMPDIR=box)
-
-    readable: tuple[Path, ...] = ()  # harness folders the execution may read (caches)
 
     def _run(self, execution: Execution, group: Cgroup | None, limits: Limits) -> Verdict:
         config = json.dumps(execution.config(self.layer, limits.rlimits())).encode()

@@ -12,7 +12,6 @@ cache) gets its own copy in its box, so no candidate can write into what another
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import sys
@@ -67,24 +66,24 @@ class ToolchainSandbox(FreshSandbox):
                  cgroups: Cgroup | None = None, python: str = sys.executable) -> None:
         super().__init__(layer, toolchain.limits(limits or Limits()), cgroups, python)
         self.toolchain = toolchain
+        self.cache = temp_folder(f"cache-{toolchain.name}")
+        self.readable = (self.cache,)
+        self.warmed = False
 
-    @functools.cached_property
-    def cache(self) -> Path:
-        cache = temp_folder(f"cache-{self.toolchain.name}")
+    def start(self) -> None:
+        """Builds the worker's caches, once, before the first execution's clock starts."""
+        if self.warmed:
+            return
         try:
-            self.toolchain.warm(cache)
+            self.toolchain.warm(self.cache)
         except Exception as exc:
-            shutil.rmtree(cache, ignore_errors=True)
-            raise SandboxError(f"cannot build the {self.toolchain.name} compile cache: "
-                               f"{exc}") from exc
-        return cache
-
-    @property
-    def readable(self) -> tuple[Path, ...]:  # type: ignore[override]
-        return (self.cache,)
+            detail = getattr(exc, "stderr", b"") or b""
+            raise SandboxError(f"cannot build the {self.toolchain.name} compile cache: {exc} "
+                               f"{detail.decode(errors='replace')[-500:]}".strip()) from exc
+        self.warmed = True
 
     def prepare(self, execution: Execution, program: str) -> None:
-        # The first call builds the cache, before the execution's clock starts.
+        self.start()
         execution.prepare(source("toolchain.py"))
         box = execution.box
         (box / self.toolchain.source_name).write_text(program, encoding="utf-8")
@@ -99,6 +98,5 @@ class ToolchainSandbox(FreshSandbox):
         return {**super().environment(box), **self.toolchain.env(box, self.cache)}
 
     def shutdown(self) -> None:
-        if "cache" in self.__dict__:
-            shutil.rmtree(self.cache, ignore_errors=True)
-            del self.__dict__["cache"]
+        shutil.rmtree(self.cache, ignore_errors=True)
+        self.warmed = False

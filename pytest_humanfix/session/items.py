@@ -58,6 +58,7 @@ class TaskItem(pytest.Item):
         self.reruns: list[dict[str, Any]] = []
         self.add_marker("humanfix")
         self.extra_keyword_matches.add(task.bug_slug)
+        self.extra_keyword_matches.add(task.language)  # -k rust, -k js
 
     def setup(self) -> None:
         runner = self.config.stash[RUNNER]
