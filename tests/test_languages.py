@@ -4,6 +4,8 @@ limits and verdicts as Python."""
 
 from __future__ import annotations
 
+import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,109 @@ def test_a_candidate_cannot_write_into_the_workers_cache(tasks, sandboxes):
     assert verdict.status == "passed"  # its own copy took the write
     assert not (cache / "gocache" / "owned").exists()
     assert not (cache / "gocache" / "mine").exists()
+
+
+# Through pytest: the option, the dataset's language, items, records and reports.
+
+def every_language(dataset: Path) -> str:
+    """--humanfix-dataset for the shared files of every language."""
+    return "--humanfix-dataset=" + str(dataset.parent / "humanevalpack-{language}.jsonl")
+
+
+def test_a_local_file_names_its_language(humanfix_pytester, dataset, read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'go')}",
+        "--humanfix-max", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*humanfix language go: runs here (limit 20 s)*",
+                                 "pass@1 = 100.0% (2/2)*timeout=20.0*language=go]"])
+    records = read_records()
+    assert {(r["task_id"], r["language"]) for r in records} == {("Go/0", "go"), ("Go/1", "go")}
+    assert {r["protocol"]["language"] for r in records} == {"go"}
+    assert {r["time_limit"]["floor"] for r in records} == {20.0}
+
+
+def test_a_file_of_another_language_is_a_usage_error(humanfix_pytester, dataset):
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical",
+                                         "--humanfix-language", "rust")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: --humanfix-dataset {dataset} holds python tasks (ids like Python/0), but "
+        "--humanfix-language is rust: pass --humanfix-language python, or a dataset of rust*"])
+
+
+def test_an_unknown_language_is_a_usage_error(humanfix_pytester):
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical",
+                                         "--humanfix-language", "cobol")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --humanfix-language / humanfix_language: 'cobol' must "
+                                 "be all or one or more of python, js, java, go, cpp, rust*"])
+
+
+def test_several_languages_give_an_item_per_task_and_language(humanfix_pytester, dataset,
+                                                              read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "buggy", "--humanfix-language", "python,js,rust",
+        every_language(dataset), "--humanfix-max", "2", "-v")
+    result.assert_outcomes(failed=6)
+    result.stdout.fnmatch_lines(["*Python_0_has_close_elements FAILED*",
+                                 "*JavaScript_1_separateParenGroups FAILED*",
+                                 "*Rust_1_separate_paren_groups FAILED*"])
+    assert {r["language"] for r in read_records()} == {"python", "js", "rust"}
+    summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+    assert [(row["language"], row["tasks"]["scored"], row["tasks"]["fixed"])
+            for row in summary["by_language"]] == [("python", 2, 0), ("js", 2, 0), ("rust", 2, 0)]
+    result.stdout.fnmatch_lines(["language js: pass@1 = 0.0% (0/2)*timeout=10.0*language=js]",
+                                 "language rust: pass@1 = 0.0% (0/2)*timeout=300.0*language=rust]"])
+    markdown = (humanfix_pytester.path / "reports" / "summary.md").read_text()
+    assert "## rust" in markdown and "## js" in markdown
+    suite = ET.parse(humanfix_pytester.path / "reports" / "junit.xml").getroot().find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["humanfix_language"] == "python,js,rust"
+    assert properties["humanfix_pass_at_1_rust"] == "0.0000"
+
+
+def test_k_selects_a_language(humanfix_pytester, dataset, read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-language", "js,rust",
+        every_language(dataset), "--humanfix-max", "2", "-k", "rust")
+    result.assert_outcomes(passed=2, deselected=2)
+    assert {r["task_id"] for r in read_records()} == {"Rust/0", "Rust/1"}
+
+
+def test_a_baseline_of_another_language_is_refused(humanfix_pytester, dataset):
+    first = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1",
+                                        "--humanfix-jsonl=python.jsonl")
+    first.assert_outcomes(passed=1)
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'js')}",
+        "--humanfix-max", "1", "--humanfix-baseline=python.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --humanfix-baseline: python.jsonl holds python results "
+                                 "(Python/0) and this run evaluates js: a baseline compares only "
+                                 "within its language*--humanfix-language js."])
+
+
+def test_resume_keeps_languages_apart(humanfix_pytester, dataset):
+    humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1"
+                                ).assert_outcomes(passed=1)
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'cpp')}",
+        "--humanfix-max", "1", "--humanfix-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*record 1 (Python/0) is of language python, and this run "
+                                 "evaluates cpp*"])
+
+
+def test_a_missing_toolchain_errors_its_items_naming_the_package(humanfix_pytester, dataset,
+                                                                 monkeypatch, read_records):
+    monkeypatch.setattr(type(language("go")), "tools", (("no-such-go", "golang-go"),))
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-language", "js,go",
+        every_language(dataset), "--humanfix-max", "1")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*humanfix language go: cannot run: no-such-go not found (Debian: apt-get install "
+        "golang-go)*",
+        "*harness error on Go/0: the go toolchain is missing: no-such-go not found (Debian: "
+        "apt-get install golang-go)*"])
