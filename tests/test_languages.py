@@ -213,7 +213,7 @@ def test_a_baseline_of_another_language_is_refused(humanfix_pytester, dataset):
         "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'js')}",
         "--humanfix-max", "1", "--humanfix-baseline=python.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --humanfix-baseline: python.jsonl holds python results "
+    result.stderr.fnmatch_lines(["ERROR: --humanfix-baseline: */python.jsonl holds python results "
                                  "(Python/0) and this run evaluates js: a baseline compares only "
                                  "within its language*--humanfix-language js."])
 
