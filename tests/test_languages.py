@@ -241,3 +241,55 @@ def test_a_missing_toolchain_errors_its_items_naming_the_package(humanfix_pytest
         "golang-go)*",
         "*harness error on Go/0: the go toolchain is missing: no-such-go not found (Debian: "
         "apt-get install golang-go)*"])
+
+
+def replay_rows(tasks: dict[str, list[Task]]) -> list[dict[str, str]]:
+    """Per language: task 0 answered with prose and the whole fixed function, task 1 with only
+    the fixed body, task 2 with code that does not compile (JS: does not parse)."""
+    rows = []
+    for name in COMPILED:
+        lang = language(name)
+        first, second, third = tasks[name][:3]
+        rows += [
+            {"task_id": first.task_id, "completion": "The bug is fixed here:\n\n```"
+             f"{lang.fence}\n{first.canonical_code}```\n\nIt now passes the tests."},
+            {"task_id": second.task_id,
+             "completion": f"```{lang.fence}\n{second.canonical_solution}```"},
+            {"task_id": third.task_id, "completion": f"```{lang.fence}\n{third.declaration}"
+             f"    this line is no code at all\n{third.canonical_solution}```"}]
+    return rows
+
+
+def test_replayed_replies_are_scored_in_every_language(humanfix_pytester, dataset, tasks,
+                                                        records_by_task):
+    replies = humanfix_pytester.path / "replies.jsonl"
+    rows = replay_rows(tasks)
+    replies.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", f"replay:{replies}", "--humanfix-language", ",".join(COMPILED),
+        every_language(dataset), "--humanfix-task", ",".join(row["task_id"] for row in rows))
+    result.assert_outcomes(passed=10, failed=5)
+    got = records_by_task()
+    for name in COMPILED:
+        first, second, third = (got[t.task_id] for t in tasks[name][:3])
+        assert (first["outcome"], second["outcome"], third["outcome"]) == \
+            ("fixed", "fixed", "unfixed"), name
+        # The check before execution (tree-sitter) or the compiler says why.
+        attempt = third["attempts"][0]
+        assert attempt["status"] in ("rejected", "failed"), name
+        if attempt["status"] == "rejected":
+            assert attempt["check"].startswith("syntax error"), attempt["check"]
+        else:
+            assert third["failure"].startswith("CompileError"), third["failure"]
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_completion_prompt_follows_bigcodes_post_processing(name, humanfix_pytester, dataset,
+                                                            read_records):
+    """A base model continues the prompt base; the continuation is cut at BigCode's stop words
+    and where the braces close, and completed from the prompt base."""
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-prompt", "completion",
+        f"--humanfix-dataset={data_file(dataset, name)}", "--humanfix-max", "3")
+    result.assert_outcomes(passed=3)
+    assert {a["prompt"] for r in read_records() for a in r["attempts"]} == {"completion"}

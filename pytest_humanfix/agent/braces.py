@@ -50,16 +50,49 @@ def continued_code(continuation: str, base: str, language: Language) -> str:
 
 
 def declaration_pattern(entry_point: str) -> re.Pattern[str]:
-    """A line that declares the entry point (not a call: no `.` or `=` before the name):
-    `fn f(...) -> T {`, `func F(...) T {`, `bool f(...){`, `public int f(...) {`,
-    `function f(...) {`, or JavaScript's `const f = (...) => {`."""
+    """A line that declares the entry point and opens its body (not a call: no `.` or `=`
+    before the name): `fn f<'a>(...) -> T {`, `func F(...) T {`, `bool f(...){`,
+    `public int f(...) {`, `function f(...) {`, or JavaScript's `const f = (...) => {`."""
     name = re.escape(entry_point)
-    return re.compile(rf"^[^.=\n;]*\b{name}\s*\([^;\n]*$|^\s*(const|let|var)\s+{name}\s*=",
-                      re.MULTILINE)
+    return re.compile(rf"^[^.=\n;]*\b{name}\s*(?:<[^>\n]*>)?\s*\([^;\n]*\)[^;\n]*\{{\s*$"
+                      rf"|^\s*(?:const|let|var)\s+{name}\s*=[^\n]*\{{\s*$", re.MULTILINE)
+
+
+# A top-level definition after the entry point: a helper function or type it uses (kept),
+# unless it is a main or a test, which BigCode's brace rule drops with all after the entry point.
+HELPER = re.compile(r"\s*(?:pub\s+)?(?:fn|func|function)\s+(\w+)"
+                    r"|\s*(?:static\s+)?[\w:<>,*&\[\] ]+?[\s*&](\w+)\s*\([^;{]*\)\s*\{"
+                    r"|\s*(?:#\[[^\]\n]*\]\s*)*(?:pub\s+)?(?:enum|struct|impl|trait)\s+(\w+)")
+
+
+def _helpers_after(code: str, end: int) -> int:
+    """The end of the helper functions that follow the entry point's definition."""
+    while True:
+        found = HELPER.match(code, end)
+        name = found and (found.group(1) or found.group(2) or found.group(3))
+        if not found or not name or name == "main" or name.startswith(("Test", "test")):
+            return end
+        end = _balanced_end(code, found.start())
+
+
+def declared_name(base: str, entry_point: str) -> str:
+    """The entry point's name as the prompt base declares it on its last line: a few rows'
+    `entry_point` names something else (JavaScript/114 declares minSubArraySum, Java/99
+    countUpper, Rust/61 correct_bracketing_parenthesis), and the tests call what is declared."""
+    lines = [line for line in base.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    found = re.match(r"\s*(?:const|let|var)\s+(\w+)", last) or \
+        re.search(r"(\w+)\s*(?:<[^>()]*>)?\s*\(", last)
+    return found.group(1) if found else entry_point
 
 
 def _balanced_end(code: str, start: int) -> int:
-    """The index after the brace that closes the first one at or after `start`."""
+    """The index after the brace that closes the body opened at or after `start`: the last
+    `{` of the first line from there that ends with one (Go's `interface{}{`)."""
+    for line in re.finditer(r"[^\n]*", code[start:]):
+        if line.group().rstrip().endswith("{"):
+            start += line.start() + line.group().rstrip().rfind("{")
+            break
     depth = 0
     for index in range(start, len(code)):
         if code[index] == "{":
@@ -72,16 +105,20 @@ def _balanced_end(code: str, start: int) -> int:
 
 
 def whole_function(block: str, entry_point: str, language: Language) -> str | None:
-    """The block from its start to the end of the entry point's definition, None when it
-    declares no entry point."""
-    found = declaration_pattern(entry_point).search(block)
-    if found is None:
+    """What the block defines up to the end of the entry point's definition and the helpers
+    after it, None when it declares no entry point. Of several definitions (a reply that
+    shows the buggy version, then the fix) the last is kept, after what precedes the first."""
+    found = list(declaration_pattern(entry_point).finditer(block))
+    if not found:
         return None
-    start = found.start()
-    if language.name == "java":
-        holder = block.rfind("class ", 0, start)
-        start = holder if holder != -1 else start
-    return block[:_balanced_end(block, start)].rstrip() + "\n"
+    first, last = found[0].start(), found[-1].start()
+    if language.name == "java":  # the class that holds the method, from its line
+        holders = [m.start() for m in re.finditer(r"^[ \t]*(?:public\s+)?class\s+\w+",
+                                                  block[:last], re.MULTILINE)]
+        if holders:
+            first = last = holders[-1]
+    end = _helpers_after(block, _balanced_end(block, last))
+    return (block[:first] + block[last:end]).rstrip() + "\n"
 
 
 def extract_braced(reply: str, entry_point: str, base: str, buggy: str,
@@ -89,7 +126,8 @@ def extract_braced(reply: str, entry_point: str, base: str, buggy: str,
     """The candidate program in a chat reply; `base` alone when it holds no code."""
     text = strip_thinking(reply)
     blocks = code_blocks(text, language.fence_tags) or [text]
-    functions = [f for f in (whole_function(b, entry_point, language) for b in blocks) if f]
+    name = declared_name(base, entry_point)
+    functions = [f for f in (whole_function(b, name, language) for b in blocks) if f]
     if functions:
         changed = [f for f in functions if " ".join(f.split()) != " ".join(buggy.split())]
         return (changed or functions)[-1]
