@@ -44,6 +44,11 @@ class Go(Language):
     source_name = "main_test.go"
     failure_pattern = r"\.go:\d+:\d+:|Error:|panic:|--- FAIL"
     tools = (("go", "golang-go"),)
+    known_failures = {
+        "Go/27": "the prompt imports \"strings\", which the reference solution does not use, and "
+                 "Go refuses to compile an unused import",
+        "Go/95": "the reference solution's verdict depends on Go's random map iteration order: "
+                 "it passes or fails from run to run"}
 
     def program(self, code: str, tests: str, task: Task) -> str:
         return self.assemble(code, task) + "\n" + "\n" + tests + "\n"

@@ -25,6 +25,12 @@ class ControlModel:
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
+        if task.language != "python":
+            # BigCode's reference solution (`get_reference(get_solution=True)`): the prompt,
+            # whose helpers and imports some declarations lack (Go/10's IsPalindrome).
+            body = task.canonical_solution if self.solution == "canonical" else \
+                task.buggy_solution
+            code = task.prompt + body
         fence = LANGUAGES[task.language].fence
         return Generation(text=f"Here is the fixed function:\n\n```{fence}\n{code}```\n",
                           engine="control")

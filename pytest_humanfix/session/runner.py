@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent.graph import repair, repair_graph
+from ..agent.syntax import available as syntax_available
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
@@ -114,6 +115,9 @@ class Runner:
         for language in self.workload.languages:
             missing = LANGUAGES[language].missing()
             limit = f"limit {self.settings.timeout_for(language):g} s"
+            if language != "python":
+                limit += (", tree-sitter check before execution" if syntax_available(language)
+                          else ", no tree-sitter grammar: the compiler alone checks")
             lines.append(f"language {language}: " + (
                 f"cannot run: {'; '.join(missing)}" if missing else f"runs here ({limit})"))
         return lines
