@@ -30,7 +30,8 @@ class Language:
     failure_pattern = r"error|Error|failed|FAIL"
     # Binaries the language needs, each with the Debian package that installs it.
     tools: tuple[tuple[str, str], ...] = ()
-    # Tasks whose reference solution cannot pass on this machine's toolchain, with why.
+    # Tasks whose reference solution cannot pass on this machine's toolchain, or whose tests
+    # cannot tell it from the buggy one, with why: counted apart, never scored.
     known_failures: dict[str, str] = {}
 
     def __repr__(self) -> str:

@@ -28,6 +28,10 @@ class Cpp(Language):
     source_name = "test.cpp"
     failure_pattern = r"error:|Assertion .* failed|terminate called"
     tools = (("g++", "g++"),)
+    known_failures = {
+        "CPP/23": "the tests call strlen with a string literal, which picks the C library's "
+                  "strlen(const char*) (declared by the include helper's <cstring>) over the "
+                  "task's strlen(string): any solution passes, the buggy one included"}
 
     def assemble(self, code: str, task: Task) -> str:
         # A main the model wrote would clash with the test's.
