@@ -329,3 +329,30 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, dataset
         "known_failures": len(known)}
     assert {row["task_id"] for row in summary["known_failures"]} == known
     assert {r["language"] for r in read_records()} == {name}
+
+
+def test_go_program_imports_what_the_code_uses_once(tasks):
+    task = next(t for t in tasks["go"] if t.task_id == "Go/10")  # uses strings, has a helper
+    go = language("go")
+    bare = go.program(task.declaration + task.canonical_solution, task.test, task)
+    assert bare.startswith("package main\n") and bare.count('"strings"') == 1
+    # Code that imports it itself gets no second import (Go refuses duplicates).
+    own = go.program(task.prompt + task.canonical_solution, task.test, task)
+    assert own.count('"strings"') == 1 and own.count("package main") == 1
+
+
+def test_rust_program_completes_main_and_use_lines(tasks):
+    task = tasks["rust"][0]
+    rust = language("rust")
+    program = rust.program("fn has_close_elements(numbers:Vec<f32>, threshold: f32) -> bool{\n"
+                           + task.canonical_solution, task.test, task)
+    assert program.startswith("fn main(){}\n") and program.count("fn main()") == 1
+    assert "use rand::Rng;" in program and program.count("fn has_close_elements(") == 1
+
+
+def test_cpp_program_has_the_include_helper_and_no_model_main(tasks):
+    task = tasks["cpp"][0]
+    program = language("cpp").program(task.declaration + task.canonical_solution
+                                      + "int main(){ return 1; }\n", task.test, task)
+    assert program.startswith("using namespace std;\n#include<stdlib.h>")
+    assert "#include<boost/any.hpp>" in program and program.count("int main") == 1
