@@ -356,3 +356,21 @@ def test_cpp_program_has_the_include_helper_and_no_model_main(tasks):
                                       + "int main(){ return 1; }\n", task.test, task)
     assert program.startswith("using namespace std;\n#include<stdlib.h>")
     assert "#include<boost/any.hpp>" in program and program.count("int main") == 1
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_docs_variant_continues_the_prompt(name, humanfix_pytester, dataset, read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-variant", "docs",
+        f"--humanfix-dataset={data_file(dataset, name)}", "--humanfix-max", "2")
+    result.assert_outcomes(passed=2)
+    assert {r["protocol"]["variant"] for r in read_records()} == {"docs"}
+
+
+def test_the_language_is_an_ini_key_too(humanfix_pytester, dataset, read_records):
+    files = dataset.parent / "humanevalpack-{language}.jsonl"
+    humanfix_pytester.makeini("[pytest]\naddopts = -p no:randomly\n"
+                              f"humanfix_language = cpp\nhumanfix_dataset = {files}\n")
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1")
+    result.assert_outcomes(passed=1)
+    assert [r["task_id"] for r in read_records()] == ["CPP/0"]
