@@ -27,4 +27,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     given = (config.getoption("humanfix_dataset", None) or config.getini("humanfix_dataset")
              or os.environ.get("HUMANFIX_DATASET"))
     if not given and SHARED_DATASET.is_file():
-        config.option.humanfix_dataset = str(SHARED_DATASET)
+        # With --humanfix-language, each language's shared file beside the Python one.
+        languages = config.getoption("humanfix_language", None) or \
+            config.getini("humanfix_language")
+        config.option.humanfix_dataset = str(SHARED_DATASET).replace(
+            "-python.", "-{language}.") if languages else str(SHARED_DATASET)

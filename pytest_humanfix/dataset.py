@@ -20,6 +20,12 @@ REQUIRED_FIELDS = (
     'entry_point', 'bug_type',
 )
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
+# What a task id's prefix says of its language (HumanEvalPack's ids, e.g. `Rust/3`), by the
+# names BigCode gives the languages, which are also the Hub's configs.
+LANGUAGE_OF_PREFIX = {"Python": "python", "JavaScript": "js", "Java": "java", "Go": "go",
+                      "CPP": "cpp", "Rust": "rust"}
+# In a --humanfix-dataset path, stands for each language of the run.
+LANGUAGE_FIELD = "{language}"
 
 
 class DatasetError(Exception):
@@ -43,6 +49,8 @@ class Task:
     instruction: str = ""
     imports: str = ""
     test_setup: str = ""
+    # From the task id; not part of `content_hash`, which the task id already covers.
+    language: str = "python"
 
     @property
     def number(self) -> int:
@@ -76,6 +84,11 @@ def item_name(task_id: str, entry_point: str) -> str:
     return f"{task_id.replace('/', '_')}_{entry_point}"
 
 
+def id_language(task_id: str) -> str | None:
+    """The language a task id names (`Rust/3`: rust), None for another prefix."""
+    return LANGUAGE_OF_PREFIX.get(task_id.split("/", 1)[0])
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^0-9a-zA-Z]+", "_", text).strip("_").lower()
 
@@ -98,6 +111,7 @@ def task_from_row(row: dict[str, Any], source: str, index: int) -> Task:
     # The Hub calls the per-task imports `import`, a Python keyword.
     if isinstance(row.get("import"), str):
         values["imports"] = row["import"]
+    values["language"] = id_language(values["task_id"]) or "python"
     return Task(**values)
 
 
@@ -124,7 +138,7 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_hub(name: str) -> list[dict[str, Any]]:
+def _read_hub(name: str, config: str) -> list[dict[str, Any]]:
     try:
         import datasets
     except ImportError:
@@ -133,19 +147,25 @@ def _read_hub(name: str) -> list[dict[str, Any]]:
             "install it or point --humanfix-dataset at a local .jsonl file."
         ) from None
     try:
-        return list(datasets.load_dataset(name, "python", split="test"))
+        return list(datasets.load_dataset(name, config, split="test"))
     except Exception as exc:  # network, auth, missing config: all end the same way
         raise DatasetError(
-            f"could not load {name!r} (config python, split test) from the Hub: "
+            f"could not load {name!r} (config {config}, split test) from the Hub: "
             f"{type(exc).__name__}: {exc}. Without network access, pass a local file with "
             "--humanfix-dataset PATH or HUMANFIX_DATASET."
         ) from None
 
 
-def load_rows(source: str) -> tuple[list[dict[str, Any]], str]:
-    """Rows of the dataset and a label naming where they came from."""
+def is_local(source: str) -> bool:
     path = Path(source)
-    if path.suffix in LOCAL_SUFFIXES or path.exists():
+    return path.suffix in LOCAL_SUFFIXES or path.exists()
+
+
+def load_rows(source: str, config: str = "python") -> tuple[list[dict[str, Any]], str]:
+    """Rows of the dataset and a label naming where they came from (`config`: the Hub
+    dataset's config, the language)."""
+    path = Path(source)
+    if is_local(source):
         if not path.is_file():
             raise DatasetError(
                 f"dataset file {source} does not exist. Pass an existing .jsonl/.json/.parquet "
@@ -156,11 +176,11 @@ def load_rows(source: str) -> tuple[list[dict[str, Any]], str]:
             raise DatasetError(f"dataset file {source}: unknown format; "
                                "use .jsonl, .json or .parquet.")
         return _read_local(path), str(path)
-    return _read_hub(source), source
+    return _read_hub(source, config), source
 
 
-def load_tasks(source: str) -> list[Task]:
-    rows, label = load_rows(source)
+def load_tasks(source: str, config: str = "python") -> list[Task]:
+    rows, label = load_rows(source, config)
     tasks = [task_from_row(row, label, index) for index, row in enumerate(rows)]
     if not tasks:
         raise DatasetError(f"{label}: the dataset has no rows.")
@@ -211,5 +231,6 @@ def content_hash(tasks: Sequence[Task]) -> str:
     """A fingerprint of everything in the tasks that affects a score."""
     digest = hashlib.sha256()
     for task in tasks:
-        digest.update(json.dumps([getattr(task, f.name) for f in fields(Task)]).encode())
+        digest.update(json.dumps([getattr(task, f.name) for f in fields(Task)
+                                  if f.name != "language"]).encode())
     return digest.hexdigest()[:16]

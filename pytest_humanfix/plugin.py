@@ -44,7 +44,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     runner = config.stash.get(RUNNER, None)
     if runner is None:
         return None
-    return [f"humanfix {note}" for note in runner.sandbox_choice.notes]
+    return [f"humanfix {note}" for note in runner.sandbox_choice.notes + runner.language_notes()]
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -67,7 +67,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
         runner = item.config.stash[RUNNER]
         runner.preload()
-        apply_item_timeout(item, runner.settings, runner.limit_for(item.task.task_id))
+        apply_item_timeout(item, runner.settings, runner.limit_for(item.task))
     return (yield)
 
 

@@ -161,10 +161,22 @@ def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
     return {"model": model, "protocol": protocol, "dataset_hash": dataset_hash}
 
 
+def without_model(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """What a baseline must share with a run: all of the fingerprint but the model."""
+    return {key: value for key, value in fingerprint.items() if key != "model"}
+
+
 # Protocol fields added after records were first written, with the value every record written
 # before them was made under (a missing "prompt": the chat template, which auto chose then; a
-# missing "strict": flagged fixes were not looked for, so none was scored unfixed).
-PROTOCOL_DEFAULTS: dict[str, Any] = {"prompt": "auto", "strict": False}
+# missing "strict": flagged fixes were not looked for, so none was scored unfixed; a missing
+# "language": only Python was evaluated).
+PROTOCOL_DEFAULTS: dict[str, Any] = {"prompt": "auto", "strict": False, "language": "python"}
+
+
+def record_language(record: dict[str, Any]) -> str:
+    protocol = record.get("protocol")
+    in_protocol = protocol.get("language") if isinstance(protocol, dict) else None
+    return str(record.get("language") or in_protocol or PROTOCOL_DEFAULTS["language"])
 
 
 def record_fingerprint(record: dict[str, Any]) -> dict[str, Any]:
@@ -186,6 +198,16 @@ def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> li
         elif found.get(key) != wanted[key]:
             lines.append(f"{key}: {found.get(key)!r} there, {wanted[key]!r} here")
     return lines
+
+
+def language_differences(record: dict[str, Any], wanted: dict[str, dict[str, Any]]
+                         ) -> tuple[str | None, list[str]]:
+    """`fingerprint_differences` against the fingerprint of the record's language in
+    `wanted` (by language); first, the record's language when the run has none of it."""
+    language = record_language(record)
+    if language not in wanted:
+        return language, []
+    return None, fingerprint_differences(record_fingerprint(record), wanted[language])
 
 
 class JsonlError(ValueError):

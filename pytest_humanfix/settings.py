@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from .dataset import HUB_DATASET
+from .dataset import HUB_DATASET, LANGUAGE_FIELD
+from .languages import LANGUAGES, NAMES, parse_languages
 
 
 def user_cache_dir(kind: str) -> Path:
@@ -136,8 +137,13 @@ OPTIONS: tuple[Option, ...] = (
            "openai:<model>, replay:<file.jsonl>, or the controls canonical and buggy; activates "
            "the plugin",
            metavar="SPEC"),
+    Option("language", "HumanEvalPack language(s) to evaluate: python, js, java, go, cpp, rust, "
+           "a comma list, or all (default: the language of a local dataset file's task ids, "
+           "else python); the Hub dataset's config follows it", convert=parse_languages,
+           metavar="LANG[,LANG...]|all"),
     Option("dataset", "HumanEvalFix source: a .jsonl, .json or .parquet file, or a Hub dataset id "
-           f"(default {HUB_DATASET}, config python, split test; env HUMANFIX_DATASET)",
+           f"(default {HUB_DATASET}, config = the language, split test; env HUMANFIX_DATASET); "
+           f"a file path may hold {LANGUAGE_FIELD}, which stands for each language",
            default=HUB_DATASET, env="HUMANFIX_DATASET", metavar="SRC"),
     Option("max", "evaluate only the first N tasks in dataset order", convert=_positive_int,
            metavar="N"),
@@ -205,7 +211,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
            default="auto", convert=_choice("auto", "bwrap", "process"),
            metavar="auto|bwrap|process"),
-    Option("timeout", "wall-clock seconds for one sandbox execution (default 10)", default="10",
+    Option("timeout", "wall-clock seconds for one sandbox execution, compile step included "
+           "(default: BigCode's limit for the language: "
+           + ", ".join(f"{name} {LANGUAGES[name].timeout:g}" for name in NAMES) + ")",
            convert=_positive_float, metavar="S"),
     Option("timeout-factor", "each task's limit is max(--humanfix-timeout, K × its canonical "
            "solution's time on this machine), timed once and cached per dataset and machine; a "
@@ -285,6 +293,7 @@ def _resolve_path(value: str, base: Path | None) -> str:
 @dataclass(frozen=True)
 class Settings:
     model: str | None = None
+    language: tuple[str, ...] | None = None  # None: from the dataset's task ids, else python
     dataset: str = HUB_DATASET
     max: int | None = None
     task: tuple[str, ...] | None = None
@@ -307,7 +316,7 @@ class Settings:
     strict: bool = False
     repeat_check: int | None = None
     repeat_with: str | None = None
-    timeout: float = 10.0
+    timeout: float | None = None  # None: the language's own (BigCode's LANGUAGE_TO_TIMEOUT)
     timeout_factor: float = 10.0
     item_timeout: float | None = None
     executor: str = "auto"
@@ -319,12 +328,16 @@ class Settings:
     report_dir: str = "reports"
     jsonl: str | None = None
 
-    @property
-    def protocol(self) -> dict[str, Any]:
+    def timeout_for(self, language: str) -> float:
+        """The floor of a task's limit: --humanfix-timeout, else the language's own."""
+        return self.timeout if self.timeout is not None else LANGUAGES[language].timeout
+
+    def protocol_for(self, language: str) -> dict[str, Any]:
         """What changes the meaning of a score: numbers compare only when this agrees."""
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "timeout": self.timeout, "prompt": self.prompt, "strict": self.strict}
+                "timeout": self.timeout_for(language), "prompt": self.prompt,
+                "strict": self.strict, "language": language}
 
     @property
     def base_urls(self) -> tuple[str, ...]:

@@ -42,12 +42,13 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
     result.stdout.fnmatch_lines(
-        [f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto strict=False]"])
+        [f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto strict=False "
+         "language=python]"])
     got = records_by_task()
     for record in got.values():
         assert record["protocol"] == {"variant": variant, "iters": 2, "samples": 1,
                                       "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0,
-                                      "prompt": "auto", "strict": False}
+                                      "prompt": "auto", "strict": False, "language": "python"}
         assert {(a["prompt"], a["engine"], a["finish_reason"]) for a in record["attempts"]} \
             == {("chat", "replay", "stop")}
     fixed, unfixed = got["Python/0"], got["Python/2"]

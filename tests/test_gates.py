@@ -119,7 +119,7 @@ def write_baseline(path: Path, dataset: Path, outcomes: dict[str, str], **protoc
         lines.append(json.dumps({
             "run_id": "baseline", "model": "earlier", "task_id": task_id,
             "entry_point": tasks[task_id].entry_point, "bug_type": tasks[task_id].bug_type,
-            "outcome": outcome, "protocol": {**Settings().protocol, **protocol},
+            "outcome": outcome, "protocol": {**Settings().protocol_for("python"), **protocol},
             "dataset_hash": content_hash(list(tasks.values())),
         }))
     path.write_text("\n".join(lines) + "\n")

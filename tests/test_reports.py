@@ -44,7 +44,7 @@ def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_pat
     assert summary["run"]["wall_seconds"] >= 0
     assert summary["run"]["started_at"] <= summary["run"]["ended_at"]
     assert summary["tasks"] == {"total": 6, "scored": 6, "errors": 0, "fixed": 6, "unfixed": 0,
-                                "flagged": 0}
+                                "flagged": 0, "known_failures": 0}
     assert summary["flagged"] == []
     assert summary["pass_at_1"]["value"] == 1.0
     assert summary["pass_at_1"]["ci95"] == pytest.approx(list(wilson_interval(6, 6)))

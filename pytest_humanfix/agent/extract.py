@@ -32,12 +32,13 @@ def strip_thinking(reply: str) -> str:
     return text[close + len("</think>"):] if close != -1 else text
 
 
-def code_blocks(reply: str) -> list[str]:
-    """Contents of the fenced blocks that may be Python (untagged or tagged py*), in order.
-    A fence left open (the reply ran out of tokens) runs to the end of the reply."""
+def code_blocks(reply: str, tags: tuple[str, ...] | None = None) -> list[str]:
+    """Contents of the fenced blocks that may be of the language, in order: untagged, or
+    tagged py* (Python), or with one of `tags` (another language). A fence left open (the
+    reply ran out of tokens) runs to the end of the reply."""
     blocks = []
     for indent, _fence, lang, body in _FENCE.findall(reply):
-        if lang and not lang.lower().startswith("py"):
+        if lang and not (lang.lower() in tags if tags else lang.lower().startswith("py")):
             continue
         if indent:  # a block inside a markdown list is indented with its fence
             body = textwrap.dedent(body)

@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from ..dataset import Task
+from ..languages import LANGUAGES
 from ..models.base import Model
 from ..records import Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
-from ..sandbox.program import build_program
 from ..settings import Settings
 from . import prompts
+from .braces import continued_code as continued_braced, extract_braced
 from .extract import continued_code, extract_code, same_code
 from .precheck import check_candidate
 from .suspicion import guard_flag, guard_program, suspicion_flags
@@ -97,19 +98,32 @@ def _replace_last(attempts: list[Attempt], **changes: Any) -> list[Attempt]:
 
 
 def _run(ctx: RepairContext, code: str, tests: str) -> Verdict:
-    return ctx.sandbox.run(build_program(code, tests, ctx.task.test_setup))
+    return ctx.sandbox.run(LANGUAGES[ctx.task.language].program(code, tests, ctx.task))
+
+
+def _code_of(ctx: RepairContext, text: str, completion: bool) -> str:
+    """The candidate in a reply (a chat answer) or a continuation of the prompt base."""
+    language = LANGUAGES[ctx.task.language]
+    if language.name == "python":
+        return continued_code(text, ctx.base) if completion else \
+            extract_code(text, ctx.task.entry_point, ctx.base, ctx.task.buggy_code)
+    if completion:
+        return continued_braced(text, ctx.base, language)
+    return extract_braced(text, ctx.task.entry_point, ctx.base,
+                          ctx.base + ctx.task.buggy_solution, language)
 
 
 def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
-    if ctx.model.prompt == "completion":
+    completion = ctx.model.prompt == "completion"
+    if completion:
         generation = ctx.model.complete(
-            prompts.completion_prompt(state["messages"], ctx.base), prompts.STOP_WORDS, ctx.task)
-        code = continued_code(generation.text, ctx.base)
+            prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
+            ctx.task)
     else:
         generation = ctx.model.generate(state["messages"], ctx.task)
-        code = extract_code(generation.text, ctx.task.entry_point, ctx.base, ctx.task.buggy_code)
+    code = _code_of(ctx, generation.text, completion)
     seconds = generation.seconds or time.monotonic() - began
     attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
                       prompt_tokens=generation.prompt_tokens,
@@ -210,6 +224,8 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 def suspicious(ctx: RepairContext, code: str) -> list[str]:
     """How a candidate that passed may have defeated the tests: read from its code, else shown
     by a second run of the tests with the entry point's return values guarded."""
+    if ctx.task.language != "python":  # the checks read Python code and run Python guards
+        return []
     flags = suspicion_flags(code, ctx.task.test)
     if not flags:
         guarded = guard_flag(ctx.sandbox.run(guard_program(code, ctx.task)))

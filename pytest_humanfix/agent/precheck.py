@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..dataset import Task
+from .syntax import check_braced
 
 
 def declared_function(task: Task) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -44,6 +45,8 @@ def accepts_declared_calls(candidate: ast.arguments, declared: ast.arguments) ->
 
 def check_candidate(code: str, task: Task) -> str:
     """An empty string when the candidate may run, else why not, in words for the model."""
+    if task.language != "python":
+        return check_braced(code, task)
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:

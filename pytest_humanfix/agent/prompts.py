@@ -17,16 +17,22 @@ and the prompt base once more (`completion_prompt`).
 from __future__ import annotations
 
 from ..dataset import Task
+from ..languages import LANGUAGES
 from ..models.base import PromptKind
 
 VARIANTS = ("tests", "docs")
 # BigCode's stop words for Python (LANGUAGE_TO_STOP_WORDS, and the end-of-text token it adds).
-STOP_WORDS = ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\nassert", "<|endoftext|>"]
+STOP_WORDS = list(LANGUAGES["python"].stop_words)
 
 
 def prompt_base(task: Task, variant: str) -> str:
-    """The code the model's answer continues: BigCode's `get_prompt_base`."""
-    return task.prompt if variant == "docs" else task.declaration
+    """The code the model's answer continues: BigCode's `get_prompt_base` (for Rust, with
+    `fn main(){}` before the declaration)."""
+    return LANGUAGES[task.language].prompt_base(task, variant)
+
+
+def stop_words(task: Task) -> list[str]:
+    return list(LANGUAGES[task.language].stop_words)
 
 
 def instruction(task: Task) -> str:
@@ -56,8 +62,9 @@ def completion_prompt(messages: list[dict[str, str]], base: str) -> str:
 def _ask_again(task: Task, prompt: PromptKind) -> str:
     if prompt == "completion":  # the prompt base follows: the model continues the function
         return instruction(task)
+    fence = LANGUAGES[task.language].fence
     return (f"{instruction(task)} Reply with the complete corrected function "
-            f"`{task.signature or task.entry_point}` in one ```python block.")
+            f"`{task.signature or task.entry_point}` in one ```{fence} block.")
 
 
 def failure_feedback(task: Task, failure: str, example_only: bool,

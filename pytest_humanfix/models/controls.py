@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..dataset import Task
+from ..languages import LANGUAGES
 from ..records import JsonlError, read_jsonl
 from .base import Generation, ModelLoadError, ModelSpecError, cut_at_stop, settle_prompt
 
@@ -24,7 +25,14 @@ class ControlModel:
 
     def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
-        return Generation(text=f"Here is the fixed function:\n\n```python\n{code}```\n",
+        if task.language != "python":
+            # BigCode's reference solution (`get_reference(get_solution=True)`): the prompt,
+            # whose helpers and imports some declarations lack (Go/10's IsPalindrome).
+            body = task.canonical_solution if self.solution == "canonical" else \
+                task.buggy_solution
+            code = task.prompt + body
+        fence = LANGUAGES[task.language].fence
+        return Generation(text=f"Here is the fixed function:\n\n```{fence}\n{code}```\n",
                           engine="control")
 
     def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:

@@ -28,7 +28,7 @@ def evaluate_prompts_whole() -> None:
         self.reset()  # nothing kept: `generate` finds no prefix to reuse
         return generate(self, tokens, *args, **kwargs)
 
-    Llama.generate = from_first_token  # type: ignore[method-assign]
+    Llama.generate = from_first_token  # type: ignore[method-assign,assignment]
 
 
 if __name__ == "__main__":

@@ -14,7 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..records import JsonlError, latest_per_task, read_jsonl, record_fingerprint
+from ..records import (
+    JsonlError,
+    latest_per_task,
+    read_jsonl,
+    record_fingerprint,
+    record_language,
+    without_model,
+)
 from . import files, summary as summary_mod, terminal
 from .gates import BaselineError, check_gates, compare, load_baseline, verdict_line
 from .merge import MergeError, merge
@@ -105,8 +112,8 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     comparison = None
     if args.baseline is not None:
         try:
-            ran = record_fingerprint(records[0])
-            baseline = load_baseline(args.baseline, ran["protocol"], ran["dataset_hash"])
+            baseline = load_baseline(args.baseline, {
+                record_language(r): without_model(record_fingerprint(r)) for r in records})
         except BaselineError as exc:
             return fail(str(exc))
         comparison = compare(records, baseline)

@@ -17,6 +17,7 @@ from .terminal import (
     baseline_lines,
     coverage_lines,
     interval,
+    known_failure_lines,
     pct,
     repeat_lines,
     server_lines,
@@ -24,6 +25,13 @@ from .terminal import (
 
 # Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
 DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
+
+
+def bug_type_rows(rows: list[dict[str, Any]]) -> list[str]:
+    return ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |",
+            "|---|---:|---:|---:|---|",
+            *(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
+              f"| {interval(row['pass_at_1'])} |" for row in rows)]
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -52,11 +60,19 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["samples"] > 1:
         lines.append("| pass@k | " + ", ".join(f"pass@{k} {pct(v)}"
                                                for k, v in summary["pass_at_k"].items()) + " |")
-    lines += ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |",
-              "|---|---:|---:|---:|---|"]
-    for row in summary["by_bug_type"]:
-        lines.append(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
-                     f"| {interval(row['pass_at_1'])} |")
+    languages = summary.get("by_language") or []
+    if len(languages) > 1:
+        for language in languages:
+            counts = language["tasks"]
+            lines += ["", f"## {language['language']}", "",
+                      f"**pass@1 {interval(language['pass_at_1'])}**, {counts['fixed']} fixed of "
+                      f"{counts['scored']} scored, {counts['errors']} harness error(s); protocol "
+                      + " ".join(f"{k}={v}" for k, v in (language["protocol"] or {}).items()),
+                      *bug_type_rows(language["by_bug_type"])]
+    else:
+        lines += bug_type_rows(summary["by_bug_type"])
+    if summary.get("known_failures"):
+        lines += ["", *known_failure_lines(summary)]
     if summary.get("flagged"):
         lines += ["", f"**fixed, flagged: {tasks['flagged']}** (passed in a way that may defeat "
                   "the tests):", "",

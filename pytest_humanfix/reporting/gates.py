@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import SCORED, JsonlError, fingerprint_differences, read_jsonl, record_fingerprint
+from ..records import SCORED, JsonlError, language_differences, read_jsonl
 from .stats import mcnemar_exact
 
 
@@ -20,15 +20,14 @@ class BaselineError(Exception):
     """The baseline cannot be compared with this run; the message says why."""
 
 
-def load_baseline(path: Path, protocol: dict[str, Any] | None, dataset_hash: str | None
-                  ) -> dict[str, dict]:
+def load_baseline(path: Path, wanted: dict[str, dict[str, Any]]) -> dict[str, dict]:
     """The baseline's records by task id (the last one wins), refused unless they were made
-    under this run's protocol and on the same dataset content."""
+    under this run's protocol and on the same dataset content, in one of its languages
+    (`wanted`: the protocol and dataset hash by language)."""
     if not path.is_file():
         raise BaselineError(f"--humanfix-baseline: {path} is not a file; pass the results JSONL "
                             "of an earlier run (e.g. reports/humanfix.jsonl).")
     records: dict[str, dict] = {}
-    wanted = {"protocol": protocol, "dataset_hash": dataset_hash}
     try:
         rows = read_jsonl(path, bad_lines="torn-tail")  # an interrupted run's torn last line
     except JsonlError as exc:
@@ -38,7 +37,13 @@ def load_baseline(path: Path, protocol: dict[str, Any] | None, dataset_hash: str
         if "task_id" not in record or "outcome" not in record:
             raise BaselineError(f"--humanfix-baseline: {path} record {number} is not a humanfix "
                                 "result record (no task_id/outcome).")
-        mismatch = fingerprint_differences(record_fingerprint(record), wanted)
+        other_language, mismatch = language_differences(record, wanted)
+        if other_language:
+            raise BaselineError(
+                f"--humanfix-baseline: {path} holds {other_language} results ({record['task_id']})"
+                f" and this run evaluates {', '.join(wanted)}: a baseline compares only within "
+                f"its language. Pass a baseline made with --humanfix-language "
+                f"{','.join(wanted)}.")
         if mismatch:
             raise BaselineError(
                 f"--humanfix-baseline: {path} was made under another protocol or dataset "

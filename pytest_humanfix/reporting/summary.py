@@ -22,6 +22,7 @@ from datetime import datetime
 from importlib import metadata
 from typing import Any
 
+from ..records import record_language
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
@@ -56,10 +57,16 @@ def _counts(record: dict[str, Any]) -> tuple[int, int]:
     return n, int(record["outcome"] == "fixed") if c is None else c
 
 
+def scored(record: dict[str, Any]) -> bool:
+    """A record counts in pass@1: no harness error, and a task whose reference solution can
+    pass here (a `known_failure` is counted apart)."""
+    return record["outcome"] != "error" and not record.get("known_failure")
+
+
 def rate(records: list[dict[str, Any]]) -> dict[str, Any]:
     """pass@1 over the scored records (the unbiased mean of c/n) with a 95% Wilson interval
     over the tasks: samples of one task are not independent, so the interval counts tasks."""
-    counts = [_counts(r) for r in records if r["outcome"] != "error"]
+    counts = [_counts(r) for r in records if scored(r)]
     value = mean_pass_at_k(counts, 1) or 0.0  # None: no scored record
     low, high = wilson_interval(value * len(counts), len(counts))
     return {"value": value, "ci95": [low, high], "tasks": len(counts)}
@@ -169,6 +176,38 @@ def coverage(records: list[dict[str, Any]],
             "reruns": sum(bool(r.get("reruns")) for r in records)}
 
 
+def task_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    counted = [r for r in records if scored(r)]
+    return {"total": len(records), "scored": len(counted),
+            "errors": sum(r["outcome"] == "error" for r in records),
+            "fixed": sum(r["outcome"] == "fixed" for r in counted),
+            "unfixed": sum(r["outcome"] == "unfixed" for r in counted),
+            "flagged": sum(bool(r.get("flags")) for r in counted),
+            "known_failures": sum(bool(r.get("known_failure")) for r in records)}
+
+
+def by_bug_type(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(record["bug_type"], []).append(record)
+    return [{"bug_type": name, "fixed": sum(r["outcome"] == "fixed" for r in rows if scored(r)),
+             "scored": sum(scored(r) for r in rows),
+             "errors": sum(r["outcome"] == "error" for r in rows),
+             "pass_at_1": rate(rows)}
+            for name, rows in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def by_language(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same figures per language, in the order the run's records first name them."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(record_language(record), []).append(record)
+    return [{"language": name, "protocol": rows[0].get("protocol"),
+             "dataset_hash": rows[0].get("dataset_hash"), "tasks": task_counts(rows),
+             "pass_at_1": rate(rows), "by_bug_type": by_bug_type(rows)}
+            for name, rows in groups.items()]
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None,
@@ -177,15 +216,12 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
     """The content of summary.json. `run` holds what records do not: start, end, wall time;
     `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
     paired gate's level, at which a repeat check's flip rate is turned into power."""
-    scored = [r for r in records if r["outcome"] != "error"]
+    counted = [r for r in records if scored(r)]
     errors = [r for r in records if r["outcome"] == "error"]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
-    flagged = [r for r in scored if r.get("flags")]
-    samples = max((_counts(r)[0] for r in scored), default=1)
-    counts = [_counts(r) for r in scored]
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        by_type.setdefault(record["bug_type"], []).append(record)
+    flagged = [r for r in counted if r.get("flags")]
+    samples = max((_counts(r)[0] for r in counted), default=1)
+    counts = [_counts(r) for r in counted]
     first = records[0] if records else {}
     seconds = [float(r.get("seconds") or 0) for r in records]
     tokens = [_tokens(r) for r in records]
@@ -199,23 +235,20 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
             "run_ids": sorted({r.get("run_id") for r in records if r.get("run_id")}),
             "versions": versions(), **run,
         },
-        "tasks": {"total": len(records), "scored": len(scored), "errors": len(errors),
-                  "fixed": sum(r["outcome"] == "fixed" for r in records),
-                  "unfixed": sum(r["outcome"] == "unfixed" for r in records),
-                  "flagged": len(flagged)},
+        "tasks": task_counts(records),
         "flagged": [{"task_id": r["task_id"], "outcome": r["outcome"], "flags": r["flags"]}
                     for r in flagged],
         "coverage": coverage(records, selection),
         "samples": samples,
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
-        "by_bug_type": [
-            {"bug_type": name, "fixed": sum(r["outcome"] == "fixed" for r in rows),
-             "scored": sum(r["outcome"] != "error" for r in rows),
-             "errors": sum(r["outcome"] == "error" for r in rows),
-             "pass_at_1": rate(rows)}
-            for name, rows in sorted(by_type.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        ],
+        "by_bug_type": by_bug_type(records),
+        "by_language": by_language(records),
+        # Tasks whose reference solution cannot pass on this machine's toolchain (README,
+        # "Languages"): run and shown, never in pass@1.
+        "known_failures": [{"task_id": r["task_id"], "outcome": r["outcome"],
+                            "reason": r["known_failure"]}
+                           for r in records if r.get("known_failure")],
         "tokens": {"prompt": prompt, "completion": sum(tokens) - prompt, "total": sum(tokens),
                    "per_task": _spread([float(t) for t in tokens])},
         "seconds": {"total": sum(seconds), "per_task": _spread(seconds)},
@@ -225,7 +258,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "servers": servers(records),
         "servers_out": servers_out(records),
         "repeat_check": repeat_check(
-            records, comparison.paired if comparison is not None else len(scored), alpha),
+            records, comparison.paired if comparison is not None else len(counted), alpha),
         "baseline": comparison.to_dict() if comparison is not None else None,
         "gates": [vars(g) for g in gates or []],
         "gate_failed": any(not g.passed for g in gates or []),
@@ -244,7 +277,12 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_run", str(covered["run"])),
             ("humanfix_not_run", str(covered["not_run"])),
             ("humanfix_not_run_why", "; ".join(covered["why"])),
-            ("humanfix_model", str(summary["run"].get("model")))] + repeat_properties(summary)
+            ("humanfix_model", str(summary["run"].get("model"))),
+            ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
+            ("humanfix_known_failures", str(tasks["known_failures"])),
+            *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
+              for row in summary["by_language"]),
+            *repeat_properties(summary)]
 
 
 def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:

@@ -16,21 +16,26 @@ def interval(rate: dict[str, Any]) -> str:
 
 def pass_line(summary: dict[str, Any]) -> str:
     """The headline: pass@1 as a percentage, a fraction and a ratio, and the protocol."""
-    rate, tasks = summary["pass_at_1"], summary["tasks"]
-    if summary["samples"] > 1:
-        line = (f"pass@1 = {pct(rate['value'])} (unbiased over {summary['samples']} samples of "
+    return rate_line(summary["pass_at_1"], summary["tasks"], summary["samples"],
+                     summary["run"].get("protocol"))
+
+
+def rate_line(rate: dict[str, Any], tasks: dict[str, Any], samples: int,
+              protocol: dict[str, Any] | None) -> str:
+    if samples > 1:
+        line = (f"pass@1 = {pct(rate['value'])} (unbiased over {samples} samples of "
                 f"{tasks['scored']} tasks; first sample fixed {tasks['fixed']}/{tasks['scored']})")
     else:
         line = f"pass@1 = {pct(rate['value'])} ({tasks['fixed']}/{tasks['scored']})"
     line += f" = {rate['value']:.4f}"
-    protocol = summary["run"].get("protocol")
     if protocol:
         line += "  [" + " ".join(f"{k}={v}" for k, v in protocol.items()) + "]"
     return line
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
-    """Model, pass@1, counts, the per-bug-type table and the wall time."""
+    """Model, pass@1, counts, the per-bug-type table (one per language when there are
+    several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
     lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
@@ -40,15 +45,40 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
     lines.extend(flagged_lines(summary))
-    if rows:
-        width = max(len("bug type"), *(len(r["bug_type"]) for r in rows))
-        lines.append(f"{'bug type':<{width}}  fixed  scored  errors  pass@1")
-        for row in rows:
-            lines.append(f"{row['bug_type']:<{width}}  {row['fixed']:>5}  {row['scored']:>6}  "
-                         f"{row['errors']:>6}  {100 * row['pass_at_1']['value']:5.1f}%")
+    lines.extend(known_failure_lines(summary))
+    languages = summary.get("by_language") or []
+    if len(languages) > 1:
+        for language in languages:
+            lines.append(f"language {language['language']}: " + rate_line(
+                language["pass_at_1"], language["tasks"], summary["samples"],
+                language["protocol"]))
+            lines.extend(bug_type_table(language["by_bug_type"]))
+    else:
+        lines.extend(bug_type_table(rows))
     wall = summary["run"].get("wall_seconds")
     lines.append(f"wall time: {wall or 0.0:.1f} s")
     return lines + detail_lines(summary)
+
+
+def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    width = max(len("bug type"), *(len(r["bug_type"]) for r in rows))
+    lines = [f"{'bug type':<{width}}  fixed  scored  errors  pass@1"]
+    for row in rows:
+        lines.append(f"{row['bug_type']:<{width}}  {row['fixed']:>5}  {row['scored']:>6}  "
+                     f"{row['errors']:>6}  {100 * row['pass_at_1']['value']:5.1f}%")
+    return lines
+
+
+def known_failure_lines(summary: dict[str, Any]) -> list[str]:
+    """Tasks whose reference solution cannot pass here: counted apart, with the reason."""
+    known = summary.get("known_failures") or []
+    if not known:
+        return []
+    return [f"known failures: {len(known)} task(s) whose reference solution cannot pass on "
+            "this machine's toolchain, not in pass@1 (README, \"Languages\"):",
+            *(f"  {row['task_id']} ({row['outcome']}): {row['reason']}" for row in known)]
 
 
 def flagged_lines(summary: dict[str, Any]) -> list[str]:

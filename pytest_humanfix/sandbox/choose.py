@@ -5,12 +5,13 @@ on a fallback, what is then not protected."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .cgroup import open_cgroups
 from .environment import Layer, Limits, SandboxError
 from .fresh import FreshSandbox, remove_stale_folders
 from .layers import BwrapLayer, ProcessLayer, probe_bwrap
+from .toolchain import Toolchain, ToolchainSandbox
 from .warm import WarmSandbox
 
 
@@ -18,6 +19,14 @@ from .warm import WarmSandbox
 class Choice:
     sandbox: FreshSandbox | WarmSandbox
     notes: list[str] = field(default_factory=list)
+
+    def for_toolchain(self, toolchain: Toolchain, timeout: float) -> ToolchainSandbox:
+        """Another language's executions, in the same layer and cgroups, its caches built."""
+        sandbox = ToolchainSandbox(self.sandbox.layer, toolchain,
+                                   replace(self.sandbox.limits, timeout=timeout),
+                                   self.sandbox.cgroups, self.sandbox.python)
+        sandbox.start()
+        return sandbox
 
 
 def choose_layer(wanted: str, python: str = sys.executable,

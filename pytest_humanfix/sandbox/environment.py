@@ -105,12 +105,14 @@ def first_failure(verdict: Verdict) -> str:
 
 class Layer(Protocol):
     """Where executions run: `command` wraps an argv so it runs inside the layer, with `root`
-    (a harness folder) as its only writable place, seen inside at `inside(root)`."""
+    (a harness folder) as its only writable place, seen inside at `inside(root)`, and the
+    harness folders `readable` (a worker's compile caches) visible read-only at their paths."""
 
     name: str
     network: str
 
-    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]: ...
+    def command(self, argv: list[str], root: Path, cwd: Path,
+                readable: tuple[Path, ...] = ()) -> list[str]: ...
 
     def inside(self, path: Path, root: Path) -> str: ...
 

@@ -145,6 +145,7 @@ class FreshSandbox:
         self.limits = limits or Limits()
         self.cgroups = cgroups
         self.python = python
+        self.readable: tuple[Path, ...] = ()  # harness folders executions read (caches)
 
     @property
     def network(self) -> str:
@@ -160,13 +161,20 @@ class FreshSandbox:
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes) \
             if self.cgroups else None
         try:
-            execution.prepare(program)
+            self.prepare(execution, program)
             return self._run(execution, group, limits)
         finally:
             if group is not None:
                 group.kill()
                 group.remove()
             shutil.rmtree(execution.root, ignore_errors=True)
+
+    def prepare(self, execution: Execution, program: str) -> None:
+        execution.prepare(program)
+
+    def environment(self, box: str) -> dict[str, str]:
+        """The variables the execution sees (`box`: its working folder inside the layer)."""
+        return dict(SAFE_ENV, HOME=box, TMPDIR=box)
 
     def _run(self, execution: Execution, group: Cgroup | None, limits: Limits) -> Verdict:
         config = json.dumps(execution.config(self.layer, limits.rlimits())).encode()
@@ -175,9 +183,9 @@ class FreshSandbox:
         os.write(write_end, config)
         os.close(write_end)
         box = execution.inside(self.layer, execution.box)
-        env = dict(SAFE_ENV, HOME=box, TMPDIR=box)
+        env = self.environment(box)
         argv = self.layer.command([self.python, "-I", "-c", BOOTSTRAP, str(read_end)],
-                                  execution.mount, execution.box)
+                                  execution.mount, execution.box, self.readable)
         started = time.monotonic()
         with execution.stdout.open("wb") as out, execution.stderr.open("wb") as err:
             try:

@@ -48,7 +48,8 @@ class ProcessLayer:
     def __init__(self, python: str = sys.executable) -> None:
         self.network = network_mode(python)
 
-    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]:
+    def command(self, argv: list[str], root: Path, cwd: Path,
+                readable: tuple[Path, ...] = ()) -> list[str]:
         return argv
 
     def inside(self, path: Path, root: Path) -> str:
@@ -90,7 +91,8 @@ class BwrapLayer:
         # The dataset holds every task's canonical solution: the candidate must not read it.
         self.hidden_files = [f for f in map(Path, hidden_files) if f.is_file()]
 
-    def command(self, argv: list[str], root: Path, cwd: Path) -> list[str]:
+    def command(self, argv: list[str], root: Path, cwd: Path,
+                readable: tuple[Path, ...] = ()) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         masked = _masked_folders()
         for folder in masked:
@@ -100,6 +102,8 @@ class BwrapLayer:
         for hidden in self.hidden_files:
             args += ["--ro-bind", "/dev/null", str(hidden.resolve())]
         args += ["--bind", str(root), BOX]
+        for folder in readable:  # under a masked folder (/tmp): shown again, read-only
+            args += ["--ro-bind", str(folder), str(folder)]
         for folder in masked:
             args += ["--remount-ro", str(folder)]
         args += ["--remount-ro", "/dev",

@@ -18,8 +18,9 @@ import pytest
 
 from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
+from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
-from ..records import JsonlWriter, ReportError, run_fingerprint
+from ..records import JsonlWriter, ReportError, run_fingerprint, without_model
 from ..reporting import files, summary as summary_mod, terminal
 from ..reporting.chart import ChartError, RunChart
 from ..reporting.gates import (
@@ -38,7 +39,8 @@ from .calibration import CalibrationFile, calibrate
 from .items import earlier_run
 from .placement import run_devices
 from .resume import ResumeError, load_finished
-from .runner import Runner, Workload, choose_sandbox, new_run_id
+from .runner import Runner, choose_sandbox, new_run_id
+from .workload import Workload
 from .xdist import XdistHooks
 
 if TYPE_CHECKING:
@@ -99,7 +101,7 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
             except ModelSpecError as exc:
                 raise ModelSpecError(f"--humanfix-repeat-with: {exc}") from None
         workload = Workload.load(settings)
-        sandbox_choice = choose_sandbox(settings, start=not is_distributing(config))
+        sandbox_choice = choose_sandbox(settings, workload, start=not is_distributing(config))
         devices = DevicePool(run_devices(settings))
         device = None if is_distributing(config) else devices.acquire("main")
         if device is not None:
@@ -124,11 +126,13 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
         config.pluginmanager.register(serving, "humanfix-serve")
     try:
         # Before any worker starts: the canonical solutions are timed on an idle harness, each
-        # allowed what the default floor would allow it, so a tiny floor still measures.
+        # allowed what the default floor would allow it, so a tiny floor still measures. Only
+        # Python's: the other languages run under BigCode's limits, which hold a compile step.
+        python = settings.timeout_for("python")
         canonical_seconds = calibrate(
-            [t for t in workload.tasks if t.task_id not in resumed], sandbox_choice.sandbox,
-            CalibrationFile(workload.dataset_hash),
-            max(settings.timeout, Settings.timeout) * settings.timeout_factor,
+            [t for t in workload.tasks if t.task_id not in resumed and t.language == "python"],
+            sandbox_choice.sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
+            max(python, LANGUAGES["python"].timeout) * settings.timeout_factor,
             anew=bool(config.getoption("cacheclear", False)))
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
@@ -154,15 +158,19 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
     if settings.max_regressions is not None and not settings.baseline:
         raise BaselineError("--humanfix-max-regressions counts regressions against a "
                             "baseline: give --humanfix-baseline PATH too.")
+    # What a record of each language must agree with to be resumed (a baseline may be of
+    # another model).
+    wanted = {name: run_fingerprint(settings.model, settings.protocol_for(name),
+                                    workload.dataset_hashes[name])
+              for name in workload.languages}
     baseline = None
     if settings.baseline:
-        baseline = load_baseline(Path(settings.baseline), settings.protocol,
-                                 workload.dataset_hash)
+        baseline = load_baseline(Path(settings.baseline),
+                                 {name: without_model(print_) for name, print_ in wanted.items()})
     resumed: dict[str, dict[str, Any]] = {}
     if settings.resume:
         selected = [task.task_id for task in workload.tasks]
-        finished = load_finished(settings.jsonl_path, run_fingerprint(
-            settings.model, settings.protocol, workload.dataset_hash), selected)
+        finished = load_finished(settings.jsonl_path, wanted, selected)
         resumed = {t: finished[t] for t in selected if t in finished}
     if settings.samples > 1 and settings.temperature == 0:
         config.issue_config_time_warning(pytest.PytestConfigWarning(

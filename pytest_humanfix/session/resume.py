@@ -14,9 +14,8 @@ from typing import Any
 from ..records import (
     SCORED,
     JsonlError,
-    fingerprint_differences,
+    language_differences,
     read_jsonl,
-    record_fingerprint,
     rewrite_jsonl,
 )
 
@@ -25,9 +24,10 @@ class ResumeError(Exception):
     """The results file cannot be resumed; the message says why and what to do."""
 
 
-def load_finished(path: Path, wanted: dict[str, Any],
+def load_finished(path: Path, wanted: dict[str, dict[str, Any]],
                   selected: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Finished records by task id, after repairing the file in place.
+    """Finished records by task id, after repairing the file in place; `wanted` is the
+    fingerprint each language's records must have.
 
     A run killed during a write leaves a torn last line: it is cut off. Records of selected
     tasks that ended in a harness error are removed, since those tasks run again and the file
@@ -46,7 +46,13 @@ def load_finished(path: Path, wanted: dict[str, Any],
     finished: dict[str, dict[str, Any]] = {}
     for number, record in enumerate(records, 1):
         task_id = str(record.get("task_id", "?"))
-        mismatch = fingerprint_differences(record_fingerprint(record), wanted)
+        other_language, mismatch = language_differences(record, wanted)
+        if other_language:
+            raise ResumeError(
+                f"--humanfix-resume: {path} record {number} ({task_id}) is of language "
+                f"{other_language}, and this run evaluates {', '.join(wanted)}. Resume with "
+                f"--humanfix-language {other_language}, or write to another file with "
+                "--humanfix-jsonl.")
         if mismatch:
             raise ResumeError(
                 f"--humanfix-resume: {path} record {number} ({task_id}) was made under another "

@@ -14,11 +14,12 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..agent.graph import repair, repair_graph
-from ..dataset import DatasetError, Task, content_hash, deal, ids_hash, load_tasks, select
+from ..agent.syntax import available as syntax_available
+from ..dataset import Task
+from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.specs import CONTROLS, load_model
 from ..records import Sample, TaskResult
@@ -28,46 +29,20 @@ from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .calibration import task_limit
 from .repeat import repeat_check, repeated
+from .workload import Workload
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def choose_sandbox(settings: Settings, start: bool = True) -> Choice:
+def choose_sandbox(settings: Settings, workload: Workload, start: bool = True) -> Choice:
     """The layer and executor for this process, probed once; SandboxError if the ones asked for
-    explicitly cannot work here. Without `start`, a warm executor starts when first used."""
-    return make_sandbox(settings.sandbox, settings.executor, Limits(timeout=settings.timeout),
-                        hidden_files=(settings.dataset,), start=start)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """The dataset's tasks, the ones this process runs (the selection, or under
-    --humanfix-shard its shard), the hash that identifies the dataset, and the shard as every
-    record carries it (None without one)."""
-
-    all_tasks: list[Task]
-    tasks: list[Task]
-    dataset_hash: str
-    shard: dict[str, Any] | None = None
-
-    @classmethod
-    def load(cls, settings: Settings) -> Workload:
-        all_tasks = load_tasks(settings.dataset)
-        selected = select(all_tasks, settings.max, settings.task)
-        if settings.shard is None:
-            return cls(all_tasks, selected, content_hash(all_tasks))
-        index, count = settings.shard
-        if count > len(selected):
-            raise DatasetError(f"--humanfix-shard {index}/{count}: the selection has only "
-                               f"{len(selected)} task(s); use at most {len(selected)} shards.")
-        tasks = deal(selected, index, count)
-        # The shard's own task ids let a merge name a task a shard did not finish.
-        shard = {"index": index, "count": count, "tasks": [t.task_id for t in tasks],
-                 "selected": len(selected),
-                 "selection": ids_hash(t.task_id for t in selected)}
-        return cls(all_tasks, tasks, content_hash(all_tasks), shard)
+    explicitly cannot work here. A run without Python tasks starts no warm executor; without
+    `start`, a warm executor starts when first used."""
+    executor = settings.executor if "python" in workload.languages else "fresh"
+    return make_sandbox(settings.sandbox, executor, Limits(timeout=settings.timeout_for("python")),
+                        hidden_files=workload.files, start=start)
 
 
 def worker_id() -> str:
@@ -101,6 +76,7 @@ class Runner:
         # The canonical solution's seconds per task on this machine (session/calibration),
         # timed by the controller; a task without one runs under --humanfix-timeout.
         self.canonical_seconds: dict[str, float] = canonical_seconds or {}
+        self._toolchains: dict[str, Sandbox] = {}
         self._model: Model | None = None
         self._model_error: str | None = None
         self._repeat_model: Model | None = None
@@ -115,21 +91,50 @@ class Runner:
     def tasks(self) -> list[Task]:
         return self.workload.tasks
 
-    @property
-    def dataset_hash(self) -> str:
-        return self.workload.dataset_hash
-
     @functools.cached_property
     def sandbox_choice(self) -> Choice:
-        return choose_sandbox(self.settings)
+        return choose_sandbox(self.settings, self.workload)
 
     @property
     def sandbox(self) -> Sandbox:
         return self.sandbox_choice.sandbox
 
+    def sandbox_for(self, language: str) -> Sandbox:
+        """Python's executor, or the language's toolchain in the same layer and cgroups; a
+        missing toolchain is a SandboxError naming the packages to install."""
+        if language == "python":
+            return self.sandbox
+        if language not in self._toolchains:
+            missing = LANGUAGES[language].missing()
+            if missing:
+                raise SandboxError(f"the {language} toolchain is missing: "
+                                   + "; ".join(missing))
+            self._toolchains[language] = self.sandbox_choice.for_toolchain(
+                LANGUAGES[language], self.settings.timeout_for(language))
+        return self._toolchains[language]
+
+    def language_notes(self) -> list[str]:
+        """Which of the run's languages can run here, and what the others lack."""
+        lines = []
+        for language in self.workload.languages:
+            missing = LANGUAGES[language].missing()
+            limit = f"limit {self.settings.timeout_for(language):g} s"
+            if language != "python":
+                limit += (", tree-sitter check before execution" if syntax_available(language)
+                          else ", no tree-sitter grammar: the compiler alone checks")
+            lines.append(f"language {language}: " + (
+                f"cannot run: {'; '.join(missing)}" if missing else f"runs here ({limit})"))
+        return lines
+
     @property
     def protocol(self) -> dict[str, Any]:
-        return self.settings.protocol
+        """The run's protocol: its language's, or with several languages the languages and
+        each one's time limit."""
+        languages = self.workload.languages
+        if len(languages) == 1:
+            return self.settings.protocol_for(languages[0])
+        return {**self.settings.protocol_for(languages[0]), "language": ",".join(languages),
+                "timeout": {name: self.settings.timeout_for(name) for name in languages}}
 
     @property
     def uses_langgraph(self) -> bool:
@@ -173,6 +178,9 @@ class Runner:
             except ModelLoadError:
                 self._load_error_unreported = True
         warm_ups: list[Callable[[], object]] = [lambda: self.sandbox]
+        # A toolchain's caches are built here, not in the first task's time.
+        warm_ups += [functools.partial(self.sandbox_for, language)
+                     for language in dict.fromkeys(task.language for task in self.tasks)]
         if self.uses_langgraph:
             warm_ups.append(repair_graph)
         for warm_up in warm_ups:
@@ -213,19 +221,19 @@ class Runner:
         if self._repeat_error is not None:
             return {"error": self._repeat_error}
         model = self._repeat_model or self.model()
-        sandbox = TaskSandbox(self.sandbox, self.limit_for(task.task_id))
+        sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
         return repeat_check(task, first, model, sandbox, self.settings,
                             langgraph=self.uses_langgraph)
 
-    def limit_for(self, task_id: str) -> float:
+    def limit_for(self, task: Task) -> float:
         """The wall-clock limit of the task's executions."""
-        return task_limit(self.settings.timeout, self.settings.timeout_factor,
-                          self.canonical_seconds.get(task_id))
+        return task_limit(self.settings.timeout_for(task.language), self.settings.timeout_factor,
+                          self.canonical_seconds.get(task.task_id))
 
     def evaluate_once(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
-            sandbox = TaskSandbox(self.sandbox, self.limit_for(task.task_id))
+            sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
             return repair(task, self.model(), sandbox, self.settings,
                           langgraph=self.uses_langgraph)
         except (ModelLoadError, SandboxError) as exc:
@@ -236,28 +244,36 @@ class Runner:
         return TaskResult.error_for(task, error, time.monotonic() - started)
 
     def close(self) -> None:
-        """Stop what this process started for the run (the warm executor's server)."""
+        """Stop what this process started for the run (the warm executor's server, the
+        toolchains' compile caches)."""
+        for toolchain in self._toolchains.values():
+            toolchain.shutdown()
         if "sandbox_choice" in self.__dict__:
             self.sandbox.shutdown()
 
     def record(self, result: TaskResult) -> dict[str, Any]:
         """The JSONL line for one task: the result plus what identifies the run."""
+        task = self.workload.task(result.task_id)
+        known_failure = LANGUAGES[task.language].known_failures.get(task.task_id)
         return {
             "run_id": self.run_id,
             "model": self.settings.model,
             **result.to_dict(),
-            "protocol": self.protocol,
-            "dataset": self.settings.dataset,
-            "dataset_hash": self.dataset_hash,
+            "language": task.language,
+            # The reference solution cannot pass here: counted apart, never scored.
+            **({"known_failure": known_failure} if known_failure else {}),
+            "protocol": self.settings.protocol_for(task.language),
+            "dataset": self.workload.sources[task.language],
+            "dataset_hash": self.workload.dataset_hashes[task.language],
             "shard": self.workload.shard,
             "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,
             "worker": worker_id(),
             "device": self.device,
             # Which limit applied: the calibrated one, and what it was calibrated from.
-            "time_limit": {"seconds": self.limit_for(result.task_id),
+            "time_limit": {"seconds": self.limit_for(task),
                            "canonical_seconds": self.canonical_seconds.get(result.task_id),
                            "factor": self.settings.timeout_factor,
-                           "floor": self.settings.timeout},
+                           "floor": self.settings.timeout_for(task.language)},
             "model_error": self._model_error,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),

@@ -29,12 +29,12 @@ def item_timeout(settings: Settings, limit: float | None = None) -> float:
     sample allowed a request timeout to generate and an execution to run, plus each sample's
     grading run and its guarded run, and a --humanfix-repeat-check reply and its grading runs
     (the run's first reply graded again among them). An execution may take its limit
-    (`limit`, the task's calibrated one, else --humanfix-timeout) twice: a timeout is re-run
+    (`limit`, the task's calibrated one, else the Python floor) twice: a timeout is re-run
     once.
     (The model is loaded before the timer starts.)"""
     if settings.item_timeout is not None:
         return settings.item_timeout
-    execution = 2 * (settings.timeout if limit is None else limit)
+    execution = 2 * (settings.timeout_for("python") if limit is None else limit)
     replies = (settings.iters + 1) * settings.samples
     total = replies * (settings.request_timeout + execution) + 2 * settings.samples * execution
     if settings.repeat_check:

@@ -12,7 +12,8 @@ from ..devices import DeviceError, pin
 from ..models.specs import ModelSpecError, check_spec
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
-from .runner import Runner, Workload, choose_sandbox
+from .runner import Runner, choose_sandbox
+from .workload import Workload
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
@@ -22,9 +23,9 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         if not settings.serve:
             check_spec(settings.model or "", settings)
         # The collector needs the tasks: a bad dataset fails here, not per item.
-        runner = Runner(settings, workerinput["humanfix_run_id"],
-                        workload=Workload.load(settings),
-                        sandbox_choice=choose_sandbox(settings), device=device,
+        workload = Workload.load(settings)
+        runner = Runner(settings, workerinput["humanfix_run_id"], workload=workload,
+                        sandbox_choice=choose_sandbox(settings, workload), device=device,
                         endpoint=workerinput.get("humanfix_endpoint"),
                         resumed=workerinput.get("humanfix_resumed", {}),
                         canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}))

@@ -1,0 +1,66 @@
+"""Per-execution cost of each language in the sandbox, measured in one run: the first
+execution of a worker, whose compile caches are built then (Go's testify, Rust's crates), and
+the median execution once they are warm, on HumanEvalFix task 0's canonical solution and tests.
+Python's row is its warm executor for comparison (it has no compile step).
+
+Each figure is the wall time of `sandbox.run` as the harness sees it (folder set-up, cache copy,
+compile, run, verdict, clean-up), under the layer `auto` picks here.
+
+    python benchmarks/bench_languages.py [--dataset PATH] [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+from common import add_dataset_argument
+
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.languages import LANGUAGES
+from pytest_humanfix.sandbox.choose import make_sandbox
+from pytest_humanfix.sandbox.environment import Limits, Sandbox
+
+
+def timed(sandbox: Sandbox, program: str) -> float:
+    started = time.perf_counter()
+    verdict = sandbox.run(program)
+    seconds = time.perf_counter() - started
+    assert verdict.passed, verdict.stderr[-2000:]
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataset_argument(parser)
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    choice = make_sandbox("auto", "auto", Limits())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}; "
+          f"layer {choice.sandbox.layer.name}, {args.runs} warm runs per language")
+    print(f"{'language':<8}  {'first (cold caches)':>19}  {'warm median':>11}  {'ratio':>5}")
+    for name, language in LANGUAGES.items():
+        path = args.dataset.parent / f"humanevalpack-{name}.jsonl"
+        task = load_tasks(str(path), name)[0]
+        code = language.prompt_base(task, "tests") + task.canonical_solution
+        program = language.program(code, task.test, task)
+        if name == "python":
+            sandbox: Sandbox = choice.sandbox
+            first = timed(sandbox, program)
+        else:
+            started = time.perf_counter()
+            toolchain = choice.for_toolchain(language, language.timeout)  # builds the caches
+            first = time.perf_counter() - started + timed(toolchain, program)
+            sandbox = toolchain
+        warm = statistics.median(timed(sandbox, program) for _ in range(args.runs))
+        print(f"{name:<8}  {first:>17.2f} s  {warm:>9.2f} s  {first / warm:>5.1f}")
+        if sandbox is not choice.sandbox:
+            sandbox.shutdown()
+    choice.sandbox.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The program a toolchain execution runs inside the layer, after `child.py` (compiled
+languages and JavaScript): it runs the steps of `humanfix-plan.json` (compile, then run) one
+after the other, each with its output in files of the box, and passes that output on. A step
+that fails ends the program with its status and a last stderr line the harness shows first:
+`CompileError: ...` or `TestError: ...`, with the most telling line of the step's output. A
+`silent` step fails when it writes anything (BigCode's rule for JavaScript, whose
+`console.assert` prints and never throws). The nonce is written only when every step passed.
+"""
+
+import json as _humanfix_json
+import os as _humanfix_os
+import re as _humanfix_re
+import signal as _humanfix_signal
+import subprocess as _humanfix_subprocess
+import sys as _humanfix_sys
+
+
+def _humanfix_read(path: str, cap: int) -> str:
+    with open(path, "rb") as handle:
+        data = handle.read(cap + 1)
+    text = data[:cap].decode("utf-8", "replace")
+    return text + ("\n[... cut ...]\n" if len(data) > cap else "")
+
+
+def _humanfix_telling(output: str, pattern: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    found = [line for line in lines if _humanfix_re.search(pattern, line)]
+    return (found or lines or [""])[0][:300]
+
+
+def _humanfix_fail(step: dict, code: int, output: str, pattern: str, why: str = "") -> None:
+    status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+    telling = _humanfix_telling(output, pattern)
+    kind = "CompileError" if step["kind"] == "compile" else "TestError"
+    # A traceback's shape: the harness shows the last line, the exception, alone.
+    _humanfix_sys.stderr.write(f'\n  File "{step["argv"][0]}", the {step["kind"]} step\n'
+                               f"{kind}: {why or status}" + (f": {telling}" if telling else "")
+                               + "\n")
+    _humanfix_sys.stderr.flush()
+    _humanfix_sys.stdout.flush()
+    if code < 0:  # die of the same signal, so the harness reads the same status
+        _humanfix_signal.signal(-code, _humanfix_signal.SIG_DFL)
+        _humanfix_os.kill(_humanfix_os.getpid(), -code)
+    _humanfix_sys.exit(code or 1)
+
+
+def _humanfix_steps() -> None:
+    with open("humanfix-plan.json", encoding="utf-8") as handle:
+        plan = _humanfix_json.load(handle)
+    env = dict(_humanfix_os.environ, **plan["env"])
+    cap = plan["output_cap"]
+    for number, step in enumerate(plan["steps"]):
+        out_path, err_path = f"humanfix-{number}.out", f"humanfix-{number}.err"
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
+                                             stdout=out, stderr=err, env=env)
+        stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
+        _humanfix_sys.stdout.write(stdout)
+        _humanfix_sys.stderr.write(stderr)
+        if code != 0:
+            _humanfix_fail(step, code, stderr + "\n" + stdout, plan["pattern"])
+        if step.get("silent") and (stdout or stderr):
+            _humanfix_fail(step, 0, stderr + "\n" + stdout, plan["pattern"],
+                           "the program wrote output, which fails the tests (any output is "
+                           "a failed console.assert)")
+
+
+_humanfix_steps()

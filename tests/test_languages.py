@@ -1,0 +1,376 @@
+"""HumanEvalFix in JavaScript, Java, Go, C++ and Rust beside Python: each language assembles
+BigCode's program and runs it inside the sandbox, compile step included, with the same layer,
+limits and verdicts as Python."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
+from pytest_humanfix.sandbox.cgroup import open_cgroups
+from pytest_humanfix.sandbox.choose import choose_layer
+from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
+
+COMPILED = ("js", "java", "go", "cpp", "rust")
+
+
+def data_file(dataset: Path, name: str) -> Path:
+    """The language's file beside the Python one (shared/data/humanevalpack-<name>.jsonl)."""
+    path = dataset.parent / f"humanevalpack-{name}.jsonl"
+    if not path.is_file():  # never skip: missing data must turn the run red
+        raise pytest.UsageError(f"the {name} dataset is not at {path}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tasks(dataset: Path) -> dict[str, list[Task]]:
+    return {name: load_tasks(str(data_file(dataset, name))) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def sandboxes():
+    layer, _notes = choose_layer("auto")
+    cgroups, _how = open_cgroups()
+    made = {name: ToolchainSandbox(layer, language(name), Limits(timeout=language(name).timeout),
+                                   cgroups) for name in COMPILED}
+    yield made
+    for sandbox in made.values():
+        sandbox.shutdown()
+
+
+def run(sandbox: ToolchainSandbox, task: Task, body: str, variant: str = "tests"):
+    lang = of_task_id(task.task_id)
+    assert lang is not None
+    return sandbox.run(lang.program(lang.prompt_base(task, variant) + body, task.test, task))
+
+
+def test_every_language_is_registered_with_bigcodes_timeout():
+    assert NAMES == ("python", "js", "java", "go", "cpp", "rust")
+    assert {name: LANGUAGES[name].timeout for name in NAMES} == {
+        "python": 10, "js": 10, "java": 10, "go": 20, "cpp": 60, "rust": 300}
+
+
+def test_task_ids_name_their_language(tasks):
+    for name in NAMES:
+        assert {of_task_id(t.task_id) for t in tasks[name]} == {language(name)}
+    assert of_task_id("Cobol/1") is None
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("rust", ("rust",)), ("js, go,js", ("js", "go")), ("all", NAMES)])
+def test_language_option_values(text, names):
+    assert parse_languages(text) == names
+
+
+def test_unknown_language_names_the_choices():
+    with pytest.raises(ValueError, match="python, js, java, go, cpp, rust.*not cobol"):
+        parse_languages("python,cobol")
+
+
+def test_toolchains_are_installed_here():
+    # CI installs every toolchain (scripts/setup): a missing one must fail, not skip.
+    assert {name: LANGUAGES[name].missing() for name in NAMES} == {name: [] for name in NAMES}
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_canonical_passes_and_buggy_fails_in_the_sandbox(name, tasks, sandboxes):
+    task = tasks[name][0]
+    fixed = run(sandboxes[name], task, task.canonical_solution)
+    assert fixed.status == "passed", fixed.stderr
+    assert fixed.layer == sandboxes[name].layer.name
+    broken = run(sandboxes[name], task, task.buggy_solution)
+    assert broken.status == "failed"
+    assert broken.first_failure().startswith("TestError: ")
+
+
+@pytest.mark.parametrize("name", ("java", "go", "cpp", "rust"))
+def test_a_compiler_error_is_the_failure_shown(name, tasks, sandboxes):
+    task = tasks[name][0]
+    verdict = run(sandboxes[name], task, task.canonical_solution + "\nthis is not code\n")
+    assert verdict.status == "failed"
+    failure = verdict.first_failure()
+    # The compiler's own words: its first error, which names the file or says "error".
+    assert failure.startswith("CompileError: exit status 1: "), failure
+    told = failure.removeprefix("CompileError: exit status 1: ")
+    assert language(name).source_name in told or told.startswith("error"), failure
+
+
+def test_js_output_alone_fails_as_bigcode_judges_it(tasks, sandboxes):
+    task = tasks["js"][0]
+    body = task.canonical_solution.replace("return false;", "console.log('x'); return false;", 1)
+    verdict = run(sandboxes["js"], task, body)
+    assert verdict.exit_code == 1 and verdict.status == "failed"
+    assert "wrote output" in verdict.first_failure()
+
+
+def test_rust_tasks_that_need_rand_04_cannot_compile_here(tasks, sandboxes):
+    by_id = {t.task_id: t for t in tasks["rust"]}
+    for task_id, reason in language("rust").known_failures.items():
+        verdict = run(sandboxes["rust"], by_id[task_id], by_id[task_id].canonical_solution)
+        assert verdict.status == "failed" and "gen_range" in reason
+        assert "SampleRange" in verdict.stderr, verdict.stderr[-2000:]
+
+
+def test_a_candidate_cannot_write_into_the_workers_cache(tasks, sandboxes):
+    """The cache is read-only inside the layer; Go's writable build cache is the execution's
+    own copy, so what one candidate writes there no other one reads."""
+    sandbox = sandboxes["go"]
+    assert sandbox.layer.name == "bwrap"  # the process layer protects no file (README)
+    cache = sandbox.cache
+    task = tasks["go"][0]
+    vandal = ('import "os"\n' + task.declaration + task.canonical_solution
+              + "\nfunc init() {\n"
+              + f'    if _, err := os.Create("{cache}/gocache/owned"); err != nil {{\n'
+              + '        println("refused:", err.Error())\n    }\n'
+              + '    own, _ := os.Create(os.Getenv("GOCACHE") + "/mine")\n'
+              + "    own.Close()\n}\n")
+    verdict = sandbox.run(language("go").program(vandal, task.test, task))
+    assert "read-only file system" in verdict.stderr, verdict.stderr
+    assert verdict.status == "passed"  # its own copy took the write
+    assert not (cache / "gocache" / "owned").exists()
+    assert not (cache / "gocache" / "mine").exists()
+
+
+# Through pytest: the option, the dataset's language, items, records and reports.
+
+def every_language(dataset: Path) -> str:
+    """--humanfix-dataset for the shared files of every language."""
+    return "--humanfix-dataset=" + str(dataset.parent / "humanevalpack-{language}.jsonl")
+
+
+def test_a_local_file_names_its_language(humanfix_pytester, dataset, read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'go')}",
+        "--humanfix-max", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*humanfix language go: runs here (limit 20 s, tree-sitter check "
+                                 "before execution)*",
+                                 "pass@1 = 100.0% (2/2)*timeout=20.0*language=go]"])
+    records = read_records()
+    assert {(r["task_id"], r["language"]) for r in records} == {("Go/0", "go"), ("Go/1", "go")}
+    assert {r["protocol"]["language"] for r in records} == {"go"}
+    assert {r["time_limit"]["floor"] for r in records} == {20.0}
+
+
+def test_a_file_of_another_language_is_a_usage_error(humanfix_pytester, dataset):
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical",
+                                         "--humanfix-language", "rust")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: --humanfix-dataset {dataset} holds python tasks (ids like Python/0), but "
+        "--humanfix-language is rust: pass --humanfix-language python, or a dataset of rust*"])
+
+
+def test_an_unknown_language_is_a_usage_error(humanfix_pytester):
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical",
+                                         "--humanfix-language", "cobol")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --humanfix-language / humanfix_language: 'cobol' must "
+                                 "be all or one or more of python, js, java, go, cpp, rust*"])
+
+
+def test_several_languages_give_an_item_per_task_and_language(humanfix_pytester, dataset,
+                                                              read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "buggy", "--humanfix-language", "python,js,rust",
+        every_language(dataset), "--humanfix-max", "2", "-v")
+    result.assert_outcomes(failed=6)
+    result.stdout.fnmatch_lines(["*Python_0_has_close_elements FAILED*",
+                                 "*JavaScript_1_separateParenGroups FAILED*",
+                                 "*Rust_1_separate_paren_groups FAILED*"])
+    assert {r["language"] for r in read_records()} == {"python", "js", "rust"}
+    summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+    assert [(row["language"], row["tasks"]["scored"], row["tasks"]["fixed"])
+            for row in summary["by_language"]] == [("python", 2, 0), ("js", 2, 0), ("rust", 2, 0)]
+    result.stdout.fnmatch_lines(["language js: pass@1 = 0.0% (0/2)*timeout=10.0*language=js]",
+                                 "language rust: pass@1 = 0.0% (0/2)*timeout=300.0*language=rust]"])
+    markdown = (humanfix_pytester.path / "reports" / "summary.md").read_text()
+    assert "## rust" in markdown and "## js" in markdown
+    suite = ET.parse(humanfix_pytester.path / "reports" / "junit.xml").getroot().find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["humanfix_language"] == "python,js,rust"
+    assert properties["humanfix_pass_at_1_rust"] == "0.0000"
+
+
+def test_k_selects_a_language(humanfix_pytester, dataset, read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-language", "js,rust",
+        every_language(dataset), "--humanfix-max", "2", "-k", "rust")
+    result.assert_outcomes(passed=2, deselected=2)
+    assert {r["task_id"] for r in read_records()} == {"Rust/0", "Rust/1"}
+
+
+def test_a_baseline_of_another_language_is_refused(humanfix_pytester, dataset):
+    first = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1",
+                                        "--humanfix-jsonl=python.jsonl")
+    first.assert_outcomes(passed=1)
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'js')}",
+        "--humanfix-max", "1", "--humanfix-baseline=python.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --humanfix-baseline: */python.jsonl holds python results "
+                                 "(Python/0) and this run evaluates js: a baseline compares only "
+                                 "within its language*--humanfix-language js."])
+
+
+def test_resume_keeps_languages_apart(humanfix_pytester, dataset):
+    humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1"
+                                ).assert_outcomes(passed=1)
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'cpp')}",
+        "--humanfix-max", "1", "--humanfix-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*record 1 (Python/0) is of language python, and this run "
+                                 "evaluates cpp*"])
+
+
+def test_a_missing_toolchain_errors_its_items_naming_the_package(humanfix_pytester, dataset,
+                                                                 monkeypatch, read_records):
+    monkeypatch.setattr(type(language("go")), "tools", (("no-such-go", "golang-go"),))
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-language", "js,go",
+        every_language(dataset), "--humanfix-max", "1")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*humanfix language go: cannot run: no-such-go not found (Debian: apt-get install "
+        "golang-go)*",
+        "*harness error on Go/0: the go toolchain is missing: no-such-go not found (Debian: "
+        "apt-get install golang-go)*"])
+
+
+def replay_rows(tasks: dict[str, list[Task]]) -> list[dict[str, str]]:
+    """Per language: task 0 answered with prose and the whole fixed function, task 1 with only
+    the fixed body, task 2 with code that does not compile (JS: does not parse)."""
+    rows = []
+    for name in COMPILED:
+        lang = language(name)
+        first, second, third = tasks[name][:3]
+        rows += [
+            {"task_id": first.task_id, "completion": "The bug is fixed here:\n\n```"
+             f"{lang.fence}\n{first.canonical_code}```\n\nIt now passes the tests."},
+            {"task_id": second.task_id,
+             "completion": f"```{lang.fence}\n{second.canonical_solution}```"},
+            {"task_id": third.task_id, "completion": f"```{lang.fence}\n{third.declaration}"
+             f"    this line is no code at all\n{third.canonical_solution}```"}]
+    return rows
+
+
+def test_replayed_replies_are_scored_in_every_language(humanfix_pytester, dataset, tasks,
+                                                        records_by_task):
+    replies = humanfix_pytester.path / "replies.jsonl"
+    rows = replay_rows(tasks)
+    replies.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", f"replay:{replies}", "--humanfix-language", ",".join(COMPILED),
+        every_language(dataset), "--humanfix-task", ",".join(row["task_id"] for row in rows))
+    result.assert_outcomes(passed=10, failed=5)
+    got = records_by_task()
+    for name in COMPILED:
+        first, second, third = (got[t.task_id] for t in tasks[name][:3])
+        assert (first["outcome"], second["outcome"], third["outcome"]) == \
+            ("fixed", "fixed", "unfixed"), name
+        # The check before execution (tree-sitter) or the compiler says why.
+        attempt = third["attempts"][0]
+        assert attempt["status"] in ("rejected", "failed"), name
+        if attempt["status"] == "rejected":  # it names the line that does not parse
+            assert "this line is no code at all" in attempt["check"], attempt["check"]
+        else:
+            assert third["failure"].startswith("CompileError"), third["failure"]
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_completion_prompt_follows_bigcodes_post_processing(name, humanfix_pytester, dataset,
+                                                            read_records):
+    """A base model continues the prompt base; the continuation is cut at BigCode's stop words
+    and where the braces close, and completed from the prompt base."""
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-prompt", "completion",
+        f"--humanfix-dataset={data_file(dataset, name)}", "--humanfix-max", "3")
+    result.assert_outcomes(passed=3)
+    assert {a["prompt"] for r in read_records() for a in r["attempts"]} == {"completion"}
+
+
+# The controls on the real data, through xdist: every task of each language.
+KNOWN_FAILURES = {"js": set(), "java": set(), "go": {"Go/27", "Go/95"}, "cpp": {"CPP/23"},
+                  "rust": {"Rust/32", "Rust/50"}}
+
+
+def test_known_failures_are_the_listed_ones():
+    assert {name: set(language(name).known_failures) for name in COMPILED} == KNOWN_FAILURES
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["canonical", "buggy"])
+@pytest.mark.parametrize("name", COMPILED)
+def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, dataset, read_records):
+    """164 tasks per language; a reference solution that cannot pass here is counted apart
+    (an expected failure of pytest, a known failure of the summary), never scored. The buggy
+    control runs under a 10 s limit: a buggy loop would otherwise run Rust's 300 s twice."""
+    known = KNOWN_FAILURES[name]
+    limit = ["--humanfix-timeout", "10"] if model == "buggy" else []
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", model, f"--humanfix-dataset={data_file(dataset, name)}", "-n", "2",
+        *limit)
+    if model == "canonical":
+        result.assert_outcomes(passed=164 - len(known), xfailed=len(known))
+    else:
+        result.assert_outcomes(failed=164 - len(known), xfailed=len(known))
+    summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+    assert summary["tasks"] == {
+        "total": 164, "scored": 164 - len(known), "errors": 0,
+        "fixed": 164 - len(known) if model == "canonical" else 0,
+        "unfixed": 0 if model == "canonical" else 164 - len(known), "flagged": 0,
+        "known_failures": len(known)}
+    assert {row["task_id"] for row in summary["known_failures"]} == known
+    assert {r["language"] for r in read_records()} == {name}
+
+
+def test_go_program_imports_what_the_code_uses_once(tasks):
+    task = next(t for t in tasks["go"] if t.task_id == "Go/10")  # uses strings, has a helper
+    go = language("go")
+    bare = go.program(task.declaration + task.canonical_solution, task.test, task)
+    assert bare.startswith("package main\n") and bare.count('"strings"') == 1
+    # Code that imports it itself gets no second import (Go refuses duplicates).
+    own = go.program(task.prompt + task.canonical_solution, task.test, task)
+    assert own.count('"strings"') == 1 and own.count("package main") == 1
+
+
+def test_rust_program_completes_main_and_use_lines(tasks):
+    task = tasks["rust"][0]
+    rust = language("rust")
+    program = rust.program("fn has_close_elements(numbers:Vec<f32>, threshold: f32) -> bool{\n"
+                           + task.canonical_solution, task.test, task)
+    assert program.startswith("fn main(){}\n") and program.count("fn main()") == 1
+    assert "use rand::Rng;" in program and program.count("fn has_close_elements(") == 1
+
+
+def test_cpp_program_has_the_include_helper_and_no_model_main(tasks):
+    task = tasks["cpp"][0]
+    program = language("cpp").program(task.declaration + task.canonical_solution
+                                      + "int main(){ return 1; }\n", task.test, task)
+    assert program.startswith("using namespace std;\n#include<stdlib.h>")
+    assert "#include<boost/any.hpp>" in program and program.count("int main") == 1
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_docs_variant_continues_the_prompt(name, humanfix_pytester, dataset, read_records):
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-variant", "docs",
+        f"--humanfix-dataset={data_file(dataset, name)}", "--humanfix-max", "2")
+    result.assert_outcomes(passed=2)
+    assert {r["protocol"]["variant"] for r in read_records()} == {"docs"}
+
+
+def test_the_language_is_an_ini_key_too(humanfix_pytester, dataset, read_records):
+    files = dataset.parent / "humanevalpack-{language}.jsonl"
+    humanfix_pytester.makeini("[pytest]\naddopts = -p no:randomly\n"
+                              f"humanfix_language = cpp\nhumanfix_dataset = {files}\n")
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1")
+    result.assert_outcomes(passed=1)
+    assert [r["task_id"] for r in read_records()] == ["CPP/0"]
