@@ -53,3 +53,24 @@ def test_smollm2_through_each_engine(humanfix_pytester, read_records, engine, tm
         for line in lines:
             port = re.search(r":(\d+)/v1", line).group(1)
             assert processes_with(f"--port {port} ") == []
+
+
+@pytest.mark.slow
+def test_smollm2_repairs_in_every_compiled_language(humanfix_pytester, dataset, read_records):
+    """Real replies in each of the other five languages go through extraction, the check and the
+    compiler in the sandbox: every task is scored, none is a harness error."""
+    languages = ("js", "java", "go", "cpp", "rust")
+    humanfix_pytester.runpytest(
+        "--humanfix-model", "smollm2", "--humanfix-serve", "--humanfix-engine", "llamacpp",
+        "--humanfix-language", ",".join(languages),
+        "--humanfix-dataset=" + str(dataset.parent / "humanevalpack-{language}.jsonl"),
+        "--humanfix-max", "1", "--humanfix-max-new-tokens", "96", "-n", "2")
+    records = read_records()
+    assert sorted(r["language"] for r in records) == sorted(languages)
+    assert [r["error"] for r in records if r["outcome"] == "error"] == []
+    for record in records:
+        assert record["outcome"] in ("fixed", "unfixed")
+        for attempt in record["attempts"]:
+            assert attempt["reply"].strip() and attempt["engine"] == "llamacpp"
+            # Each reply was judged: rejected by the check, or run (compiled) in the sandbox.
+            assert attempt["status"] in ("rejected", "failed", "passed", "graded", "repeat")
