@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--engines", default=",".join(ENGINES),
                         help="comma-separated subset of " + ", ".join(ENGINES))
+    parser.add_argument("--workers", action="append", default=[], metavar="ENGINE=N",
+                        help="run ENGINE at -n N instead of its default worker count")
     parser.add_argument("--keep", type=Path, help="keep each engine's project folder here")
     parser.add_argument("--reuse", action="store_true",
                         help="take an engine's finished run from the --keep folder instead of "
@@ -100,6 +102,9 @@ def main() -> None:
     args = parser.parse_args()
 
     names = [n for n in args.engines.split(",") if n]
+    for choice in args.workers:
+        name, _, count = choice.partition("=")
+        ENGINES[name] = (ENGINES[name][0], int(count))
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
         results = {name: reused(folder / name) if args.reuse and args.keep

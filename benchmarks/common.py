@@ -18,7 +18,8 @@ if str(REPO) not in sys.path:
 
 
 def add_dataset_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", type=Path,
+    # Absolute: the runs start in scratch folders, where a relative path would name nothing.
+    parser.add_argument("--dataset", type=lambda text: Path(text).resolve(),
                         default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
 
 

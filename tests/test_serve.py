@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -180,7 +179,8 @@ def test_the_summary_says_how_the_engines_were_started():
     facts = server.Serving(engines, "tensor-parallel", ("--enforce-eager",)).facts()
     assert facts == {"engine": "vllm", "layout": "tensor-parallel",
                      "engine_args": ["--enforce-eager"],
-                     "engines": [{"devices": "0,1", "base_url": "http://127.0.0.1:9000/v1"}]}
+                     "engines": [{"devices": "0,1", "base_url": "http://127.0.0.1:9000/v1"}],
+                     "cpu_layout": None}
 
 
 ENGINE_MODELS = {"transformers": "tiny_model", "llamacpp": "tiny_gguf"}
@@ -249,41 +249,53 @@ def test_a_gguf_is_dequantized_once_for_transformers_serve(tiny_gguf, tmp_path):
 
 
 @pytest.mark.slow
-def test_llamacpp_on_a_cpu_gives_each_worker_an_engine_and_leaves_nothing(
-        humanfix_pytester, tiny_gguf, read_records):
-    result = humanfix_pytester.runpytest("--humanfix-model", str(tiny_gguf), "--humanfix-serve",
-                                         *TINY)
+@pytest.mark.parametrize("workers", [2, 4])
+def test_llamacpp_on_a_cpu_shares_the_workers_over_the_cores_and_leaves_nothing(
+        humanfix_pytester, tiny_gguf, read_records, monkeypatch, workers):
+    # Two cores seen, whatever this machine has: -n 2 is an engine per worker, -n 4 two engines
+    # of two slots each, decoded together.
+    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: {0, 1})
+    result = humanfix_pytester.runpytest_inprocess(
+        "--humanfix-model", str(tiny_gguf), "--humanfix-serve", "--humanfix-max", str(workers),
+        "--humanfix-max-new-tokens", "16", "-n", str(workers))
     lines = [out for out in result.outlines if out.startswith("humanfix serve: llamacpp")]
-    assert len(lines) == 2  # -n 2: one engine per worker, each one request at a time
-    count, threads = server.cpu_engines(2)
-    assert count == 2 and threads == max(1, len(os.sched_getaffinity(0)) // 2)
+    layout = server.cpu_layout(workers)
+    assert len(lines) == layout.engines == 2
+    assert (layout.threads, layout.slots) == ((1, 1) if workers == 2 else (1, 2))
     reports = humanfix_pytester.path / "reports"
     records = read_records()
-    assert_answered_by_a_model(records, 2)
+    assert_answered_by_a_model(records, workers)
     attempts = [a for r in records for a in r["attempts"]]
     assert {a["engine"] for a in attempts} == {"llamacpp"}
     assert {a["finish_reason"] for a in attempts} <= {"stop", "length"}
+    summary = json.loads((reports / "summary.json").read_text())
+    assert summary["run"]["serve"]["cpu_layout"] == {"engines": 2, "threads": 1,
+                                                     "slots": layout.slots}
     for index, line in enumerate(lines):
         log = reports / f"server-{index}.log"
         command = log.read_text().splitlines()[0]
-        assert "-m pytest_humanfix.models.llamacpp_server" in command and f"--n_threads {threads} " in command
-        # gw0 and gw1 each went to their own engine: one request each.
-        assert chat_requests(log) == 1
+        assert "-m pytest_humanfix.models.llamacpp_server" in command
+        assert f"--n_threads 1 --parallel {layout.slots} " in command
+        # gw0, gw2 go to the first engine, gw1, gw3 to the second: one request per worker.
+        assert chat_requests(log) == layout.slots
         pid, port = map(int, re.search(r"pid (\d+) .*:(\d+)/v1", line).groups())
         assert not process_alive(pid)
         assert processes_with(f"--port {port} ") == []
 
 
-def test_a_cpu_run_gets_one_llamacpp_engine_per_worker_with_the_cores_shared_out(monkeypatch):
+def test_the_cpu_layout_gives_an_engine_per_worker_up_to_the_cores_then_slots(monkeypatch):
     monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(8)))
-    assert server.cpu_engines(1) == (1, 8)
-    assert server.cpu_engines(2) == (2, 4)
-    assert server.cpu_engines(3) == (3, 2)
-    assert server.cpu_engines(16) == (8, 1)  # never more engines than cores
+    layouts = {n: server.cpu_layout(n) for n in (1, 2, 3, 8, 9, 16, 17)}
+    assert {n: (x.engines, x.threads, x.slots) for n, x in layouts.items()} == {
+        1: (1, 8, 1), 2: (2, 4, 1), 3: (3, 2, 1), 8: (8, 1, 1),
+        9: (8, 1, 2), 16: (8, 1, 2), 17: (8, 1, 3)}  # never more engines than cores
     model = server.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
-    command = server.engine_command(model, 8123, None, seed=0, threads=4)
+    command = server.engine_command(model, 8123, None, seed=0, layout=layouts[2])
     assert command[command.index("--n_threads") + 1] == "4"
-    assert command[command.index("--n_threads_batch") + 1] == "4"
+    assert command[command.index("--parallel") + 1] == "1"
+    command = server.engine_command(model, 8123, None, seed=0, layout=layouts[16])
+    assert command[command.index("--n_threads") + 1] == "1"
+    assert command[command.index("--parallel") + 1] == "2"
 
 
 @pytest.mark.slow
@@ -298,7 +310,8 @@ def test_engine_args_reach_the_engine_and_the_summary(humanfix_pytester, tiny_gg
     summary = json.loads((reports / "summary.json").read_text())
     assert summary["run"]["serve"] == {
         "engine": "llamacpp", "layout": "per-device", "engine_args": ["--n_ctx", "2048"],
-        "engines": [{"devices": None, "base_url": f"http://127.0.0.1:{port}/v1"}]}
+        "engines": [{"devices": None, "base_url": f"http://127.0.0.1:{port}/v1"}],
+        "cpu_layout": {"engines": 1, "threads": len(os.sched_getaffinity(0)), "slots": 1}}
     assert summary["tasks"]["errors"] == 0
 
 
@@ -313,34 +326,3 @@ def test_a_llamacpp_engine_that_cannot_start_shows_its_log(humanfix_pytester, tm
     assert "the llamacpp engine for" in message and "exited with status" in message
     assert "server-0.log" in message and "ending:" in message
     assert processes_with(str(broken)) == []
-
-
-def ask_twice(engine: server.Engine) -> None:
-    body = json.dumps({"model": engine.model.name, "max_tokens": 4, "temperature": 0,
-                       "messages": [{"role": "user", "content": "def f(x): return x + 1"}]})
-    for _ in range(2):
-        request = urllib.request.Request(f"{engine.base_url}/chat/completions", body.encode(),
-                                         {"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=120) as answer:
-            assert answer.status == 200
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("module", ["pytest_humanfix.models.llamacpp_server", "llama_cpp.server"])
-def test_llamacpp_evaluates_each_prompt_from_its_first_token(tiny_gguf, tmp_path, monkeypatch,
-                                                              module):
-    """The same prompt twice in a row: our engine evaluates it whole both times, so a reply
-    cannot depend on what was served before it; llama_cpp.server alone (the control) reuses
-    the tokens it kept."""
-    ours = server.base_command
-    monkeypatch.setattr(server, "base_command", lambda *args, **kwargs: [
-        module if part == "pytest_humanfix.models.llamacpp_server" else part
-        for part in ours(*args, **kwargs)])
-    log = tmp_path / "server.log"
-    engine = server.launch(Settings(model=str(tiny_gguf), engine="llamacpp"), log, timeout=180)
-    try:
-        ask_twice(engine)
-    finally:
-        engine.stop()
-    assert chat_requests(log) == 2
-    assert ("prefix-match hit" in log.read_text()) == (module == "llama_cpp.server")

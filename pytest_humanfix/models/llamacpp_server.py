@@ -1,36 +1,378 @@
-"""llama-cpp-python's OpenAI-compatible server, with every prompt evaluated from its first token.
+"""llama.cpp's engine: an OpenAI-compatible server whose parallel slots are decoded together,
+and whose every reply is a function of its prompt alone.
 
-The server keeps the tokens it evaluated last and, when a new prompt starts with them, evaluates
-only the rest. A greedy reply then depends on what the engine served before it: the rest runs as
-a batch of its own, whose sums round differently from the whole prompt's, and a prompt sent twice
-in a row (its last token evaluated again alone) got another reply for 8 of 40 tasks here. A
-reply must be a function of its prompt, whatever order xdist hands the tasks out in, so the
-kept tokens are dropped before each request. A task's first prompt shares a handful of tokens
-with the one before it, so that costs a run almost nothing; a repair round's prompt, which
-extends the conversation, is evaluated whole again.
+llama-cpp-python's own server takes one request at a time, so `-n N` workers on a CPU could only
+run at once with an engine each. Yet a decode step of a small model on one thread is mostly fixed
+cost: SmolLM2-135M decodes 48 tokens/s alone and 68 as two sequences in one batch, 88 as four. So
+one engine here holds `--parallel` slots, one per worker it serves, and decodes every busy slot
+in each step, on llama-cpp-python's bindings.
 
-    python -m pytest_humanfix.models.llamacpp_server ARGUMENTS OF llama_cpp.server
+A reply must not depend on what else the engine serves, or on what it served before (a worker's
+tasks come in xdist's order). Three rules keep it so:
+- Each prompt is evaluated alone, from its first token, in the same chunks. Nothing is kept from
+  an earlier request: a kept prefix leaves the rest to be evaluated as a batch of its own, whose
+  sums round otherwise; under llama_cpp.server, the same prompt sent twice in a row got another
+  reply for 8 of 40 tasks.
+- Each slot has its own KV cells (`kv_unified` off), so attention never sees another sequence.
+- Slots share a step only on one thread: on two threads the work is split by batch shape, and a
+  sequence decoded beside another gave other tokens than alone for 5 of 6 prompts here; on one
+  thread, 6 of 6 were the same. `serve.cpu_layout` gives an engine several slots only so.
+
+Greedy (temperature 0) is the argmax. llama_cpp.server applied a repeat penalty of 1.1 to every
+request that did not name one, which neither the transformers engines nor vLLM do.
+
+    python -m pytest_humanfix.models.llamacpp_server --model FILE.gguf [--parallel N]
+        [--n_threads T] [--n_ctx C] [--host H] [--port P] [--model_alias NAME] [--seed S]
 """
 
 from __future__ import annotations
 
-import runpy
-from collections.abc import Iterator
+import argparse
+import json
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def evaluate_prompts_whole() -> None:
-    from llama_cpp import Llama
+class RequestError(Exception):
+    """A request the engine cannot serve: answered 400 with this message."""
 
-    generate = Llama.generate
 
-    def from_first_token(self: Llama, tokens: Any, *args: Any, **kwargs: Any) -> Iterator[int]:
-        self.reset()  # nothing kept: `generate` finds no prefix to reuse
-        return generate(self, tokens, *args, **kwargs)
+@dataclass
+class Job:
+    """One request, from its prompt's tokens to its reply."""
 
-    Llama.generate = from_first_token  # type: ignore[method-assign,assignment]
+    prompt: list[int]
+    max_tokens: int
+    stop: list[str]
+    temperature: float
+    top_p: float
+    seed: int
+    tokens: list[int] = field(default_factory=list)
+    text: bytes = b""
+    finish_reason: str = ""
+    error: str = ""
+    slot: int = -1
+    sampler: Any = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class BatchedModel:
+    """One model and one context of `slots` sequences; a single thread (`run`) evaluates."""
+
+    def __init__(self, path: str, context: int, threads: int, slots: int, batch: int) -> None:
+        import llama_cpp
+
+        self.lc = llama_cpp
+        llama_cpp.llama_backend_init()
+        self.model = llama_cpp.llama_model_load_from_file(
+            path.encode(), llama_cpp.llama_model_default_params())
+        if not self.model:
+            raise SystemExit(f"llamacpp_server: cannot load the model {path!r}")
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = context * slots  # without kv_unified, each slot gets an equal share
+        params.n_batch = params.n_ubatch = batch
+        params.n_seq_max = slots
+        params.kv_unified = False
+        # As llama-cpp-python's Llama has it, so a reply here is the one it gives greedily.
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.n_threads = params.n_threads_batch = threads
+        self.ctx = llama_cpp.llama_init_from_model(self.model, params)
+        if not self.ctx:
+            raise SystemExit(f"llamacpp_server: cannot make a context of {context} tokens "
+                             f"x {slots} slots for {path!r}")
+        # Text in and out through llama-cpp-python's own tokenizer and chat template, so that a
+        # prompt is tokenized as llama_cpp.server tokenized it.
+        self.text = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+        self.context = context
+        self.batch_size = batch
+        self.batch = llama_cpp.llama_batch_init(max(batch, slots), 0, 1)
+        self.free = list(range(slots))[::-1]
+        self.active: list[Job] = []
+        self.waiting: deque[Job] = deque()
+        self.wake = threading.Condition()
+
+    # -- text ---------------------------------------------------------------------------------
+
+    def chat_prompt(self, messages: list[dict[str, Any]]) -> tuple[list[int], list[str]]:
+        """The prompt's tokens and stop strings, through the chat template stored in the file."""
+        from llama_cpp import llama_chat_format
+
+        template = self.text.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise RequestError("the model has no chat template: ask /v1/completions instead "
+                               "(--humanfix-prompt completion)")
+        eos, bos = self.text.token_eos(), self.text.token_bos()
+        formatter = llama_chat_format.Jinja2ChatFormatter(
+            template=template, stop_token_ids=[eos],
+            eos_token=self.text._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=self.text._model.token_get_text(bos) if bos != -1 else "")
+        try:
+            formatted = formatter(messages=messages)
+        except Exception as exc:  # the template's own error, in its own words
+            raise RequestError(f"the chat template cannot lay out these messages: {exc}") from None
+        stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or ""]
+        tokens = self.text.tokenize(formatted.prompt.encode(),
+                                    add_bos=not formatted.added_special, special=True)
+        return tokens, [s for s in stop if s]
+
+    def completion_prompt(self, prompt: str) -> list[int]:
+        return self.text.tokenize(prompt.encode(), special=True)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self.text.detokenize(tokens).decode("utf-8", errors="ignore")
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        with self.wake:
+            self.waiting.append(job)
+            self.wake.notify()
+
+    def run(self) -> None:
+        """The evaluation loop: admits waiting jobs to free slots, one prompt at a time, then
+        decodes one token of every busy slot in one batch."""
+        while True:
+            with self.wake:
+                while not self.waiting and not self.active:
+                    self.wake.wait()
+                admitted = []
+                while self.waiting and self.free:
+                    job = self.waiting.popleft()
+                    job.slot = self.free.pop()
+                    admitted.append(job)
+            try:
+                for job in admitted:
+                    self.start(job)
+                if self.active:
+                    self.step()
+            except RuntimeError as exc:
+                for job in [*admitted, *self.active]:
+                    if not job.done.is_set():
+                        job.error = str(exc)
+                        self.finish(job, "error")
+                self.active.clear()
+
+    def start(self, job: Job) -> None:
+        """Evaluates the prompt alone, in chunks counted from its first token, and samples the
+        reply's first token."""
+        job.sampler = self.new_sampler(job)
+        for first in range(0, len(job.prompt), self.batch_size):
+            chunk = job.prompt[first:first + self.batch_size]
+            last = first + len(chunk) == len(job.prompt)
+            self.decode([(token, first + offset, job.slot, last and offset == len(chunk) - 1)
+                         for offset, token in enumerate(chunk)])
+        if self.accept(job, self.lc.llama_sampler_sample(job.sampler, self.ctx, -1)):
+            self.active.append(job)
+
+    def step(self) -> None:
+        jobs = list(self.active)
+        self.decode([(job.tokens[-1], len(job.prompt) + len(job.tokens) - 1, job.slot, True)
+                     for job in jobs])
+        for index, job in enumerate(jobs):
+            if not self.accept(job, self.lc.llama_sampler_sample(job.sampler, self.ctx, index)):
+                self.active.remove(job)
+
+    def decode(self, entries: list[tuple[int, int, int, bool]]) -> None:
+        batch = self.batch
+        batch.n_tokens = len(entries)
+        for index, (token, position, slot, logits) in enumerate(entries):
+            batch.token[index] = token
+            batch.pos[index] = position
+            batch.n_seq_id[index] = 1
+            batch.seq_id[index][0] = slot
+            batch.logits[index] = logits
+        status = self.lc.llama_decode(self.ctx, batch)
+        if status != 0:
+            raise RuntimeError(f"llama_decode returned {status}")
+
+    def accept(self, job: Job, token: int) -> bool:
+        """Adds a sampled token to the reply; False once the reply is finished."""
+        if self.lc.llama_vocab_is_eog(self.vocab, token):
+            self.finish(job, "stop")
+            return False
+        job.tokens.append(token)
+        job.text += self.text.detokenize([token])
+        if job.stop and any(s in job.text.decode("utf-8", errors="ignore") for s in job.stop):
+            self.finish(job, "stop")
+            return False
+        if len(job.tokens) >= job.max_tokens or len(job.prompt) + len(job.tokens) >= self.context:
+            self.finish(job, "length")
+            return False
+        return True
+
+    def finish(self, job: Job, reason: str) -> None:
+        job.finish_reason = reason
+        self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), job.slot, -1, -1)
+        if job.sampler is not None:
+            self.lc.llama_sampler_free(job.sampler)
+            job.sampler = None
+        with self.wake:
+            self.free.append(job.slot)
+        job.done.set()
+
+    def new_sampler(self, job: Job) -> Any:
+        lc = self.lc
+        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        if job.temperature <= 0:
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_greedy())
+            return chain
+        if job.top_p < 1:
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_p(job.top_p, 1))
+        lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_temp(job.temperature))
+        lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(job.seed & 0xFFFFFFFF))
+        return chain
+
+    def reply_text(self, job: Job) -> str:
+        text = self.detokenize(job.tokens)
+        cuts = [text.find(s) for s in job.stop if s in text]
+        return text[:min(cuts)] if cuts else text
+
+
+def new_job(model: BatchedModel, body: dict[str, Any], prompt: list[int], stop: list[str],
+            default_seed: int) -> Job:
+    if body.get("stream"):
+        raise RequestError("streaming is not served: send the request without `stream`")
+    if body.get("n", 1) != 1:
+        raise RequestError("one choice per request: send the request with n=1")
+    extra = body.get("stop") or []
+    stop = [*stop, *([extra] if isinstance(extra, str) else extra)]
+    room = model.context - len(prompt)
+    if room < 1:
+        raise RequestError(f"the prompt has {len(prompt)} tokens and a slot holds "
+                           f"{model.context}: raise --n_ctx, or shorten the prompt")
+    try:
+        max_tokens = min(int(body.get("max_tokens") or room), room)
+        temperature = float(field_or(body, "temperature", 1.0))  # OpenAI's defaults
+        top_p = float(field_or(body, "top_p", 1.0))
+        seed = int(field_or(body, "seed", default_seed))
+    except (TypeError, ValueError) as exc:
+        raise RequestError(f"a sampling field is not a number: {exc}") from None
+    if max_tokens < 1:
+        raise RequestError("max_tokens must be at least 1")
+    return Job(prompt, max_tokens, stop, temperature, top_p, seed)
+
+
+def field_or(body: dict[str, Any], name: str, default: float) -> Any:
+    value = body.get(name)
+    return default if value is None else value
+
+
+def answer(job: Job, model: BatchedModel, kind: str, name: str) -> dict[str, Any]:
+    text = model.reply_text(job)
+    choice: dict[str, Any] = {"index": 0, "finish_reason": job.finish_reason, "logprobs": None}
+    if kind == "chat":
+        choice["message"] = {"role": "assistant", "content": text}
+    else:
+        choice["text"] = text
+    return {"id": f"{kind}-{uuid.uuid4().hex}", "created": int(time.time()), "model": name,
+            "object": "chat.completion" if kind == "chat" else "text_completion",
+            "choices": [choice],
+            "usage": {"prompt_tokens": len(job.prompt), "completion_tokens": len(job.tokens),
+                      "total_tokens": len(job.prompt) + len(job.tokens)}}
+
+
+def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                self.send_json(200, {"object": "list", "data": [
+                    {"id": name, "object": "model", "owned_by": "pytest-humanfix"}]})
+            elif self.path == "/health":
+                self.send_json(200, {"status": "ok"})
+            else:
+                self.send_json(404, error(f"no such path: {self.path}", "not_found"))
+
+        def do_POST(self) -> None:  # noqa: N802
+            kind = {"/v1/chat/completions": "chat", "/chat/completions": "chat",
+                    "/v1/completions": "completion", "/completions": "completion"}.get(self.path)
+            try:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if kind is None:
+                    self.send_json(404, error(f"no such path: {self.path}", "not_found"))
+                    return
+                if not isinstance(body, dict):
+                    raise RequestError("the body must be a JSON object")
+                if kind == "chat":
+                    prompt, stop = model.chat_prompt(body.get("messages") or [])
+                else:
+                    if not isinstance(body.get("prompt"), str):
+                        raise RequestError("`prompt` must be one string")
+                    prompt, stop = model.completion_prompt(body["prompt"]), []
+                job = new_job(model, body, prompt, stop, seed)
+                model.submit(job)
+            except (RequestError, ValueError) as exc:
+                self.send_json(400, error(str(exc), "invalid_request_error"))
+                return
+            job.done.wait()
+            if job.error:
+                self.send_json(500, error(job.error, "server_error"))
+            else:
+                self.send_json(200, answer(job, model, kind, name))
+
+        def send_json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind}}
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m pytest_humanfix.models.llamacpp_server",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="the .gguf file")
+    parser.add_argument("--model_alias", help="the name clients ask for (default: --model)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--n_threads", type=int, default=1)
+    parser.add_argument("--n_threads_batch", type=int,
+                        help="accepted for llama_cpp.server's sake; must equal --n_threads, "
+                             "since one step may decode one token or several")
+    parser.add_argument("--n_ctx", type=int, default=8192, help="tokens per slot")
+    parser.add_argument("--n_batch", type=int, default=512, help="prompt tokens per step")
+    parser.add_argument("--parallel", type=int, default=1, help="slots decoded together")
+    parser.add_argument("--seed", type=int, default=0, help="for requests that name none")
+    arguments = parser.parse_args(argv)
+    if arguments.n_threads_batch not in (None, arguments.n_threads):
+        parser.error("--n_threads_batch must equal --n_threads: a step's thread count would "
+                     "otherwise depend on how many slots are busy, and so would its sums")
+    if arguments.parallel > 1 and arguments.n_threads > 1:
+        parser.error(f"--parallel {arguments.parallel} with --n_threads {arguments.n_threads}: "
+                     "slots share a step only on one thread, where a reply does not depend on "
+                     "the others in its batch; run one engine per core instead")
+    return arguments
+
+
+def main(argv: list[str] | None = None) -> None:
+    arguments = parse_arguments(argv)
+    model = BatchedModel(arguments.model, arguments.n_ctx, arguments.n_threads,
+                         arguments.parallel, arguments.n_batch)
+    threading.Thread(target=model.run, name="llama.cpp", daemon=True).start()
+    server = ThreadingHTTPServer((arguments.host, arguments.port),
+                                 handler_for(model, arguments.model_alias or arguments.model,
+                                             arguments.seed))
+    server.daemon_threads = True
+    print(f"llamacpp_server: {arguments.model} on http://{arguments.host}:{arguments.port}/v1, "
+          f"{arguments.parallel} slot(s) of {arguments.n_ctx} tokens, {arguments.n_threads} "
+          "thread(s)", file=sys.stderr, flush=True)
+    server.serve_forever()
 
 
 if __name__ == "__main__":
-    evaluate_prompts_whole()
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    main()

@@ -5,10 +5,10 @@ loading eight model copies. Three engines, chosen by `--humanfix-engine` (auto: 
 llama.cpp for a GGUF model without one, else `transformers serve`):
 
 - vLLM, the GPU engine;
-- llama.cpp through `llama-cpp-python`'s server, the CPU engine for GGUF files: quantized
-  kernels several times faster than dequantized fp32 transformers on the same cores. Its server
-  takes one request at a time (there are no parallel slots to set), so on a CPU each xdist
-  worker gets an engine of its own, with the cores shared out between them (`cpu_engines`);
+- llama.cpp, the CPU engine for GGUF files: quantized kernels several times faster than
+  dequantized fp32 transformers on the same cores, served by our own `llamacpp_server` on
+  llama-cpp-python's bindings, whose parallel slots decode together. On a CPU the workers are
+  shared out over one engine per core, or fewer (`cpu_layout`);
 - `transformers serve` with continuous batching, the fallback; a GGUF model is dequantized once
   into a cached folder it can load.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -78,7 +79,7 @@ ENGINE_KINDS = {
     # OpenMP threads that spin at each barrier lose most of their time to any other busy process
     # (the workers' sandboxes): 78 tokens took 33 s spinning and 4 s passive with 2 threads on 2
     # loaded cores.
-    "llamacpp": EngineKind("llamacpp", ("llama_cpp", "sse_starlette"),
+    "llamacpp": EngineKind("llamacpp", ("llama_cpp",),
                            "pip install 'pytest-humanfix[llamacpp]'", "/v1/models",
                            environment=(("OMP_WAIT_POLICY", "PASSIVE"),)),
     "transformers": EngineKind("transformers", ("transformers", "fastapi", "uvicorn"),
@@ -185,27 +186,40 @@ def served_model(settings: Settings, gpus: bool) -> ServedModel:
     return ServedModel(engine, str(gguf), str(gguf))
 
 
-def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
-                   engine_args: tuple[str, ...] = (), threads: int | None = None) -> list[str]:
-    """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
-    over them, tensor-parallel), or None (the CPU); `threads` is a llama.cpp engine's share of
-    the cores (default: all). The user's `engine_args` come last, so each engine's parser lets
-    them override a default set here."""
-    return base_command(model, port, device, seed, threads) + list(engine_args)
+@dataclass(frozen=True)
+class CpuLayout:
+    """llama.cpp on a CPU: `engines` engines of `threads` threads and `slots` slots each."""
+
+    engines: int
+    threads: int
+    slots: int
 
 
-def cpu_engines(workers: int) -> tuple[int, int]:
-    """How many llama.cpp engines a CPU run starts, and the threads of each: one per worker, the
-    cores shared out between them. llama-cpp-python's server takes one request at a time, so
-    one engine per worker is how `-n N` requests run at once; and a decode step on one thread
-    wastes nothing at barriers, where threads of one engine on a busy CPU wait for each other."""
+def cpu_layout(workers: int) -> CpuLayout:
+    """How `workers` xdist workers share the cores. Up to one per core, each worker gets an
+    engine of its own with the cores shared out. Beyond, there is one engine per core, on one
+    thread, with a slot for each of its workers, decoded together: a slot's reply depends on
+    what else its step decodes only when the step runs on several threads. A decode step on one
+    thread also wastes nothing at barriers, where threads on a busy CPU wait for each other."""
     cores = len(os.sched_getaffinity(0))
-    engines = max(1, min(workers, cores))
-    return engines, max(1, cores // engines)
+    if workers <= cores:
+        engines = max(1, workers)
+        return CpuLayout(engines, max(1, cores // engines), 1)
+    return CpuLayout(cores, 1, -(-workers // cores))
+
+
+def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
+                   engine_args: tuple[str, ...] = (), layout: CpuLayout | None = None
+                   ) -> list[str]:
+    """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
+    over them, tensor-parallel), or None (the CPU); `layout` is a llama.cpp engine's share of
+    the cores (default: all of them, one slot). The user's `engine_args` come last, so each
+    engine's parser lets them override a default set here."""
+    return base_command(model, port, device, seed, layout) + list(engine_args)
 
 
 def base_command(model: ServedModel, port: int, device: str | None, seed: int,
-                 threads: int | None = None) -> list[str]:
+                 layout: CpuLayout | None = None) -> list[str]:
     if model.engine == "vllm":
         command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
@@ -215,10 +229,10 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
             command += ["--tensor-parallel-size", str(gpus)]
         return command
     if model.engine == "llamacpp":
-        cores = str(threads or len(os.sched_getaffinity(0)))
+        layout = layout or CpuLayout(1, len(os.sched_getaffinity(0)), 1)
         return [sys.executable, "-m", f"{__package__}.llamacpp_server", "--model", model.source,
                 "--model_alias", model.name, "--host", HOST, "--port", str(port),
-                "--n_threads", cores, "--n_threads_batch", cores,
+                "--n_threads", str(layout.threads), "--parallel", str(layout.slots),
                 "--n_ctx", str(LLAMACPP_CONTEXT), "--seed", str(seed)]
     command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model.source,
                "--continuous-batching", "--host", HOST, "--port", str(port),
@@ -325,11 +339,11 @@ class Engine:
 
 
 def new_engine(model: ServedModel, log_path: Path, device: str | None,
-               settings: Settings, threads: int | None = None) -> Engine:
+               settings: Settings, layout: CpuLayout | None = None) -> Engine:
     port = free_port()
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
-                                 threads))
+                                 layout))
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,
@@ -351,10 +365,11 @@ class Serving:
     """The controller's engines, registered as a plugin so the run's end stops them."""
 
     def __init__(self, engines: list[Engine], layout: str = "per-device",
-                 engine_args: tuple[str, ...] = ()) -> None:
+                 engine_args: tuple[str, ...] = (), cpu: CpuLayout | None = None) -> None:
         self.engines = engines
         self.layout = layout
         self.engine_args = engine_args
+        self.cpu = cpu
         atexit.register(self.stop)
 
     def facts(self) -> dict[str, Any]:
@@ -362,7 +377,8 @@ class Serving:
         return {"engine": self.engines[0].model.engine, "layout": self.layout,
                 "engine_args": list(self.engine_args),
                 "engines": [{"devices": engine.device, "base_url": engine.base_url}
-                            for engine in self.engines]}
+                            for engine in self.engines],
+                "cpu_layout": dataclasses.asdict(self.cpu) if self.cpu else None}
 
     def endpoint_for(self, worker: str) -> dict[str, str]:
         """Workers gw0, gw1, ... go round the engines; a replacement worker gets a new id."""
@@ -384,19 +400,19 @@ class Serving:
 
 def serve(settings: Settings, workers: int = 1) -> Serving:
     """Starts every engine at once, then waits for each: a device that fails stops them all.
-    `workers` is the xdist worker count: on a CPU, llama.cpp gets one engine per worker."""
+    `workers` is the xdist worker count, which sets llama.cpp's layout on a CPU."""
     devices = serve_devices(settings)
     model = served_model(settings, gpus=devices != [None])
     check_layout(settings, model.engine)
-    threads = None
+    layout = None
     if model.engine == "llamacpp" and devices == [None]:
-        count, threads = cpu_engines(workers)
-        devices = [None] * count
+        layout = cpu_layout(workers)
+        devices = [None] * layout.engines
     folder = Path(settings.report_dir)
     engines = []
     try:
         for index, device in enumerate(devices):
-            engine = new_engine(model, folder / f"server-{index}.log", device, settings, threads)
+            engine = new_engine(model, folder / f"server-{index}.log", device, settings, layout)
             engines.append(engine)
             engine.start()
         for engine in engines:
@@ -405,4 +421,4 @@ def serve(settings: Settings, workers: int = 1) -> Serving:
         for engine in engines:
             engine.stop()
         raise
-    return Serving(engines, settings.serve_layout, settings.engine_args)
+    return Serving(engines, settings.serve_layout, settings.engine_args, layout)

