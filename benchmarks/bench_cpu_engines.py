@@ -27,13 +27,15 @@ from common import REPO, add_dataset_argument
 from pytest_humanfix.reporting.stats import mcnemar_exact
 
 # name -> (extra pytest arguments, workers): the worker count that suits each engine on 2
-# cores. In-process copies need a core each; transformers serve batches concurrent requests; the
-# llama.cpp server takes one request at a time on every core, and a second worker overlaps its
-# sandbox runs with the first one's generation.
+# cores. In-process copies need a core each; transformers serve batches concurrent requests;
+# llama.cpp runs an engine per worker on a core each at -n 2, and two slots per engine, decoded
+# together, at -n 4 (`serve.cpu_layout`).
+LLAMACPP = ("--humanfix-serve", "--humanfix-engine", "llamacpp")
 ENGINES = {
     "transformers": ((), 2),
     "transformers-serve": (("--humanfix-serve", "--humanfix-engine", "transformers"), 4),
-    "llamacpp": (("--humanfix-serve", "--humanfix-engine", "llamacpp"), 2),
+    "llamacpp": (LLAMACPP, 2),
+    "llamacpp-slots": (LLAMACPP, 4),
 }
 
 

@@ -121,6 +121,7 @@ def test_sampling_follows_the_seed(engine_url):
     ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "without `stream`"),
     ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n=1"),
     ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "not a number"),
+    ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, "at least 1"),
 ])
 def test_a_request_the_engine_cannot_serve_is_a_400_that_says_why(engine_url, body, message):
     status, answer = post(engine_url, "/chat/completions", {"model": "tiny", **body})

@@ -114,7 +114,7 @@ class BatchedModel:
             eos_token=self.text._model.token_get_text(eos) if eos != -1 else "",
             bos_token=self.text._model.token_get_text(bos) if bos != -1 else "")
         try:
-            formatted = formatter(messages=messages)
+            formatted = formatter(messages=messages)  # type: ignore[arg-type]  # plain dicts
         except Exception as exc:  # the template's own error, in its own words
             raise RequestError(f"the chat template cannot lay out these messages: {exc}") from None
         stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or ""]
@@ -248,7 +248,7 @@ def new_job(model: BatchedModel, body: dict[str, Any], prompt: list[int], stop: 
         raise RequestError(f"the prompt has {len(prompt)} tokens and a slot holds "
                            f"{model.context}: raise --n_ctx, or shorten the prompt")
     try:
-        max_tokens = min(int(body.get("max_tokens") or room), room)
+        max_tokens = min(int(field_or(body, "max_tokens", room)), room)
         temperature = float(field_or(body, "temperature", 1.0))  # OpenAI's defaults
         top_p = float(field_or(body, "top_p", 1.0))
         seed = int(field_or(body, "seed", default_seed))
@@ -319,14 +319,19 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                 self.send_json(200, answer(job, model, kind, name))
 
         def send_json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
     return Handler
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    """One JSON answer, its length given, so an HTTP/1.1 connection stays open for the next."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def error(message: str, kind: str) -> dict[str, Any]:
