@@ -230,6 +230,8 @@ class BatchedModel:
         return chain
 
     def reply_text(self, job: Job) -> str:
+        # Detokenized whole, not from the pieces `accept` joined: a tokenizer may render a piece
+        # otherwise at the start of a reply, and this is the text llama-cpp-python would give.
         text = self.detokenize(job.tokens)
         cuts = [text.find(s) for s in job.stop if s in text]
         return text[:min(cuts)] if cuts else text
@@ -284,12 +286,12 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self.path.rstrip("/") in ("/v1/models", "/models"):
-                self.send_json(200, {"object": "list", "data": [
+                send_json(self, 200, {"object": "list", "data": [
                     {"id": name, "object": "model", "owned_by": "pytest-humanfix"}]})
             elif self.path == "/health":
-                self.send_json(200, {"status": "ok"})
+                send_json(self, 200, {"status": "ok"})
             else:
-                self.send_json(404, error(f"no such path: {self.path}", "not_found"))
+                send_json(self, 404, error(f"no such path: {self.path}", "not_found"))
 
         def do_POST(self) -> None:  # noqa: N802
             kind = {"/v1/chat/completions": "chat", "/chat/completions": "chat",
@@ -297,7 +299,7 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
             try:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 if kind is None:
-                    self.send_json(404, error(f"no such path: {self.path}", "not_found"))
+                    send_json(self, 404, error(f"no such path: {self.path}", "not_found"))
                     return
                 if not isinstance(body, dict):
                     raise RequestError("the body must be a JSON object")
@@ -310,16 +312,13 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                 job = new_job(model, body, prompt, stop, seed)
                 model.submit(job)
             except (RequestError, ValueError) as exc:
-                self.send_json(400, error(str(exc), "invalid_request_error"))
+                send_json(self, 400, error(str(exc), "invalid_request_error"))
                 return
             job.done.wait()
             if job.error:
-                self.send_json(500, error(job.error, "server_error"))
+                send_json(self, 500, error(job.error, "server_error"))
             else:
-                self.send_json(200, answer(job, model, kind, name))
-
-        def send_json(self, status: int, payload: dict[str, Any]) -> None:
-            send_json(self, status, payload)
+                send_json(self, 200, answer(job, model, kind, name))
 
     return Handler
 
