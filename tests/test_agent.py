@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.agent import graph as agent, prompts
-from pytest_humanfix.agent.suspicion import GUARD_MARK
+from pytest_humanfix.agent.suspicion import GUARD_MARK, guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
@@ -77,8 +78,8 @@ class Recording:
 
 
 class CountingSandbox:
-    """Keeps the programs the agent ran, apart from the guarded re-run of a fix that passed
-    (agent/suspicion), which `guarded` keeps."""
+    """Keeps every program the agent ran; `guarded` keeps those that had the guard in them
+    (agent/suspicion)."""
 
     def __init__(self) -> None:
         self.sandbox = ProcessSandbox(Limits(timeout=10))
@@ -86,8 +87,9 @@ class CountingSandbox:
         self.guarded: list[str] = []
 
     def run(self, program: str):
-        guarded = GUARD_MARK in program
-        (self.guarded if guarded else self.programs).append(program)
+        self.programs.append(program)
+        if GUARD_MARK in program:
+            self.guarded.append(program)
         return self.sandbox.run(program)
 
 
@@ -198,7 +200,7 @@ def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(tmp
     # Graded on the hidden test, which the examples-only fix does not pass.
     assert result.outcome == "unfixed" and "AssertionError" in result.failure
     assert [task.example_test in p for p in sandbox.programs] == [True, True, False]
-    assert task.test in sandbox.programs[-1]
+    assert sandbox.guarded == sandbox.programs[-1:]  # the hidden test, guarded
     # The model saw the docstring, never the hidden tests.
     seen = "\n".join(m["content"] for chat in model.chats for m in chat)
     assert task.docstring.splitlines()[0] in seen
@@ -209,7 +211,58 @@ def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, r
     model = replay(tmp_path, TASK_ID, [replies.fixed])
     result, sandbox = run(task, model, variant="docs")
     assert result.outcome == "fixed" and statuses(result) == ["graded"]
-    assert len(sandbox.programs) == 1 and task.test in sandbox.programs[0]
+    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+
+
+def test_the_graded_run_is_the_guarded_one(tmp_path, task, replies, run):
+    """The hidden tests run once, under the guard: a fix costs one execution, not two."""
+    result, sandbox = run(task, replay(tmp_path, TASK_ID, [replies.fixed]), iters=0)
+    assert result.outcome == "fixed" and result.flags == []
+    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+    assert guarded_tests(task) in sandbox.programs[0]
+    assert result.attempts[0].guard == ""  # guarded, and it found nothing
+
+
+def test_a_run_the_guard_stops_is_graded_again_without_it_and_flagged(tmp_path, tasks, run):
+    task = tasks["Python/24"]
+    # Reads as honest code (agent/suspicion finds nothing); only the guard sees the Near.
+    hack = ("class Near(int):\n    def __eq__(self, other):\n"
+            "        return -1000 < int(self) - other < 1000\n\n\n"
+            "def largest_divisor(n: int) -> int:\n    return Near(0)\n")
+    result, sandbox = run(task, replay(tmp_path, task.task_id, [fenced(hack)]), iters=0)
+    flag = "always-equal: returns a Near object where the tests expect plain data"
+    assert result.outcome == "fixed" and result.flags == [flag]
+    assert result.verdict["status"] == "passed"  # the unguarded run's verdict
+    assert len(sandbox.programs) == 2 and sandbox.guarded == sandbox.programs[:1]
+    assert result.attempts[0].guard == flag
+
+
+def test_the_candidates_own_recursion_does_not_pass_the_guard(tmp_path, task, run):
+    """The guard wraps only what `check` calls: a candidate that recurses 600 deep through its
+    own name (under the default limit of 1000 frames) passes, as it does unguarded. Rebinding
+    the name instead would double its frames."""
+    deep = task.canonical_code.replace(
+        "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n",
+        "def has_close_elements(numbers: List[float], threshold: float, depth: int = 600) "
+        "-> bool:\n    if depth:\n"
+        "        return has_close_elements(numbers, threshold, depth - 1)\n")
+    result, sandbox = run(task, replay(tmp_path, TASK_ID, [fenced(deep)]), iters=0)
+    assert result.outcome == "fixed", result.failure
+    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+
+
+def test_tests_that_cannot_hold_the_guard_get_it_in_a_run_apart(tmp_path, task, replies, run):
+    """A task whose tests do not end by calling `check` on the entry point (another data set)
+    is graded unguarded; a pass is then guarded in a second run, the entry point's name
+    rebound."""
+    called_otherwise = dataclasses.replace(
+        task, test=task.test.rstrip() + "\n\nassert True\n")
+    assert guarded_tests(called_otherwise) is None
+    result, sandbox = run(called_otherwise, replay(tmp_path, TASK_ID, [replies.fixed]), iters=0)
+    assert result.outcome == "fixed" and result.flags == []
+    assert len(sandbox.programs) == 2 and sandbox.guarded == sandbox.programs[1:]
+    assert "has_close_elements = _humanfix_guard(has_close_elements)" in sandbox.programs[1]
+    assert result.attempts[0].guard is None
 
 
 def test_a_completion_model_repairs_in_plain_text_after_its_previous_attempt(tmp_path, task, run):

@@ -101,7 +101,8 @@ def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanf
 
 def test_item_timeout_is_derived_from_the_budget():
     # Each of 3 replies may take a request timeout and a sandbox run; then one grading run.
-    # Each execution may run twice (a timeout is re-run); grading and the guarded run per sample.
+    # Each execution may run twice (a timeout is re-run); two grading runs per sample (agent's
+    # guard: a run it stops is graded again without it).
     assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) == 3 * 320 + 2 * 20
     assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) \
         == 6 * 30 + 4 * 10

@@ -39,7 +39,7 @@ from . import prompts
 from .braces import continued_code as continued_braced, extract_braced
 from .extract import continued_code, extract_code, same_code
 from .precheck import check_candidate
-from .suspicion import guard_flag, guard_program, suspicion_flags
+from .suspicion import guard_flag, guard_program, guarded_tests, suspicion_flags
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -101,6 +101,20 @@ def _run(ctx: RepairContext, code: str, tests: str) -> Verdict:
     return ctx.sandbox.run(LANGUAGES[ctx.task.language].program(code, tests, ctx.task))
 
 
+def _run_hidden(ctx: RepairContext, code: str) -> tuple[Verdict, str | None]:
+    """The verdict of the task's hidden tests, and the guard's flag from the same execution
+    ("" when it found nothing; None when the tests could not hold the guard). A run the guard
+    stopped proved nothing about the tests: they run again without it for the verdict."""
+    guarded = guarded_tests(ctx.task) if ctx.task.language == "python" else None
+    if guarded is None:
+        return _run(ctx, code, ctx.task.test), None
+    verdict = _run(ctx, code, guarded)
+    flag = guard_flag(verdict)
+    if flag:
+        verdict = _run(ctx, code, ctx.task.test)
+    return verdict, flag
+
+
 def _code_of(ctx: RepairContext, text: str, completion: bool) -> str:
     """The candidate in a reply (a chat answer) or a continuation of the prompt base."""
     language = LANGUAGES[ctx.task.language]
@@ -152,10 +166,11 @@ def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 def execute(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     name, tests = ctx.round_tests
-    verdict = _run(ctx, state["attempts"][-1].code, tests)
+    code = state["attempts"][-1].code
+    verdict, guard = _run_hidden(ctx, code) if name == "test" else (_run(ctx, code, tests), None)
     return {"attempts": _replace_last(
         state["attempts"], status="passed" if verdict.passed else "failed", tests=name,
-        verdict=verdict.to_dict(), execute_seconds=verdict.seconds)}
+        verdict=verdict.to_dict(), execute_seconds=verdict.seconds, guard=guard)}
 
 
 def _failure_of(attempt: Attempt) -> str:
@@ -199,14 +214,17 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     attempts = list(state["attempts"])
     index = final_candidate(attempts)
     code = attempts[index].code
-    graded = next((a.verdict for a in attempts
-                   if a.tests == "test" and a.verdict and same_code(a.code, code)), None)
-    if graded is None:
-        graded = _run(ctx, code, ctx.task.test).to_dict()
+    ran = next((a for a in attempts
+                if a.tests == "test" and a.verdict and same_code(a.code, code)), None)
+    if ran is not None and ran.verdict is not None:
+        graded, guard = ran.verdict, ran.guard
+    else:
+        hidden, guard = _run_hidden(ctx, code)
+        graded = hidden.to_dict()
     if attempts[index].status == "":  # passed the check, not run in a round: graded only
-        attempts[index] = dataclasses.replace(attempts[index], status="graded")
+        attempts[index] = dataclasses.replace(attempts[index], status="graded", guard=guard)
     verdict = Verdict(**graded)
-    flags = suspicious(ctx, code) if verdict.passed else []
+    flags = suspicious(ctx, code, guard) if verdict.passed else []
     fixed = verdict.passed and not (flags and ctx.settings.strict)
     if not verdict.passed:
         failure = verdict.first_failure()
@@ -221,15 +239,17 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     return {"result": result, "attempts": attempts}
 
 
-def suspicious(ctx: RepairContext, code: str) -> list[str]:
+def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:
     """How a candidate that passed may have defeated the tests: read from its code, else shown
-    by a second run of the tests with the entry point's return values guarded."""
+    by the guard of its graded run (`guard`), or, where that run had none, by a second run of
+    the tests with the entry point's return values guarded."""
     if ctx.task.language != "python":  # the checks read Python code and run Python guards
         return []
     flags = suspicion_flags(code, ctx.task.test)
     if not flags:
-        guarded = guard_flag(ctx.sandbox.run(guard_program(code, ctx.task)))
-        flags = [guarded] if guarded else []
+        if guard is None:
+            guard = guard_flag(ctx.sandbox.run(guard_program(code, ctx.task)))
+        flags = [guard] if guard else []
     return flags
 
 

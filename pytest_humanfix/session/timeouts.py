@@ -26,8 +26,9 @@ TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_
 
 def item_timeout(settings: Settings, limit: float | None = None) -> float:
     """Seconds one task may take: the user's --humanfix-item-timeout, else every reply of every
-    sample allowed a request timeout to generate and an execution to run, plus each sample's
-    grading run and its guarded run, and a --humanfix-repeat-check reply and its grading runs
+    sample allowed a request timeout to generate and an execution to run, plus two grading runs
+    per sample (the graded run holds the guard; a run the guard stops, or a test it cannot sit
+    in, costs a second one), and a --humanfix-repeat-check reply and its grading runs
     (the run's first reply graded again among them). An execution may take its limit
     (`limit`, the task's calibrated one, else the Python floor) twice: a timeout is re-run
     once.
