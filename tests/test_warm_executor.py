@@ -4,9 +4,13 @@ start."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
-from pytest_humanfix.sandbox import choose as sandbox_setup
+from pytest_humanfix.sandbox import choose as sandbox_setup, fresh
 from pytest_humanfix.sandbox.environment import Limits, SandboxError
 from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.sandbox.choose import make_sandbox
@@ -81,3 +85,26 @@ def test_an_interrupted_execution_does_not_confuse_the_next(
         signal.signal(signal.SIGALRM, previous)
     after = warm.run(build_program("", "print('next')"))
     assert after.passed and after.stdout == "next\n"
+
+
+def test_execution_folders_live_in_memory_and_stale_ones_are_removed(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(fresh, "SHM", shm)
+    choice = make_sandbox("auto", "warm", Limits(timeout=10), start=False)
+    try:
+        assert choice.sandbox.executor == "warm"
+        assert choice.sandbox.home.parent == shm
+        assert choice.sandbox.run("print('in memory')").stdout == "in memory\n"
+    finally:
+        choice.sandbox.shutdown()
+    # A folder of a harness that died (no such pid) goes at the next start; a live one stays.
+    dead, live = shm / "humanfix-warm-999999999-x", shm / f"humanfix-warm-{os.getpid()}-y"
+    dead.mkdir()
+    live.mkdir()
+    fresh.remove_stale_folders()
+    assert not dead.exists() and live.exists()
+    monkeypatch.setattr(fresh, "SHM", tmp_path / "no-shm")  # none: the temporary folder
+    assert fresh.memory_folder() is None
+    assert fresh.temp_folder("warm", fresh.memory_folder()).parent == Path(tempfile.gettempdir())

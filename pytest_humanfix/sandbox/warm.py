@@ -28,7 +28,7 @@ from pathlib import Path
 from ..processes import stop_group
 from .cgroup import Cgroup
 from .environment import Layer, Limits, SandboxError, Verdict
-from .fresh import SAFE_ENV, Execution, temp_folder
+from .fresh import SAFE_ENV, Execution, memory_folder, temp_folder
 from .inside import program
 from .program import PRELUDE
 
@@ -64,7 +64,7 @@ class WarmSandbox:
         self.limits = limits
         self.cgroups = cgroups
         self.python = python
-        self.home = temp_folder("warm")
+        self.home = temp_folder("warm", memory_folder())
         # The only folder the layer makes writable: the executions' folders live in it.
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
