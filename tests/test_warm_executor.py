@@ -107,4 +107,6 @@ def test_execution_folders_live_in_memory_and_stale_ones_are_removed(
     assert not dead.exists() and live.exists()
     monkeypatch.setattr(fresh, "SHM", tmp_path / "no-shm")  # none: the temporary folder
     assert fresh.memory_folder() is None
-    assert fresh.temp_folder("warm", fresh.memory_folder()).parent == Path(tempfile.gettempdir())
+    elsewhere = fresh.temp_folder("warm", fresh.memory_folder())
+    elsewhere.rmdir()
+    assert elsewhere.parent == Path(tempfile.gettempdir())
