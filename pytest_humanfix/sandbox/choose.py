@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from .cgroup import open_cgroups
 from .environment import Layer, Limits, SandboxError
@@ -14,11 +15,30 @@ from .layers import BwrapLayer, ProcessLayer, probe_bwrap
 from .toolchain import Toolchain, ToolchainSandbox
 from .warm import WarmSandbox
 
+# When a warm executor's server starts: now, waiting until it is ready ("wait"); now, without
+# waiting ("launch": `Choice.ready` waits); or at its first execution ("first-run").
+Start = Literal["wait", "launch", "first-run"]
+
 
 @dataclass
 class Choice:
     sandbox: FreshSandbox | WarmSandbox
     notes: list[str] = field(default_factory=list)
+
+    def ready(self) -> None:
+        """Waits for a warm executor launched in the background; where it did not start, fresh
+        interpreters take its place, as when `make_sandbox` finds it cannot start."""
+        sandbox = self.sandbox
+        if not isinstance(sandbox, WarmSandbox) or not sandbox.starting:
+            return
+        try:
+            sandbox.await_ready()
+        except SandboxError as exc:
+            sandbox.shutdown()
+            self.sandbox = FreshSandbox(sandbox.layer, sandbox.limits, sandbox.cgroups,
+                                        sandbox.python)
+            self.notes.append(f"sandbox: a fresh interpreter per execution (warm executor "
+                              f"unavailable: {exc})")
 
     def for_toolchain(self, toolchain: Toolchain, timeout: float) -> ToolchainSandbox:
         """Another language's executions, in the same layer and cgroups, its caches built."""
@@ -50,12 +70,13 @@ def choose_layer(wanted: str, python: str = sys.executable,
 
 def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
                  python: str = sys.executable, hidden_files: tuple[str, ...] = (),
-                 start: bool = True) -> Choice:
+                 start: Start = "wait") -> Choice:
     """SandboxError when an explicitly requested layer or executor cannot work here;
-    `hidden_files` (the dataset) are empty inside the bwrap layer. Without `start`, a warm
-    executor's server starts at its first execution, if one ever comes: an xdist controller
-    executes nothing unless it calibrates, and a server started beside the workers' start-up
-    would only take CPU from them."""
+    `hidden_files` (the dataset) are empty inside the bwrap layer. `start` says when a warm
+    executor's server starts (`Start`). An xdist worker launches it and collects while it
+    imports the prelude; an xdist controller executes nothing unless it calibrates, so its
+    server starts at its first execution, if one ever comes: started beside the workers'
+    start-up, it would only take CPU from them. Only "wait" finds here that it cannot start."""
     remove_stale_folders()
     layer, notes = choose_layer(layer_wanted, python, hidden_files)
     cgroups, how = open_cgroups()
@@ -72,8 +93,10 @@ def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
         if cgroups is None:
             raise SandboxError("it needs writable cgroups to reap what each child leaves behind")
         warm = WarmSandbox(layer, limits, cgroups, python)
-        if start:
+        if start == "wait":
             warm.start()
+        elif start == "launch":
+            warm.launch()
     except SandboxError as exc:
         if executor_wanted == "warm":
             raise SandboxError(f"--humanfix-executor warm: {exc}") from None

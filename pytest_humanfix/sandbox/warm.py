@@ -69,6 +69,7 @@ class WarmSandbox:
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._ready = False  # the server said "ready" (see `launch`)
         self._chain: list[int] = []  # harness-side pids from the child we started to the server
         self._buffer = b""
         self._count = itertools.count()
@@ -85,11 +86,18 @@ class WarmSandbox:
 
     def start(self) -> None:
         """Start the server and wait until it has imported the prelude; SandboxError if not."""
+        self.launch()
+        self.await_ready()
+
+    def launch(self) -> None:
+        """Start the server without waiting for it: it imports the prelude while the harness
+        goes on (an xdist worker collects meanwhile). `await_ready`, or the first `run`, waits."""
         deathsig = "pdeathsig" if self.layer.name == "process" else "bwrap"
         argv = self.layer.command(
             [self.python, "-I", "-c", SERVER, self.layer.network, deathsig, PRELUDE],
             self.mount, self.mount)
         self._buffer = b""
+        self._ready = False
         with (self.home / "server.log").open("wb") as log:
             try:
                 # Its own session: Ctrl-C reaches the harness, which then stops the server.
@@ -100,11 +108,27 @@ class WarmSandbox:
                     start_new_session=True)
             except OSError as exc:
                 raise SandboxError(f"cannot start the warm executor: {exc}") from exc
+
+    @property
+    def launched(self) -> bool:
+        """A server was started and has not gone (it may still be importing the prelude)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def starting(self) -> bool:
+        """A server was launched and has not said "ready" yet, nor been waited for."""
+        return self._proc is not None and not self._ready
+
+    def await_ready(self) -> None:
+        """Waits for the launched server's "ready"; SandboxError, the server stopped, if not."""
+        if self._ready:
+            return
         if self._read_line(START_SECONDS) != "ready":
             log_text = (self.home / "server.log").read_text(errors="replace").strip()
             self.close()
             raise SandboxError(f"the warm executor did not start: {log_text[-500:] or '?'}")
         self._chain = self._find_server()
+        self._ready = True
 
     def _find_server(self) -> list[int]:
         assert self._proc is not None
@@ -140,8 +164,9 @@ class WarmSandbox:
 
     def run(self, program: str, timeout: float | None = None) -> Verdict:
         limits = self.limits if timeout is None else replace(self.limits, timeout=timeout)
-        if self._proc is None or self._proc.poll() is not None:
+        if not self.launched:
             self.start()
+        self.await_ready()
         execution = Execution(self.mount / str(next(self._count)), self.mount)
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes)
         try:
@@ -196,6 +221,7 @@ class WarmSandbox:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
+        self._ready = False
         if proc is not None:
             stop_group(proc)
             for stream in (proc.stdin, proc.stdout):

@@ -101,7 +101,8 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
             except ModelSpecError as exc:
                 raise ModelSpecError(f"--humanfix-repeat-with: {exc}") from None
         workload = Workload.load(settings)
-        sandbox_choice = choose_sandbox(settings, workload, start=not is_distributing(config))
+        sandbox_choice = choose_sandbox(
+            settings, workload, start="first-run" if is_distributing(config) else "wait")
         devices = DevicePool(run_devices(settings))
         device = None if is_distributing(config) else devices.acquire("main")
         if device is not None:

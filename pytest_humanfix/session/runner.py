@@ -23,7 +23,7 @@ from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.specs import CONTROLS, load_model
 from ..records import Sample, TaskResult
-from ..sandbox.choose import Choice, make_sandbox
+from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError
 from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
@@ -36,10 +36,10 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def choose_sandbox(settings: Settings, workload: Workload, start: bool = True) -> Choice:
+def choose_sandbox(settings: Settings, workload: Workload, start: Start = "wait") -> Choice:
     """The layer and executor for this process, probed once; SandboxError if the ones asked for
-    explicitly cannot work here. A run without Python tasks starts no warm executor; without
-    `start`, a warm executor starts when first used."""
+    explicitly cannot work here. A run without Python tasks starts no warm executor; `start`
+    says when one does (`sandbox.choose.Start`)."""
     executor = settings.executor if "python" in workload.languages else "fresh"
     return make_sandbox(settings.sandbox, executor, Limits(timeout=settings.timeout_for("python")),
                         hidden_files=workload.files, start=start)
@@ -177,7 +177,7 @@ class Runner:
                 self.model()
             except ModelLoadError:
                 self._load_error_unreported = True
-        warm_ups: list[Callable[[], object]] = [lambda: self.sandbox]
+        warm_ups: list[Callable[[], object]] = [self.sandbox_choice.ready]
         # A toolchain's caches are built here, not in the first task's time.
         warm_ups += [functools.partial(self.sandbox_for, language)
                      for language in dict.fromkeys(task.language for task in self.tasks)]

@@ -10,6 +10,7 @@ import pytest
 from ..dataset import DatasetError
 from ..devices import DeviceError, pin
 from ..models.specs import ModelSpecError, check_spec
+from ..sandbox.choose import Start
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
 from .runner import Runner, choose_sandbox
@@ -24,8 +25,11 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             check_spec(settings.model or "", settings)
         # The collector needs the tasks: a bad dataset fails here, not per item.
         workload = Workload.load(settings)
+        # The warm executor imports the prelude while this worker collects; only one asked for
+        # by name must be shown to start here, before any task (a usage error otherwise).
+        start: Start = "wait" if settings.executor == "warm" else "launch"
         runner = Runner(settings, workerinput["humanfix_run_id"], workload=workload,
-                        sandbox_choice=choose_sandbox(settings, workload), device=device,
+                        sandbox_choice=choose_sandbox(settings, workload, start), device=device,
                         endpoint=workerinput.get("humanfix_endpoint"),
                         resumed=workerinput.get("humanfix_resumed", {}),
                         canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}))
