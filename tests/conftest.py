@@ -111,23 +111,10 @@ def no_outer_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def charts_loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Draws one chart before any in-process pytester run. With matplotlib loaded, such a run
-    draws its chart in this process (`RunChart`) instead of starting a chart process each time;
-    pytester drops the modules a run imported, and matplotlib imports some lazily, so loading
-    it whole first keeps one copy of its classes. This comes before the first test of every
-    worker."""
-    from pytest_humanfix.reporting.chart import write_chart
-
-    summary = {"by_bug_type": [], "pass_at_1": {"value": 0.0}, "run": {"model": None}}
-    write_chart(summary, [], tmp_path_factory.mktemp("chart") / "warm.png")
-
-
-@pytest.fixture(scope="session", autouse=True)
 def torch_loaded() -> None:
-    """Imports torch before any in-process pytester run, for the same reason: a run that
-    imports it first has it dropped afterwards, and torch's C extension cannot be imported a
-    second time in one process ("bad call flags")."""
+    """Imports torch before any in-process pytester run: pytester drops the modules a run
+    imported, so a run that imports it first has it dropped afterwards, and torch's C extension
+    cannot be imported a second time in one process ("bad call flags")."""
     import torch  # noqa: F401
 
 

@@ -1,4 +1,4 @@
-"""summary.json, summary.md, summary.png, $GITHUB_STEP_SUMMARY, --humanfix-samples with pass@k,
+"""summary.json, summary.md, summary.svg, $GITHUB_STEP_SUMMARY, --humanfix-samples with pass@k,
 and `humanfix-report` rebuilding the same summary from a JSONL."""
 
 from __future__ import annotations
@@ -7,16 +7,18 @@ import json
 import platform
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import matplotlib.image
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.reporting.chart import write_chart
 from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.stats import wilson_interval
+from pytest_humanfix.reporting.summary import build
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -25,6 +27,25 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def load_summary(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
+
+
+def chart_facts(path: Path) -> dict:
+    """What summary.svg shows, read from its marks: it must parse as SVG."""
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    groups = list(root.iter(f"{SVG}g"))
+    bins = {kind: [int(rect.get("data-count", "")) for group in groups
+                   if group.get("class") == f"panel {kind}"
+                   for rect in group.iter(f"{SVG}rect") if rect.get("class") == "bin"]
+            for kind in ("seconds", "tokens")}
+    return {
+        "bars": {group.get("data-bug-type"): float(group.get("data-value", ""))
+                 for group in groups if group.get("class") == "bar"},
+        "texts": ["".join(text.itertext()) for text in root.iter(f"{SVG}text")],
+        "legend": [text.text for text in root.iter(f"{SVG}text")
+                   if text.get("class") == "overall-label"],
+        "seconds": bins["seconds"], "tokens": bins["tokens"],
+    }
 
 
 def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_path, read_records):
@@ -66,16 +87,22 @@ def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_pat
         assert f"| {bug_type} | {row['fixed']} | {row['scored']} | 0 |" in markdown
     assert step_summary.read_text() == "earlier step\n" + markdown
 
-    png = reports / "summary.png"
-    assert png.read_bytes()[:8] == PNG_SIGNATURE
-    height, width, _ = matplotlib.image.imread(png).shape
-    assert (width, height) == (1300, 420)
+    chart = chart_facts(reports / "summary.svg")
+    assert chart["bars"] == {row["bug_type"]: pytest.approx(row["pass_at_1"]["value"])
+                             for row in summary["by_bug_type"]}
+    for row in summary["by_bug_type"]:
+        assert f"{row['bug_type']} (n={row['scored']})" in chart["texts"]
+    assert "pass@1 per bug type: canonical" in chart["texts"]
+    assert chart["legend"] == [f"all tasks {summary['pass_at_1']['value']:.1%}"]
+    assert len(chart["seconds"]) == len(chart["tokens"]) == 20
+    assert sum(chart["seconds"]) == sum(chart["tokens"]) == len(records)
+    assert not list(reports.glob("*.partial.svg"))
 
     result.stdout.fnmatch_lines([
         "pass@1 100.0% [[]*%, 100.0%[]] (95% Wilson interval over 6 tasks)",
         "tokens: 0 (0 prompt, 0 completion), 0 per task; seconds: *",
         "slowest: Python/*",
-        "wrote reports/summary.png",
+        "wrote reports/summary.svg",
     ])
 
 
@@ -131,9 +158,41 @@ def test_humanfix_report_rebuilds_the_run_summary(humanfix_pytester, tmp_path, c
         assert rebuilt[key] == from_run[key], key
     assert rebuilt["run"]["model"] == "buggy"
     assert (out / "summary.md").read_text().startswith("## HumanEvalFix: `buggy`")
-    assert (out / "summary.png").read_bytes()[:8] == PNG_SIGNATURE
+    assert sum(chart_facts(out / "summary.svg")["seconds"]) == 5
     printed = capsys.readouterr().out
     assert "pass@1 = 0.0% (0/5)" in printed and "pass@1 0.0% [0.0%, 43.4%]" in printed
+    # A chart that cannot be written is a warning; the summary files stand.
+    (out / "summary.svg").unlink()
+    (out / "summary.svg").mkdir()
+    assert report_main([str(reports / "humanfix.jsonl"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out / 'summary.md'}" in printed
+    assert f"WARNING: could not draw {out / 'summary.svg'}: IsADirectoryError" in printed
+    assert f"wrote {out / 'summary.svg'}" not in printed
+
+
+def test_the_chart_escapes_its_text_and_survives_edge_cases(tmp_path):
+    records = [{"task_id": "a", "bug_type": "x <&> \"y\"", "outcome": "fixed", "seconds": 1.5,
+                "tokens": {"prompt": 9, "completion": 3}},
+               {"task_id": "b", "bug_type": "plain", "outcome": "unfixed", "seconds": 0.5},
+               {"task_id": "c", "bug_type": "plain", "outcome": "fixed", "seconds": 0.0,
+                "tokens": {}}]
+    summary = build(records, {"model": "m<1> & 'q'"})
+    path = tmp_path / "summary.svg"
+    assert write_chart(summary, records, path) == path
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.svg"]  # no partial file left
+    assert "x &lt;&amp;&gt;" in path.read_text()
+    chart = chart_facts(path)
+    assert chart["bars"] == {"x <&> \"y\"": 1.0, "plain": 0.5}
+    assert {"x <&> \"y\" (n=1)", "plain (n=2)", "pass@1 per bug type: m<1> & 'q'",
+            "all tasks 66.7%"} <= set(chart["texts"])
+    assert sum(chart["seconds"]) == sum(chart["tokens"]) == 3
+    # Nothing to draw, or nothing to spread over an axis: still a whole chart, with no NaN.
+    for some in ([], records[2:], [{**r, "seconds": 0, "tokens": None} for r in records]):
+        write_chart(build(some, {}), some, path)
+        chart = chart_facts(path)
+        assert sum(chart["seconds"]) == len(some)
+        assert "nan" not in path.read_text().lower()
 
 
 def test_humanfix_report_compares_with_a_baseline(humanfix_pytester, tmp_path):

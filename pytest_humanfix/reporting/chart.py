@@ -1,150 +1,292 @@
-"""summary.png: pass@1 per bug type with its interval, and seconds and tokens per task.
+"""summary.svg: pass@1 per bug type with its interval, and seconds and tokens per task.
 
-matplotlib is optional (the `charts` extra); without it no chart is drawn. The object API with
-an Agg canvas is used instead of pyplot, so no global backend or figure state is touched.
+The chart is SVG written by hand as text, in the run's own process: a chart that costs nothing
+on the run's critical path. It needs no matplotlib (whose import alone took most of a second of
+a 2-core machine's run) and no child process to hide that import in. SVG renders in browsers,
+GitHub markdown and CI artifact viewers, and its text can be searched.
 
-Importing matplotlib costs more than drawing (most of a second against a fifth), so a run draws
-through a `RunChart`: a child started with the run, which imports matplotlib while the tasks run
-and draws once it is sent the summary. `humanfix-report` draws in its own process.
+Each mark carries a class and its figures as data- attributes, and a <title> that a browser
+shows on hover, so tests and tools read the chart without measuring pixels.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import math
 import os
-import subprocess
-import sys
+import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
-# Most seconds a run waits for its chart once the summary is sent.
-DRAW_TIMEOUT = 120.0
+WIDTH, HEIGHT = 1300, 420
+FONT = 12
+# DejaVu Sans, the widest of the usual sans fonts, averages about this much of its size per
+# character; text is laid out with this estimate because SVG cannot measure text before drawing.
+CHAR_WIDTH = 0.6
+BINS = 20
+
+COLOURS = {"rate": "#4c72b0", "overall": "#c44e52", "seconds": "#55a868", "tokens": "#8172b2",
+           "axis": "#333333", "grid": "#e5e5e5"}
+
+# Code points XML 1.0 forbids even escaped, and lone surrogates, which UTF-8 cannot encode: a
+# bug type or model name holding one would make the whole file unreadable.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-class ChartError(Exception):
-    """The chart process failed; the message says how."""
+def _clean(text: object) -> str:
+    return _NOT_XML.sub("", str(text))
 
 
-def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Path) -> Path | None:
+# xml.sax.saxutils escapes the same, but importing it imports urllib.request (http.client,
+# ssl, email): 10 to 25 ms here, ten times what drawing the chart takes.
+def _text(content: object) -> str:
+    return _clean(content).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _attr(value: object) -> str:
+    """A quoted attribute value."""
+    return '"' + _text(value).replace('"', "&quot;") + '"'
+
+
+def _n(value: float) -> str:
+    """A coordinate: short, and never NaN or infinite, which SVG renderers reject."""
+    text = f"{value:.1f}" if math.isfinite(value) else "0"
+    text = text.removesuffix(".0")
+    return "0" if text == "-0" else text
+
+
+def _unit(value: Any) -> float:
+    """A rate for the 0..1 axis: missing or non-finite values are drawn at 0."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        return None
-    figure = Figure(figsize=(13, 4.2), layout="constrained")
-    FigureCanvasAgg(figure)
-    rates, seconds_axes, tokens_axes = figure.subplots(1, 3, width_ratios=[1.6, 1, 1])
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return min(max(number, 0.0), 1.0) if math.isfinite(number) else 0.0
 
-    rows = summary["by_bug_type"]
+
+def _fits(text: str, width: float, size: float = FONT) -> str:
+    """The text, cut with an ellipsis where it would overflow `width` (the full text stays in
+    the mark's <title>)."""
+    most = max(int(width / (size * CHAR_WIDTH)), 1)
+    return text if len(text) <= most else text[:max(most - 1, 0)] + "\u2026"
+
+
+def _label(x: float, y: float, content: str, size: float = FONT, anchor: str = "middle",
+           extra: str = "") -> str:
+    return (f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" text-anchor="{anchor}"'
+            f'{extra}>{_text(content)}</text>')
+
+
+def _ticks(low: float, high: float, integer: bool = False, most: int = 6) -> list[float]:
+    """Round tick values from low to high, 1, 2 or 5 times a power of ten apart: as many as
+    fit in `most`."""
+    span = high - low
+    if not (math.isfinite(span) and span > 0):
+        return [low] if math.isfinite(low) else [0.0]
+    power = 10 ** math.floor(math.log10(span / most))
+    ticks: list[float] = []
+    for step in (m * power for m in (1, 2, 5, 10, 20)):
+        if integer and step < 1:
+            continue
+        first = math.ceil(low / step - 1e-9)
+        last = math.floor(high / step + 1e-9)
+        ticks = [round(i * step, 12) for i in range(first, last + 1)]
+        if len(ticks) <= most:
+            break
+    return ticks
+
+
+def _tick_text(value: float, ticks: Sequence[float]) -> str:
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    return f"{value:,.{decimals}f}"
+
+
+def _histogram(values: list[float]) -> tuple[float, float, list[int]]:
+    """Bin edges' range and counts of `BINS` equal bins, the last closed, as numpy's."""
+    if not values:
+        return 0.0, 1.0, [0] * BINS
+    low, high = min(values), max(values)
+    if high == low:  # one value (a single record, all zero seconds): it needs an axis still
+        high = low + 1.0
+    counts = [0] * BINS
+    width = (high - low) / BINS
+    for value in values:
+        counts[min(int((value - low) / width), BINS - 1)] += 1
+    return low, high, counts
+
+
+def _tokens(record: dict[str, Any]) -> float:
+    total = 0.0
+    for value in (record.get("tokens") or {}).values():
+        try:
+            number = float(value or 0)
+        except (TypeError, ValueError):
+            continue
+        total += number if math.isfinite(number) else 0.0
+    return total
+
+
+def _seconds(record: dict[str, Any]) -> float:
+    try:
+        seconds = float(record.get("seconds") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return seconds if math.isfinite(seconds) else 0.0
+
+
+def _rates_panel(summary: dict[str, Any], left: float, right: float, top: float,
+                 bottom: float) -> list[str]:
+    rows = summary.get("by_bug_type") or []
+    model = (summary.get("run") or {}).get("model")
     names = [f"{row['bug_type']} (n={row['scored']})" for row in rows]
-    values = [row["pass_at_1"]["value"] for row in rows]
-    below = [v - row["pass_at_1"]["ci95"][0] for v, row in zip(values, rows, strict=True)]
-    above = [row["pass_at_1"]["ci95"][1] - v for v, row in zip(values, rows, strict=True)]
-    rates.barh(names, values, xerr=[below, above], color="#4c72b0", capsize=3)
-    overall = summary["pass_at_1"]["value"]
-    rates.axvline(overall, color="#c44e52", linestyle="--", label=f"all tasks {overall:.1%}")
-    rates.set_xlim(0, 1)
-    rates.invert_yaxis()
-    rates.set_xlabel("pass@1 (bars: 95% Wilson interval)")
-    rates.set_title(f"pass@1 per bug type: {summary['run'].get('model')}")
-    rates.legend(loc="lower right")
+    # The label column takes what the longest label needs, up to two fifths of the panel.
+    label_width = min(max((len(name) for name in names), default=0) * FONT * CHAR_WIDTH,
+                      (right - left) * 0.4)
+    x0, x1 = left + label_width + 10, right
+    y0, y1 = top + 28, bottom - 42
 
-    seconds = [float(r.get("seconds") or 0) for r in records]
-    tokens = [sum((r.get("tokens") or {}).values()) for r in records]
-    seconds_axes.hist(seconds, bins=20, color="#55a868")
-    seconds_axes.set_xlabel("seconds per task")
-    seconds_axes.set_ylabel("tasks")
-    tokens_axes.hist(tokens, bins=20, color="#8172b2")
-    tokens_axes.set_xlabel("tokens per task (prompt + completion)")
-    figure.savefig(path, dpi=100)
-    return path
+    def x(value: float) -> float:
+        return x0 + (x1 - x0) * _unit(value)
 
-
-class RunChart:
-    """Draws a run's summary.png in a child process that imports matplotlib while the run goes on.
-
-    The child is started with the run and waits for the summary on its stdin. `draw` sends it
-    and returns, so the drawing overlaps the rest of the run's end (xdist's shutdown, JUnit);
-    `finish` waits for it, and the run lists the file only after that. The child has its own
-    session, so a Ctrl-C to the run does not stop it before the interrupted run's chart is
-    drawn; when the run ends without drawing, or dies, the child reads the end of its stdin and
-    exits. Where this process has matplotlib loaded already, or lacks it, no child starts and
-    `draw` is `write_chart` here."""
-
-    def __init__(self) -> None:
-        self.process: subprocess.Popen[bytes] | None = None
-        self.pending: Path | None = None  # where the child was asked to draw
-        if "matplotlib.figure" in sys.modules or importlib.util.find_spec("matplotlib") is None:
-            return
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
-
-    def draw(self, summary: dict[str, Any], records: list[dict[str, Any]],
-             path: Path) -> Path | None:
-        """The path the chart is written at (by the child: once `finish` returns), or None
-        when no chart is drawn."""
-        if self.process is None or self.pending is not None:
-            return write_chart(summary, records, path)
-        assert self.process.stdin is not None
-        # The chart reads only these of each record.
-        slim = [{"seconds": r.get("seconds"), "tokens": r.get("tokens")} for r in records]
-        self.pending = path
-        try:
-            self.process.stdin.write(json.dumps(
-                {"summary": summary, "records": slim, "path": str(path)}).encode())
-            self.process.stdin.close()
-        except BrokenPipeError:
-            pass  # the child is gone: `finish` says why
-        return path
-
-    def finish(self) -> None:
-        """Waits for the child: the chart asked for is on disk when this returns, else
-        ChartError says why. A child that was sent nothing just ends."""
-        process, self.process = self.process, None
-        if process is None:
-            return
-        assert process.stdin is not None and process.stderr is not None
-        if not process.stdin.closed:
-            process.stdin.close()
-        try:
-            process.wait(timeout=DRAW_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise ChartError(f"drawing {self.pending} took more than {DRAW_TIMEOUT:.0f} s") \
-                from None
-        finally:
-            lines = process.stderr.read().decode(errors="replace").strip().splitlines()
-            process.stderr.close()
-        if self.pending is not None and (process.returncode != 0 or not self.pending.is_file()):
-            raise ChartError(f"the chart process ended with status {process.returncode}: "
-                             f"{lines[-1] if lines else 'no message'}")
+    title = f"pass@1 per bug type: {model}"
+    # Centred over the plot, as matplotlib's title was, unless it needs the whole panel.
+    shown = _fits(title, right - left, FONT + 2)
+    half = len(shown) * (FONT + 2) * CHAR_WIDTH / 2
+    centre = max(min((x0 + x1) / 2, right - half), left + half)
+    out = ['<g class="panel rates">',
+           f'<g class="title"><title>{_text(title)}</title>',
+           _label(centre, top + 14, shown, size=FONT + 2), "</g>"]
+    for tick in _ticks(0.0, 1.0):
+        out += [f'<line x1="{_n(x(tick))}" y1="{_n(y0)}" x2="{_n(x(tick))}" y2="{_n(y1)}" '
+                f'stroke="{COLOURS["grid"]}"/>',
+                f'<line x1="{_n(x(tick))}" y1="{_n(y1)}" x2="{_n(x(tick))}" y2="{_n(y1 + 4)}" '
+                f'stroke="{COLOURS["axis"]}"/>',
+                _label(x(tick), y1 + 17, f"{tick:.0%}")]
+    out.append(_label((x0 + x1) / 2, bottom - 6, "pass@1 (bars: 95% Wilson interval)"))
+    if not rows:
+        out.append(_label((x0 + x1) / 2, (y0 + y1) / 2, "no tasks", extra=' fill="#777777"'))
+    # The legend has a strip of its own below the bars, so it never hides a bar or a whisker.
+    legend_strip = 30
+    band = (y1 - y0 - legend_strip) / max(len(rows), 1)
+    thickness = band * 0.8
+    cap = min(thickness / 4, 5)
+    for index, (row, name) in enumerate(zip(rows, names, strict=True)):
+        rate = row.get("pass_at_1") or {}
+        value = _unit(rate.get("value"))
+        low, high = (_unit(v) for v in (rate.get("ci95") or (value, value)))
+        middle = y0 + band * (index + 0.5)
+        hover = (f"{row['bug_type']}: pass@1 {value:.1%} [{low:.1%}, {high:.1%}], "
+                 f"{row.get('fixed', '?')} fixed of {row['scored']} scored")
+        out += [f'<g class="bar" data-bug-type={_attr(row["bug_type"])} '
+                f'data-value="{value:.6f}" data-low="{low:.6f}" data-high="{high:.6f}">'
+                f'<title>{_text(hover)}</title>',
+                f'<rect x="{_n(x0)}" y="{_n(middle - thickness / 2)}" width="{_n(x(value) - x0)}"'
+                f' height="{_n(thickness)}" fill="{COLOURS["rate"]}"/>',
+                f'<path d="M{_n(x(low))} {_n(middle)}H{_n(x(high))}'
+                f'M{_n(x(low))} {_n(middle - cap)}V{_n(middle + cap)}'
+                f'M{_n(x(high))} {_n(middle - cap)}V{_n(middle + cap)}" '
+                f'stroke="{COLOURS["axis"]}" stroke-width="1.5" fill="none"/>',
+                _label(x0 - 6, middle + FONT * 0.35, _fits(name, label_width), anchor="end",
+                       extra=' class="label"'),
+                "</g>"]
+    overall = _unit((summary.get("pass_at_1") or {}).get("value"))
+    legend = f"all tasks {overall:.1%}"
+    legend_width = len(legend) * FONT * CHAR_WIDTH + 44
+    # On the side away from the dashed line, which it would otherwise cross.
+    lx = x0 + 8 if overall > 0.5 else x1 - legend_width - 8
+    ly = y1 - legend_strip + 4
+    out += [f'<line class="overall" x1="{_n(x(overall))}" y1="{_n(y0)}" x2="{_n(x(overall))}" '
+            f'y2="{_n(y1)}" stroke="{COLOURS["overall"]}" stroke-width="1.5" '
+            f'stroke-dasharray="6 4"/>',
+            f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(x1 - x0)}" height="{_n(y1 - y0)}" '
+            f'fill="none" stroke="{COLOURS["axis"]}"/>',
+            f'<g class="legend"><rect x="{_n(lx)}" y="{_n(ly)}" width="{_n(legend_width)}" '
+            f'height="22" rx="3" fill="#ffffff" fill-opacity="0.85" stroke="#cccccc"/>',
+            f'<line x1="{_n(lx + 8)}" y1="{_n(ly + 11)}" x2="{_n(lx + 32)}" y2="{_n(ly + 11)}" '
+            f'stroke="{COLOURS["overall"]}" stroke-width="1.5" stroke-dasharray="6 4"/>',
+            _label(lx + 38, ly + 15, legend, anchor="start", extra=' class="overall-label"'),
+            "</g></g>"]
+    return out
 
 
-def main(stdin: IO[str]) -> int:
-    # Imported before the summary can arrive: this is the cost the child takes off the run.
-    import matplotlib.backends.backend_agg  # noqa: F401
-    import matplotlib.figure  # noqa: F401
+def _histogram_panel(kind: str, values: list[float], xlabel: str, ylabel: str | None,
+                     left: float, right: float, top: float, bottom: float) -> list[str]:
+    low, high, counts = _histogram(values)
+    # Room on the right for half of a tick label as long as "100,000" under the axis's end.
+    x0, x1 = left + 48, right - 24
+    y0, y1 = top + 28, bottom - 42
+    y_ticks = _ticks(0.0, max(max(counts), 1) * 1.05, integer=True, most=5)
+    y_top = max(y_ticks[-1], max(counts) * 1.05, 1.0)
 
-    text = stdin.read()
-    if not text:  # the run ended without a chart to draw
-        return 0
-    request = cast(dict[str, Any], json.loads(text))
-    path = Path(request["path"])
+    def x(value: float) -> float:
+        return x0 + (x1 - x0) * (value - low) / (high - low)
+
+    def y(count: float) -> float:
+        return y1 - (y1 - y0) * count / y_top
+
+    out = [f'<g class="panel {kind}">']
+    for tick in y_ticks:
+        out += [f'<line x1="{_n(x0 - 4)}" y1="{_n(y(tick))}" x2="{_n(x0)}" y2="{_n(y(tick))}" '
+                f'stroke="{COLOURS["axis"]}"/>',
+                _label(x0 - 7, y(tick) + FONT * 0.35, f"{tick:.0f}", anchor="end")]
+    # As many ticks as leave a gap of a character and a half between their labels.
+    for most in range(6, 1, -1):
+        x_ticks = _ticks(low, high, integer=kind == "tokens", most=most)
+        longest = max(len(_tick_text(tick, x_ticks)) for tick in x_ticks)
+        if (x1 - x0) / most >= (longest + 1.5) * FONT * CHAR_WIDTH:
+            break
+    for tick in x_ticks:
+        out += [f'<line x1="{_n(x(tick))}" y1="{_n(y1)}" x2="{_n(x(tick))}" y2="{_n(y1 + 4)}" '
+                f'stroke="{COLOURS["axis"]}"/>',
+                _label(x(tick), y1 + 17, _tick_text(tick, x_ticks))]
+    width = (high - low) / BINS
+    for index, count in enumerate(counts):
+        start = low + index * width
+        out.append(f'<rect class="bin" data-count="{count}" x="{_n(x(start))}" '
+                   f'y="{_n(y(count))}" width="{_n(x(start + width) - x(start))}" '
+                   f'height="{_n(y1 - y(count))}" fill="{COLOURS[kind]}" stroke="#ffffff" '
+                   f'stroke-width="0.5"><title>{count} task(s) from {start:.4g} to '
+                   f'{start + width:.4g}</title></rect>')
+    out += [f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(x1 - x0)}" height="{_n(y1 - y0)}" '
+            f'fill="none" stroke="{COLOURS["axis"]}"/>',
+            _label((x0 + x1) / 2, bottom - 6, xlabel)]
+    if ylabel:
+        out.append(_label(left + 10, (y0 + y1) / 2, ylabel,
+                          extra=f' transform="rotate(-90 {_n(left + 10)} {_n((y0 + y1) / 2)})"'))
+    out.append("</g>")
+    return out
+
+
+def render(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The chart's SVG text."""
+    # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did.
+    inner = WIDTH - 20
+    edges = [10.0, 10 + inner * 1.6 / 3.6, 10 + inner * 2.6 / 3.6, WIDTH - 10.0]
+    top, bottom = 8.0, HEIGHT - 4.0
+    model = (summary.get("run") or {}).get("model")
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Helvetica, Arial, '
+        f'sans-serif" fill="#222222">',
+        f"<title>{_text(f'humanfix summary: {model}')}</title>",
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+        *_rates_panel(summary, edges[0], edges[1] - 20, top, bottom),
+        *_histogram_panel("seconds", [_seconds(r) for r in records], "seconds per task",
+                          "tasks", edges[1], edges[2] - 10, top, bottom),
+        *_histogram_panel("tokens", [_tokens(r) for r in records],
+                          "tokens per task (prompt + completion)", None, edges[2], edges[3],
+                          top, bottom),
+        "</svg>", ""])
+
+
+def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Path) -> Path:
+    """Writes the chart at `path`, whole or not at all: a reader never sees half a file."""
+    text = render(summary, records)
     partial = path.with_name(f"{path.stem}.partial{path.suffix}")
-    # Written whole or not at all: a reader never sees half a PNG.
     try:
-        if write_chart(request["summary"], request["records"], partial) is not None:
-            os.replace(partial, path)
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.stdin))
+    return path

@@ -41,7 +41,7 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="humanfix-report",
-        description="Render summary.json, summary.md and summary.png from a humanfix results "
+        description="Render summary.json, summary.md and summary.svg from a humanfix results "
                     "JSONL; with --baseline, compare task by task. Exit status 1 when a gate "
                     "given here fails, 2 on bad input. `humanfix-report merge SHARD.jsonl...` "
                     "joins the results of --humanfix-shard runs first.")
@@ -127,11 +127,17 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
                          args.max_regressions, terminal.noise_note(repeat) if repeat else None
                          ) if gated else []
     summary = summary_mod.build(records, run, comparison, checks, alpha=args.alpha)
-    written = files.write_reports(summary, records, out)
+    problem = None
+    try:
+        written = files.write_reports(summary, records, out)
+    except files.ChartError as exc:  # as in a run: the summary files stand without it
+        written, problem = exc.written, f"WARNING: could not draw {exc.path}: {exc}"
     if junit:
         written.insert(0, files.write_junit(summary, records, out / "junit.xml", gated))
     lines = terminal.summary_lines(summary)
     lines += [f"wrote {path}" for path in written]
+    if problem:
+        lines.append(problem)
     if checks:
         lines.append(verdict_line(checks))
     print("\n".join(lines))

@@ -1,12 +1,11 @@
-"""The report files: summary.json, summary.md (also appended to $GITHUB_STEP_SUMMARY) and, with
-matplotlib, summary.png, all rendered from the summary dict (`summary.build`)."""
+"""The report files: summary.json, summary.md (also appended to $GITHUB_STEP_SUMMARY) and
+summary.svg, all rendered from the summary dict (`summary.build`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,14 @@ from .terminal import (
     server_lines,
 )
 
-# Draws the chart of a summary and its records at a path; returns the path, or None if no chart.
-DrawChart = Callable[[dict[str, Any], list[dict[str, Any]], Path], Path | None]
+
+class ChartError(Exception):
+    """summary.svg could not be written; `written` lists the files that were."""
+
+    def __init__(self, path: Path, cause: Exception, written: list[Path]) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.path = path
+        self.written = written
 
 
 def bug_type_rows(rows: list[dict[str, Any]]) -> list[str]:
@@ -91,11 +96,11 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(summary: dict[str, Any], records: list[dict[str, Any]], folder: Path,
-                  draw_chart: DrawChart = write_chart) -> list[Path]:
-    """summary.json, summary.md and (with matplotlib) summary.png; summary.md is also appended
-    to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. A run draws the chart through
-    its `chart.RunChart`."""
+def write_reports(summary: dict[str, Any], records: list[dict[str, Any]],
+                  folder: Path) -> list[Path]:
+    """summary.json, summary.md and summary.svg; summary.md is also appended to
+    $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only the chart
+    failed."""
     folder.mkdir(parents=True, exist_ok=True)
     json_path, md_path = folder / "summary.json", folder / "summary.md"
     json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -106,9 +111,11 @@ def write_reports(summary: dict[str, Any], records: list[dict[str, Any]], folder
         with open(step_summary, "a", encoding="utf-8") as handle:
             handle.write(text)
     written = [json_path, md_path]
-    chart = draw_chart(summary, records, folder / "summary.png")
-    if chart is not None:
-        written.append(chart)
+    chart = folder / "summary.svg"
+    try:
+        written.append(write_chart(summary, records, chart))
+    except Exception as exc:  # the figures are in the files above; the chart only shows them
+        raise ChartError(chart, exc, written) from exc
     return written
 
 

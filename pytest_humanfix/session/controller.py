@@ -22,7 +22,6 @@ from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
 from ..records import JsonlWriter, ReportError, run_fingerprint, without_model
 from ..reporting import files, summary as summary_mod, terminal
-from ..reporting.chart import ChartError, RunChart
 from ..reporting.gates import (
     BaselineError,
     Comparison,
@@ -83,15 +82,6 @@ def remember_failed(config: pytest.Config, nodeid: str) -> None:
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
-    chart = RunChart()  # first: matplotlib is imported while the run is checked and runs
-    try:
-        return start_with_chart(config, settings, chart)
-    except BaseException:
-        chart.finish()
-        raise
-
-
-def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart) -> Runner:
     try:
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
@@ -140,7 +130,7 @@ def start_with_chart(config: pytest.Config, settings: Settings, chart: RunChart)
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
                     device=device, resumed=resumed, canonical_seconds=canonical_seconds,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
-    controller = Controller(config, runner, baseline, chart,
+    controller = Controller(config, runner, baseline,
                             serving.facts() if serving is not None else None)
     try:
         controller.writer.open(append=settings.resume)
@@ -185,12 +175,11 @@ class Controller:
     """Collects each task's record from the reports, writes the JSONL and the summary."""
 
     def __init__(self, config: pytest.Config, runner: Runner,
-                 baseline: dict[str, dict] | None, chart: RunChart,
+                 baseline: dict[str, dict] | None,
                  serve_facts: dict[str, Any] | None = None) -> None:
         self.config = config
         self.serve_facts = serve_facts
         self.runner = runner
-        self.chart = chart
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         # One record per task, by task id: a task run again (reruns) replaces its record.
         self.records: dict[str, dict[str, Any]] = {}
@@ -281,8 +270,10 @@ class Controller:
         if self.records:
             try:
                 self.report_files = files.write_reports(
-                    summary, records, Path(self.runner.settings.report_dir),
-                    draw_chart=self.chart.draw)
+                    summary, records, Path(self.runner.settings.report_dir))
+            except files.ChartError as exc:
+                self.report_files = exc.written
+                self.report_problem = f"WARNING: humanfix could not draw {exc.path}: {exc}"
             except Exception as exc:  # the JSONL is safe already; JUnit is written after this
                 self.report_problem = (f"WARNING: humanfix could not write the summary files: "
                                        f"{type(exc).__name__}: {exc}")
@@ -318,16 +309,6 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return checks
 
-    def finish_chart(self) -> None:
-        """The chart is drawn while the run ends (`RunChart`); wait for it before the files
-        are listed."""
-        try:
-            self.chart.finish()
-        except ChartError as exc:
-            self.report_files = [path for path in self.report_files if path != self.chart.pending]
-            self.report_problem = self.report_problem or \
-                f"WARNING: humanfix could not draw {self.chart.pending}: {exc}"
-
     def files(self) -> list[Path]:
         paths = [self.writer.path]
         if self.config.option.xmlpath:
@@ -335,7 +316,6 @@ class Controller:
         return paths + self.report_files
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        self.finish_chart()
         terminalreporter.write_sep("=", "humanfix summary")
         summary = self.summary or summary_mod.build(list(self.records.values()),
                                                     self.run_facts())
@@ -369,4 +349,3 @@ class Controller:
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()
-        self.finish_chart()
