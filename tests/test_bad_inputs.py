@@ -137,8 +137,9 @@ _choices: dict[tuple[str, str], Choice] = {}
 
 
 def resident_pids() -> set[int]:
-    """The warm executors' servers (and their bwrap holders): they stay by design."""
-    return set().union(*(getattr(c.sandbox, "server_pids", set()) for c in _choices.values()))
+    """The warm executors' servers, their bwrap holders and the child each forks ahead for its
+    next execution: they stay by design."""
+    return set().union(*(getattr(c.sandbox, "resident_pids", set()) for c in _choices.values()))
 
 
 @pytest.fixture(scope="module")
@@ -194,8 +195,11 @@ def living_descendants(exclude: set[int]) -> set[int]:
 
 
 def leftovers(exclude: set[int], grace: float = 3.0) -> set[int]:
+    """Processes still alive after the grace period, apart from `exclude` and the resident ones
+    (read again each time: a warm executor forks its next child after an execution)."""
     deadline = time.monotonic() + grace
-    while (alive := living_descendants(exclude)) and time.monotonic() < deadline:
+    while (alive := living_descendants(exclude | resident_pids())) \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
     return alive
 
@@ -248,7 +252,7 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
         text = case.text.replace("{tok}", tok).replace("{home}", str(home)).replace(
             "{port}", str(listener.getsockname()[1])).replace("{dataset}", str(dataset))
         result = evaluate(tmp_path, tasks, choice, config, TASK, text)
-        left = leftovers(resident_pids() | before)
+        left = leftovers(before)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,28 @@ def test_a_launched_warm_executor_that_cannot_start_gives_way_to_fresh(tmp_path)
     choice.ready()
     assert choice.sandbox.executor == "fresh"
     assert "warm executor unavailable: the warm executor did not start" in choice.notes[-1]
+
+
+def waiting_children(sandbox) -> set[int]:
+    """The server's children that are not part of the chain that holds it."""
+    return sandbox.resident_pids - sandbox.server_pids
+
+
+def test_the_next_child_is_forked_ahead_and_only_after_the_last_execution_is_gone() -> None:
+    choice = make_sandbox("auto", "warm", Limits(timeout=5))
+    sandbox = choice.sandbox
+    try:
+        # A candidate that leaves a detached process behind: it is killed with the execution's
+        # cgroup before the next child is asked for.
+        left = sandbox.run(build_program("", "import os, time\nif os.fork() == 0:\n"
+                                             "    os.setsid()\n    time.sleep(30)\n"))
+        assert left.passed, left.stderr
+        deadline = time.monotonic() + 5
+        while len(waiting_children(sandbox)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (child,) = waiting_children(sandbox)  # one, forked before it is needed, alone
+        second = sandbox.run(build_program("", "import os\nprint(os.getpid() > 0)"))
+        assert second.passed and second.stdout == "True\n"
+        assert child not in waiting_children(sandbox)  # that one ran the second execution
+    finally:
+        sandbox.shutdown()

@@ -5,9 +5,15 @@ Each child gets what a fresh interpreter gets: its own working folder, a new ses
 group, stdin on /dev/null, stdout and stderr in capped files, the clean environment, the rlimits,
 the network isolation of the layer (the server made or entered it before forking), and the same
 nonce proof of completion. The harness puts each child in its own cgroup before it runs a single
-candidate statement (the child waits for a "go"), so everything the candidate starts is counted,
-bounded and killed by the harness, never by code the candidate could tamper with. That is why
-the warm executor needs writable cgroups; without them, `make_sandbox` keeps fresh interpreters.
+candidate statement (the child waits for its configuration), so everything the candidate starts
+is counted, bounded and killed by the harness, never by code the candidate could tamper with.
+That is why the warm executor needs writable cgroups; without them, `make_sandbox` keeps fresh
+interpreters.
+
+The server forks each child ahead of its execution, while the harness reads the verdict of the
+one before (`inside/warm_server.py`), which takes the fork off the next execution's path. The
+harness asks for that child only once everything of the last execution is killed, so nothing of
+it can reach the child that waits.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ class WarmSandbox:
         self.mount.mkdir()
         self._proc: subprocess.Popen[bytes] | None = None
         self._ready = False  # the server said "ready" (see `launch`)
+        self._child_asked = False  # "fork" sent, its "forked" not read yet
         self._chain: list[int] = []  # harness-side pids from the child we started to the server
         self._buffer = b""
         self._count = itertools.count()
@@ -83,6 +90,14 @@ class WarmSandbox:
     def server_pids(self) -> set[int]:
         """The server and what holds it (bwrap and its init): the processes that stay."""
         return set(self._chain) if self._proc is not None else set()
+
+    @property
+    def resident_pids(self) -> set[int]:
+        """What stays between executions: the server, what holds it, and the child it forked
+        for the next execution once it has."""
+        if self._proc is None or not self._chain:
+            return set()
+        return set(self._chain) | set(_children(self._chain[-1]))
 
     def start(self) -> None:
         """Start the server and wait until it has imported the prelude; SandboxError if not."""
@@ -129,6 +144,27 @@ class WarmSandbox:
             raise SandboxError(f"the warm executor did not start: {log_text[-500:] or '?'}")
         self._chain = self._find_server()
         self._ready = True
+        self._ask_for_child()
+
+    def _ask_for_child(self) -> None:
+        """Has the server fork the next execution's child now, without waiting for it."""
+        try:
+            self._send("fork")
+            self._child_asked = True
+        except OSError:
+            self.close()  # gone: the next execution starts a new server
+
+    def _waiting_child(self) -> int:
+        """The child forked for this execution, waiting for its configuration."""
+        if not self._child_asked:
+            self._send("fork")
+        self._child_asked = False
+        if self._read_line(REPLY_SECONDS) != "forked":
+            raise SandboxError("the server did not fork a child")
+        children = _children(self._chain[-1])
+        if len(children) != 1:
+            raise SandboxError(f"the server has {len(children)} children, not 1")
+        return children[0]
 
     def _find_server(self) -> list[int]:
         assert self._proc is not None
@@ -171,7 +207,7 @@ class WarmSandbox:
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes)
         try:
             execution.prepare(program)
-            return self._run(execution, group, limits)
+            verdict = self._run(execution, group, limits)
         except BaseException:
             # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
             # belong to this execution, so it must not serve another one.
@@ -183,6 +219,10 @@ class WarmSandbox:
             # Anything a candidate left in the shared folder goes, not only its own folder.
             for entry in self.mount.iterdir():
                 shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+        # Everything of this execution is gone: the next child may be forked.
+        if self._proc is not None:
+            self._ask_for_child()
+        return verdict
 
     def _run(self, execution: Execution, group: Cgroup, limits: Limits) -> Verdict:
         box = execution.inside(self.layer, execution.box)
@@ -190,16 +230,10 @@ class WarmSandbox:
         config.update(cwd=box, env=dict(SAFE_ENV, HOME=box, TMPDIR=box),
                       stdout=execution.inside(self.layer, execution.stdout),
                       stderr=execution.inside(self.layer, execution.stderr))
-        started = time.monotonic()
         try:
+            group.add(self._waiting_child())
+            started = time.monotonic()
             self._send(json.dumps(config))
-            if self._read_line(REPLY_SECONDS) != "forked":
-                raise SandboxError("the server did not fork a child")
-            children = _children(self._chain[-1])
-            if len(children) != 1:
-                raise SandboxError(f"the server has {len(children)} children, not 1")
-            group.add(children[0])
-            self._send("go")
         except (OSError, SandboxError) as exc:
             self.close()
             raise SandboxError(f"warm executor: {exc}") from exc
@@ -221,7 +255,7 @@ class WarmSandbox:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
-        self._ready = False
+        self._ready = self._child_asked = False
         if proc is not None:
             stop_group(proc)
             for stream in (proc.stdin, proc.stdout):

@@ -3,9 +3,12 @@
 Arguments: the network mode, "pdeathsig" when the server must die with the harness (the process
 layer; bwrap's --die-with-parent does it otherwise), and the prelude, imported once here so that
 every child starts with it loaded. Protocol on stdin/stdout, one line each: the server says
-"ready"; for each execution the harness sends its configuration (JSON), the server forks and
-says "forked", the harness puts the child in its cgroup and sends "go", and the server answers
-{"exit_code": N} once the child has ended.
+"ready". The harness asks for a child ("fork"); the server forks one, which waits for its
+configuration, and says "forked". The harness puts that child in the execution's cgroup and
+sends the configuration (JSON); the server hands it to the child, which then runs, and answers
+{"exit_code": N} once the child has ended. The harness asks for the next child as soon as an
+execution's processes are gone, so the fork happens while it reads the verdict, off the path of
+the next execution; there is never more than one child.
 """
 
 import atexit
@@ -34,10 +37,18 @@ def exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def child(cfg: dict[str, Any], go: int) -> NoReturn:
+def read_config(fd: int) -> dict[str, Any]:
+    """The execution's configuration, sent once the harness has put this process in its cgroup
+    (nothing at all when the harness went away first)."""
+    with open(fd, "rb") as pipe:
+        config: dict[str, Any] = json.loads(pipe.read())
+    return config
+
+
+def child(config_fd: int) -> NoReturn:
     code = 1
     try:
-        os.read(go, 1)  # returns once the harness has put this process in its cgroup
+        cfg = read_config(config_fd)
         os.setsid()
         os.chdir(cfg["cwd"])
         for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
@@ -77,24 +88,21 @@ def child(cfg: dict[str, Any], go: int) -> NoReturn:
 def serve(requests: TextIO, replies: TextIO) -> None:
     replies.write("ready\n")
     replies.flush()
-    while True:
-        line = requests.readline()
-        if not line:
-            break
-        go_read, go_write = os.pipe()
+    while requests.readline() == "fork\n":
+        config_read, config_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            cfg = json.loads(line)
-            line = ""  # the nonce lives on only where run() keeps it
             requests.close()
             replies.close()
-            os.close(go_write)
-            child(cfg, go_read)
-        os.close(go_read)
+            os.close(config_write)
+            child(config_read)
+        os.close(config_read)
         replies.write("forked\n")
         replies.flush()
-        requests.readline()
-        os.close(go_write)
+        line = requests.readline()
+        with open(config_write, "wb") as pipe:
+            pipe.write(line.encode())
+        line = ""  # the next child starts from this frame: nothing of this execution stays
         status = os.waitpid(pid, 0)[1]
         replies.write(json.dumps({"exit_code": os.waitstatus_to_exitcode(status)}) + "\n")
         replies.flush()
