@@ -167,7 +167,8 @@ def test_humanfix_report_rebuilds_the_run_summary(humanfix_pytester, tmp_path, c
     assert report_main([str(reports / "humanfix.jsonl"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"wrote {out / 'summary.md'}" in printed
-    assert f"WARNING: could not draw {out / 'summary.svg'}: IsADirectoryError" in printed
+    assert f"WARNING: humanfix could not draw {out / 'summary.svg'}: IsADirectoryError" \
+        in printed
     assert f"wrote {out / 'summary.svg'}" not in printed
 
 

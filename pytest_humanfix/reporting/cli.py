@@ -131,7 +131,7 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     try:
         written = files.write_reports(summary, records, out)
     except files.ChartError as exc:  # as in a run: the summary files stand without it
-        written, problem = exc.written, f"WARNING: could not draw {exc.path}: {exc}"
+        written, problem = exc.written, exc.warning()
     if junit:
         written.insert(0, files.write_junit(summary, records, out / "junit.xml", gated))
     lines = terminal.summary_lines(summary)

@@ -31,6 +31,10 @@ class ChartError(Exception):
         self.path = path
         self.written = written
 
+    def warning(self) -> str:
+        """The line a run and humanfix-report print, below the files they list."""
+        return f"WARNING: humanfix could not draw {self.path}: {self}"
+
 
 def bug_type_rows(rows: list[dict[str, Any]]) -> list[str]:
     return ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |",

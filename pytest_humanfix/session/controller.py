@@ -273,7 +273,7 @@ class Controller:
                     summary, records, Path(self.runner.settings.report_dir))
             except files.ChartError as exc:
                 self.report_files = exc.written
-                self.report_problem = f"WARNING: humanfix could not draw {exc.path}: {exc}"
+                self.report_problem = exc.warning()
             except Exception as exc:  # the JSONL is safe already; JUnit is written after this
                 self.report_problem = (f"WARNING: humanfix could not write the summary files: "
                                        f"{type(exc).__name__}: {exc}")
