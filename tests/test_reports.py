@@ -194,6 +194,12 @@ def test_the_chart_escapes_its_text_and_survives_edge_cases(tmp_path):
         chart = chart_facts(path)
         assert sum(chart["seconds"]) == len(some)
         assert "nan" not in path.read_text().lower()
+    # Token totals a hair apart (no whole-number tick fits) or adding up past a float's range.
+    odd = [{**records[0], "tokens": {"prompt": 100}}, {**records[1], "tokens": {"prompt": 100.01}},
+           {**records[2], "tokens": {"prompt": 1e308, "completion": 1e308}}]
+    write_chart(build(records, {}), odd, path)  # the chart reads the tokens off the records
+    assert sum(chart_facts(path)["tokens"]) == 3
+    assert "nan" not in path.read_text().lower() and "inf" not in path.read_text().lower()
 
 
 def test_humanfix_report_compares_with_a_baseline(humanfix_pytester, tmp_path):

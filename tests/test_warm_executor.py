@@ -161,3 +161,23 @@ def test_the_next_child_is_forked_ahead_and_only_after_the_last_execution_is_gon
         assert child not in waiting_children(sandbox)  # that one ran the second execution
     finally:
         sandbox.shutdown()
+
+
+def test_a_link_a_candidate_plants_at_a_later_executions_name_leads_nowhere(tmp_path) -> None:
+    """Execution folders are numbered in the shared mount: links planted at the next numbers
+    go with the execution that planted them, so the harness never writes through them."""
+    target = tmp_path / "outside"
+    target.mkdir()
+    choice = make_sandbox("auto", "warm", Limits(timeout=5))
+    try:
+        plant = choice.sandbox.run(build_program("", (
+            "import os\n"
+            "for n in range(1, 6):\n"
+            f"    os.symlink({str(target)!r}, os.path.join('..', '..', str(n)))\n")))
+        assert plant.passed, plant.stderr
+        for _ in range(3):
+            after = choice.sandbox.run(build_program("", "print('inside')"))
+            assert after.passed and after.stdout == "inside\n", after.stderr
+    finally:
+        choice.sandbox.shutdown()
+    assert list(target.iterdir()) == []

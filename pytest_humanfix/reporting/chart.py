@@ -93,7 +93,7 @@ def _ticks(low: float, high: float, integer: bool = False, most: int = 6) -> lis
         ticks = [round(i * step, 12) for i in range(first, last + 1)]
         if len(ticks) <= most:
             break
-    return ticks
+    return ticks or [low, high]  # no round step fits (an integer axis under 1 wide)
 
 
 def _tick_text(value: float, ticks: Sequence[float]) -> str:
@@ -124,7 +124,7 @@ def _tokens(record: dict[str, Any]) -> float:
         except (TypeError, ValueError):
             continue
         total += number if math.isfinite(number) else 0.0
-    return total
+    return total if math.isfinite(total) else 0.0  # finite parts can still add up past it
 
 
 def _seconds(record: dict[str, Any]) -> float:

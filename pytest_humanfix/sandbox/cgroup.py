@@ -44,6 +44,11 @@ class Cgroup:
     def __init__(self, dirs: list[Path]) -> None:
         self.dirs = dirs
 
+    @property
+    def bounds_memory(self) -> bool:
+        """Its groups include a memory one (where that hierarchy is writable)."""
+        return any((path / "memory.limit_in_bytes").exists() for path in self.dirs)
+
     def child(self, pids_max: int, memory_bytes: int) -> Cgroup:
         dirs = []
         try:

@@ -50,17 +50,26 @@ SAFE_ENV = {
 }
 
 
-# A RAM-backed tmpfs, where the system has one.
+# A RAM-backed tmpfs, where the system has one, and the room it must have free to be used.
 SHM = Path("/dev/shm")
+MEMORY_FOLDER_FREE = 1 << 30
 
 
 def memory_folder() -> Path | None:
     """The tmpfs for the warm executor's execution folders, None where there is none we can
-    write. Each execution writes its program and outputs and removes them within milliseconds:
-    on tmpfs that touches no disk (about 1 of a control task's 6 ms per execution here), and
-    what a candidate writes there is charged to its memory cgroup, which the warm executor
-    always has, so its memory limit bounds that too."""
-    return SHM if SHM.is_dir() and os.access(SHM, os.W_OK | os.X_OK) else None
+    write or it has less than MEMORY_FOLDER_FREE free (Docker's default is 64 MiB, shared by
+    every worker). Each execution writes its program and outputs and removes them within
+    milliseconds: on tmpfs that touches no disk (about 1 of a control task's 6 ms per execution
+    here). Only executions in a memory cgroup use it: what a candidate writes there is charged
+    to that cgroup, so its memory limit bounds it."""
+    try:
+        usable = os.access(SHM, os.W_OK | os.X_OK) and SHM.is_dir()
+        stats = os.statvfs(SHM) if usable else None
+    except OSError:
+        return None
+    if stats is None or stats.f_bavail * stats.f_frsize < MEMORY_FOLDER_FREE:
+        return None
+    return SHM
 
 
 def temp_folder(kind: str, root: Path | None = None) -> Path:
@@ -116,7 +125,11 @@ class Execution:
         return self.root / "stderr"
 
     def prepare(self, program: str) -> None:
-        self.box.mkdir(parents=True)
+        # A fresh interpreter's folder is new already; the warm executor's is made here, never
+        # through a link or file left at its name (mkdir refuses anything already there).
+        if self.root.is_symlink() or not self.root.is_dir():
+            self.root.mkdir()
+        self.box.mkdir()
         (self.box / PROGRAM_NAME).write_text(program, encoding="utf-8")
 
     def config(self, layer: Layer, rlimits: dict) -> dict:

@@ -70,7 +70,7 @@ class WarmSandbox:
         self.limits = limits
         self.cgroups = cgroups
         self.python = python
-        self.home = temp_folder("warm", memory_folder())
+        self.home = temp_folder("warm", memory_folder() if cgroups.bounds_memory else None)
         # The only folder the layer makes writable: the executions' folders live in it.
         self.mount = self.home / "humanfix-mount"
         self.mount.mkdir()
@@ -156,6 +156,8 @@ class WarmSandbox:
 
     def _waiting_child(self) -> int:
         """The child forked for this execution, waiting for its configuration."""
+        if self._proc is None:
+            raise SandboxError("the server has stopped")
         if not self._child_asked:
             self._send("fork")
         self._child_asked = False
@@ -203,10 +205,15 @@ class WarmSandbox:
         if not self.launched:
             self.start()
         self.await_ready()
+        if self._proc is None:  # it went while the next child was asked for
+            self.start()
         execution = Execution(self.mount / str(next(self._count)), self.mount)
         group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes)
         try:
-            execution.prepare(program)
+            try:
+                execution.prepare(program)
+            except OSError as exc:  # a full /dev/shm, say: the harness's fault, not a verdict
+                raise SandboxError(f"cannot write the program: {exc}") from exc
             verdict = self._run(execution, group, limits)
         except BaseException:
             # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
@@ -216,9 +223,13 @@ class WarmSandbox:
         finally:
             group.kill()
             group.remove()
-            # Anything a candidate left in the shared folder goes, not only its own folder.
+            # Anything a candidate left in the shared folder goes, not only its own folder: a
+            # link it planted at a later execution's name would lead the harness outside it.
             for entry in self.mount.iterdir():
-                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
         # Everything of this execution is gone: the next child may be forked.
         if self._proc is not None:
             self._ask_for_child()

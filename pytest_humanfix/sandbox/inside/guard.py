@@ -4,13 +4,13 @@ of the candidate's own type can answer `==` and truth tests as it likes, so the 
 check nothing; the guard stops the program there and names the type on stderr."""
 
 import os as _humanfix_os
-import sys as _humanfix_sys
 from collections.abc import Callable as _HumanfixCallable
 from typing import Any as _HumanfixAny
 
 _HUMANFIX_PLAIN = (bool, int, float, complex, str, bytes, type(None), list, tuple, dict, set,
                    frozenset)
 _HUMANFIX_GUARD_MARK = "HUMANFIX-GUARD: the entry point returned a "
+_HUMANFIX_GUARD_EXIT = 3
 
 
 def _humanfix_plain(value: object, depth: int = 0) -> type | None:
@@ -35,9 +35,12 @@ def _humanfix_guard(function: _HumanfixCallable[..., object]) -> _HumanfixCallab
         result = function(*args, **kwargs)
         found = _humanfix_plain(result)
         if found is not None:
-            _humanfix_sys.stderr.write(f"{_HUMANFIX_GUARD_MARK}{found.__qualname__}\n")
-            _humanfix_sys.stderr.flush()
-            _humanfix_os._exit(3)
+            # Straight to fd 2: the candidate may have rebound sys.stderr. Where it closed or
+            # redirected fd 2 too, the exit status still says the guard stopped the program.
+            try:
+                _humanfix_os.write(2, f"{_HUMANFIX_GUARD_MARK}{found.__qualname__}\n".encode())
+            finally:
+                _humanfix_os._exit(_HUMANFIX_GUARD_EXIT)
         return result
 
     return guarded
