@@ -105,7 +105,7 @@ def _run_hidden(ctx: RepairContext, code: str) -> tuple[Verdict, str | None]:
     """The verdict of the task's hidden tests, and the guard's flag from the same execution
     ("" when it found nothing; None when the tests could not hold the guard). A run the guard
     stopped proved nothing about the tests: they run again without it for the verdict."""
-    guarded = guarded_tests(ctx.task) if ctx.task.language == "python" else None
+    guarded = guarded_tests(ctx.task)
     if guarded is None:
         return _run(ctx, code, ctx.task.test), None
     verdict = _run(ctx, code, guarded)

@@ -252,12 +252,13 @@ def guard_program(code: str, task: Task) -> str:
 
 def guarded_tests(task: Task) -> str | None:
     """The task's hidden tests with the entry point handed to `check` through the guard, or None
-    where they do not end by calling `check(<entry point>)` (every HumanEvalPack Python task
-    does). `check` calls the entry point through its parameter, so every value the tests compare
-    passes the guard, while the candidate's own calls, recursion included, do not: its stack and
-    its results are those of the unguarded program, and this run can be the graded one."""
+    where they cannot hold it: another language, or tests that do not end by calling
+    `check(<entry point>)` (every HumanEvalPack Python task does). `check` calls the entry point
+    through its parameter, so every value the tests compare passes the guard, while the
+    candidate's own calls, recursion included, do not: its stack and its results are those of
+    the unguarded program, and this run can be the graded one."""
     lines = task.test.rstrip().splitlines()
-    if not lines or lines[-1] != f"check({task.entry_point})":
+    if task.language != "python" or not lines or lines[-1] != f"check({task.entry_point})":
         return None
     return "\n".join([*lines[:-1], source("guard.py"),
                       f"check(_humanfix_guard({task.entry_point}))"]) + "\n"

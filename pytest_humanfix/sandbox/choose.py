@@ -20,6 +20,11 @@ from .warm import WarmSandbox
 Start = Literal["wait", "launch", "first-run"]
 
 
+def warm_unavailable(why: object) -> str:
+    """The note of a warm executor that could not start, whenever that is found."""
+    return f"sandbox: a fresh interpreter per execution (warm executor unavailable: {why})"
+
+
 @dataclass
 class Choice:
     sandbox: FreshSandbox | WarmSandbox
@@ -37,8 +42,7 @@ class Choice:
             sandbox.shutdown()
             self.sandbox = FreshSandbox(sandbox.layer, sandbox.limits, sandbox.cgroups,
                                         sandbox.python)
-            self.notes.append(f"sandbox: a fresh interpreter per execution (warm executor "
-                              f"unavailable: {exc})")
+            self.notes.append(warm_unavailable(exc))
 
     def for_toolchain(self, toolchain: Toolchain, timeout: float) -> ToolchainSandbox:
         """Another language's executions, in the same layer and cgroups, its caches built."""
@@ -101,7 +105,6 @@ def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
         if executor_wanted == "warm":
             raise SandboxError(f"--humanfix-executor warm: {exc}") from None
         return Choice(FreshSandbox(layer, limits, cgroups, python),
-                      notes + [f"sandbox: a fresh interpreter per execution "
-                               f"(warm executor unavailable: {exc})"])
+                      notes + [warm_unavailable(exc)])
     return Choice(warm, notes + ["sandbox: warm executor (one fork server per worker imports "
                                  "the prelude once; a fresh child per execution)"])
