@@ -56,6 +56,18 @@ class Attempt:
     finish_reason: str = ""
     engine: str = ""
     server: str = ""  # the base URL that answered, for a server's reply
+    # The repair round the reply belongs to (0: the first attempt) and the temperature it was
+    # sampled at. A round may hold several replies: one that repeats failed code is asked
+    # again, hotter, before the round counts. None in records written before rounds were kept,
+    # where each reply was a round of its own (`attempt_round`).
+    round: int | None = None
+    temperature: float | None = None
+
+
+def attempt_round(attempt: dict[str, Any], index: int) -> int:
+    """The round of a recorded attempt (a dict from the JSONL) at position `index`."""
+    value = attempt.get("round")
+    return index if value is None else int(value)
 
 
 @dataclass
