@@ -54,6 +54,19 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _temperatures(text: str) -> tuple[float, ...]:
+    if text.strip().lower() == "none":
+        return ()
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError("must be temperatures separated by commas, e.g. 0.4,0.8, "
+                         "or none") from None
+    if not values or any(not value >= 0 for value in values):
+        raise ValueError("must be one or more temperatures of 0 or more, or none")
+    return values
+
+
 def _id_list(text: str) -> tuple[str, ...]:
     ids = tuple(part.strip() for part in text.split(",") if part.strip())
     if not ids:
@@ -162,6 +175,14 @@ OPTIONS: tuple[Option, ...] = (
            convert=_positive_int, metavar="N"),
     Option("temperature", "sampling temperature; 0 is greedy (default)", default="0",
            convert=_non_negative_float, metavar="T"),
+    Option("round-temperature", "sampling temperature of each repair round, as a comma list: "
+           "round k takes the k-th value and later rounds the last (default 0: greedy rounds; "
+           "the first attempt keeps --humanfix-temperature)", default="0",
+           convert=_temperatures, metavar="T[,T...]"),
+    Option("resample-temperature", "when a reply repeats code that already failed, ask again "
+           "before the round counts, once per value, at these temperatures (default 0.6,1.0; "
+           "none: the repeat costs its round)", default="0.6,1.0", convert=_temperatures,
+           metavar="T[,T...]|none"),
     Option("max-new-tokens", "most tokens generated per reply (default 512)", default="512",
            convert=_positive_int, metavar="N"),
     Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
@@ -302,6 +323,8 @@ class Settings:
     iters: int = 0
     samples: int = 1
     temperature: float = 0.0
+    round_temperature: tuple[float, ...] = (0.0,)
+    resample_temperature: tuple[float, ...] = (0.6, 1.0)
     max_new_tokens: int = 512
     seed: int = 0
     prompt: str = "auto"
@@ -334,10 +357,30 @@ class Settings:
 
     def protocol_for(self, language: str) -> dict[str, Any]:
         """What changes the meaning of a score: numbers compare only when this agrees."""
-        return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
-                "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                "timeout": self.timeout_for(language), "prompt": self.prompt,
-                "strict": self.strict, "language": language}
+        protocol = {"variant": self.variant, "iters": self.iters, "samples": self.samples,
+                    "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+                    "timeout": self.timeout_for(language), "prompt": self.prompt,
+                    "strict": self.strict, "language": language}
+        if self.iters:  # without repair rounds they decide nothing
+            protocol.update(round_temperature=list(self.round_temperature),
+                            resample_temperature=list(self.resample_temperature))
+        return protocol
+
+    @property
+    def most_replies(self) -> int:
+        """The most replies one repair may ask for: the first attempt, then each round's reply
+        and its asks again."""
+        return 1 + self.iters * (1 + len(self.resample_temperature))
+
+    def temperature_of(self, round: int, resample: int = 0) -> float:
+        """The temperature of a reply: the first attempt's (round 0), a repair round's from the
+        schedule, or the `resample`-th ask again of a round whose reply repeated failed code."""
+        if resample:
+            return self.resample_temperature[resample - 1]
+        if round == 0:
+            return self.temperature
+        schedule = self.round_temperature or (self.temperature,)
+        return schedule[min(round, len(schedule)) - 1]
 
     @property
     def base_urls(self) -> tuple[str, ...]:

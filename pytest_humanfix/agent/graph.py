@@ -1,18 +1,24 @@
 """The repair agent: a LangGraph state machine around the model and the sandbox.
 
     propose -> check -> execute -> (fixed or budget spent) -> finish
-                 |          |
-                 +----------+--> reflect -> propose        (while rounds are left)
+      ^        |  |        |
+      |        |  +--------+--> reflect -> propose        (while rounds are left)
+      +- resample <-+ (a repeat, while the round has asks left)
 
 `propose` asks the model and extracts its code; `check` parses it and compares the entry point
 with the declaration (nothing runs), and spots a reply that repeats an earlier attempt; `execute`
 runs it in the sandbox on the tests the protocol lets the agent see during repair (the task's
-`test` in the `tests` variant, only its `example_test` in the `docs` variant); `reflect` turns
-what went wrong into the next user turn. `finish` grades the final candidate on the full hidden
-`test`, reusing an execution of the same code where there is one.
+`test` in the `tests` variant, only its `example_test` in the `docs` variant), its asserts
+explained (`feedback`); `reflect` turns what went wrong into the next user turn: the attempt's
+code (not the whole reply) and what happened. `finish` grades the final candidate on the full
+hidden `test`, reusing an execution of the same code where there is one.
 
-`settings.iters` is the number of repair rounds after the first attempt: the model is asked at
-most `iters + 1` times. A rejected or repeated reply costs its round like any other.
+`settings.iters` is the number of repair rounds after the first attempt. A reply that repeats
+code that already failed is asked for again within its round (`resample`), at each of
+`settings.resample_temperature` in turn, before the round counts: a greedy model that repeats
+itself would repeat itself again. A rejected reply, or a repeat once those asks are spent, costs
+its round like any other. The first attempt is sampled at `settings.temperature` (greedy by
+default, so round 0 is strict pass@1) and repair round k at `settings.temperature_of(k)`.
 
 The graph is written down once, as data (`NODES`, `NEXT`). `repair_graph` compiles it with
 LangGraph; `walk` runs the same nodes and routers as plain calls, for the control models: their
@@ -38,14 +44,17 @@ from ..settings import Settings
 from . import prompts
 from .braces import continued_code as continued_braced, extract_braced
 from .extract import continued_code, extract_code, same_code
+from .feedback import explained_tests, what_happened
 from .precheck import check_candidate
 from .suspicion import guard_flag, guard_program, guarded_tests, suspicion_flags
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
-# Graph steps one round can take (propose, check, execute, reflect), and finish once.
+# Graph steps one round can take (propose, check, execute, reflect), those of each ask again
+# (resample, propose, check), and finish once.
 STEPS_PER_ROUND = 4
+STEPS_PER_RESAMPLE = 3
 
 
 def unified_diff(before: str, after: str) -> str:
@@ -54,8 +63,9 @@ def unified_diff(before: str, after: str) -> str:
         fromfile="buggy", tofile="candidate"))
 
 
-def recursion_limit(iters: int) -> int:
-    return STEPS_PER_ROUND * (iters + 1) + 1
+def recursion_limit(iters: int, resamples: int = 0) -> int:
+    return (STEPS_PER_ROUND + STEPS_PER_RESAMPLE * resamples) * (iters + 1) + 1
+
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,9 @@ class RepairRuntime(Protocol):
 class RepairState(TypedDict):
     messages: list[dict[str, str]]  # the chat so far, ending with a user turn before `propose`
     attempts: list[Attempt]         # one per reply, in order
-    rounds_left: int                # replies still allowed after the latest one
+    rounds_left: int                # rounds still allowed after the latest one
+    round: int                      # the round of the next reply (0: the first attempt)
+    resamples: int                  # asks again spent in that round
     result: TaskResult | None       # set by `finish`
 
 
@@ -98,6 +110,8 @@ def _replace_last(attempts: list[Attempt], **changes: Any) -> list[Attempt]:
 
 
 def _run(ctx: RepairContext, code: str, tests: str) -> Verdict:
+    if ctx.task.language == "python":
+        tests = explained_tests(tests)
     return ctx.sandbox.run(LANGUAGES[ctx.task.language].program(code, tests, ctx.task))
 
 
@@ -131,12 +145,13 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
     completion = ctx.model.prompt == "completion"
+    temperature = ctx.settings.temperature_of(state["round"], state["resamples"])
     if completion:
         generation = ctx.model.complete(
             prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
-            ctx.task)
+            ctx.task, temperature=temperature)
     else:
-        generation = ctx.model.generate(state["messages"], ctx.task)
+        generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature)
     code = _code_of(ctx, generation.text, completion)
     seconds = generation.seconds or time.monotonic() - began
     attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
@@ -144,8 +159,12 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
                       completion_tokens=generation.completion_tokens,
                       generate_seconds=round(seconds, 4), reply=generation.text,
                       prompt=ctx.model.prompt, finish_reason=generation.finish_reason,
-                      engine=generation.engine, server=generation.server)
-    return {"attempts": [*state["attempts"], attempt], "rounds_left": state["rounds_left"] - 1}
+                      engine=generation.engine, server=generation.server,
+                      round=state["round"], temperature=temperature)
+    # An ask again belongs to the round it repeats: the round was counted at its first reply.
+    spent = 0 if state["resamples"] else 1
+    return {"attempts": [*state["attempts"], attempt],
+            "rounds_left": state["rounds_left"] - spent}
 
 
 def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
@@ -175,7 +194,13 @@ def execute(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 
 def _failure_of(attempt: Attempt) -> str:
     verdict = attempt.verdict
-    return Verdict(**verdict).first_failure() if verdict else ""
+    return what_happened(Verdict(**verdict)) if verdict else ""
+
+
+def resample(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    """Ask again, within the round, for a reply that repeated failed code: `propose` samples it
+    at the next of the resample temperatures, from the same conversation."""
+    return {"resamples": state["resamples"] + 1}
 
 
 def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
@@ -193,11 +218,11 @@ def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
         feedback = prompts.failure_feedback(ctx.task, _failure_of(latest),
                                             example_only=latest.tests == "example_test",
                                             prompt=kind)
-    # A completion model's turn is the function it continued, prompt base included.
-    said = latest.code.strip() if kind == "completion" else latest.reply
-    messages = [*state["messages"], {"role": "assistant", "content": said},
+    messages = [*state["messages"], {"role": "assistant", "content": prompts.attempt_turn(
+                    ctx.task, latest.code, latest.reply, kind)},
                 {"role": "user", "content": feedback}]
-    return {"messages": messages, "attempts": _replace_last(attempts, feedback=feedback)}
+    return {"messages": messages, "attempts": _replace_last(attempts, feedback=feedback),
+            "round": state["round"] + 1, "resamples": 0}
 
 
 def final_candidate(attempts: list[Attempt]) -> int:
@@ -256,6 +281,8 @@ def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:
 def after_check(state: RepairState, runtime: RepairRuntime) -> str:
     ctx = runtime.context
     latest = state["attempts"][-1]
+    if latest.status == "repeat" and state["resamples"] < len(ctx.settings.resample_temperature):
+        return "resample"
     if latest.status in ("rejected", "repeat"):
         return "reflect" if state["rounds_left"] > 0 else "finish"
     if ctx.settings.variant == "docs" and (state["rounds_left"] == 0 or not ctx.round_tests[1]):
@@ -276,12 +303,13 @@ Router = Callable[[RepairState, Any], str]
 
 FIRST = "propose"
 NODES: dict[str, Node] = {"propose": propose, "check": check, "execute": execute,
-                          "reflect": reflect, "finish": finish}
+                          "resample": resample, "reflect": reflect, "finish": finish}
 # What follows each node: the next node, a router and the nodes it may choose, or None (the end).
 NEXT: dict[str, str | tuple[Router, tuple[str, ...]] | None] = {
     "propose": "check",
-    "check": (after_check, ("execute", "reflect", "finish")),
+    "check": (after_check, ("execute", "resample", "reflect", "finish")),
     "execute": (after_execute, ("reflect", "finish")),
+    "resample": "propose",
     "reflect": "propose",
     "finish": None,
 }
@@ -338,8 +366,9 @@ def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
     started = time.monotonic()
     context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings)
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
-                          "attempts": [], "rounds_left": settings.iters + 1, "result": None}
-    limit = recursion_limit(settings.iters)
+                          "attempts": [], "rounds_left": settings.iters + 1, "round": 0,
+                          "resamples": 0, "result": None}
+    limit = recursion_limit(settings.iters, len(settings.resample_temperature))
     final: RepairState
     if langgraph:
         final = cast(RepairState, repair_graph().invoke(state, {"recursion_limit": limit},

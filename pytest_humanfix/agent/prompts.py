@@ -59,6 +59,19 @@ def completion_prompt(messages: list[dict[str, str]], base: str) -> str:
     return ("\n\n".join(message["content"] for message in messages) + "\n\n" + base).strip()
 
 
+def attempt_turn(task: Task, code: str, reply: str, prompt: PromptKind) -> str:
+    """How an attempt stands in the conversation after it: the function it produced, not the
+    whole reply (whose prose and tests echoed back only lengthen every later prompt). A
+    completion model's turn is the function it continued, prompt base included; a reply with no
+    code in it stays as it was said."""
+    if prompt == "completion":
+        return code.strip()
+    if not code.strip():
+        return reply
+    fence = LANGUAGES[task.language].fence
+    return f"```{fence}\n{code.strip()}\n```"
+
+
 def _ask_again(task: Task, prompt: PromptKind) -> str:
     if prompt == "completion":  # the prompt base follows: the model continues the function
         return instruction(task)

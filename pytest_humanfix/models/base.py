@@ -10,6 +10,7 @@ models without a chat template, prompted as BigCode's harness prompts them).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -43,13 +44,21 @@ class Model(Protocol):
     spec: str
     prompt: PromptKind
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
-        """The reply to a conversation (chat prompting)."""
+    def generate(self, messages: list[dict[str, str]], task: Task,
+                 temperature: float | None = None) -> Generation:
+        """The reply to a conversation (chat prompting), sampled at `temperature` (None: the
+        run's --humanfix-temperature)."""
         ...
 
-    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
         """The continuation of `prompt`, ended before the first of `stop` (completion prompting)."""
         ...
+
+
+def sample_seed(seed: int, task_id: str, reply: int) -> int:
+    """A task's n-th reply draws the same sample whichever worker runs it, in whatever order."""
+    return zlib.crc32(f"{seed}:{task_id}:{reply}".encode())
 
 
 def settle_prompt(requested: str, has_chat_template: bool) -> PromptKind:

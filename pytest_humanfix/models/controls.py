@@ -23,7 +23,8 @@ class ControlModel:
         self.solution = target  # "canonical" or "buggy"
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+    def generate(self, messages: list[dict[str, str]], task: Task,
+                 temperature: float | None = None) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
         if task.language != "python":
             # BigCode's reference solution (`get_reference(get_solution=True)`): the prompt,
@@ -35,7 +36,8 @@ class ControlModel:
         return Generation(text=f"Here is the fixed function:\n\n```{fence}\n{code}```\n",
                           engine="control")
 
-    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
         body = task.canonical_solution if self.solution == "canonical" else task.buggy_solution
         # The prompt ends at the prompt base with its last newline stripped, as BigCode's does.
         return Generation(text=cut_at_stop("\n" + body, stop), engine="control")
@@ -62,7 +64,8 @@ class ReplayModel:
                 raise ModelSpecError(f"replay file {path}: line {number} has no task_id.")
             self.replies.setdefault(row["task_id"], []).extend(_recorded_replies(row, path, number))
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+    def generate(self, messages: list[dict[str, str]], task: Task,
+                 temperature: float | None = None) -> Generation:
         replies = self.replies.get(task.task_id)
         if not replies:
             raise ModelLoadError(f"replay file has no reply for {task.task_id}")
@@ -71,7 +74,8 @@ class ReplayModel:
         # Past the last recorded reply the model keeps saying the same thing.
         return Generation(text=replies[min(served, len(replies) - 1)], engine="replay")
 
-    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
         """A recorded continuation, replayed as it was recorded."""
         return self.generate([], task)
 

@@ -8,39 +8,34 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 from collections import Counter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 from ..dataset import Task
 from ..settings import Settings
-from .base import Generation, ModelLoadError, cut_at_stop, settle_prompt
+from .base import Generation, ModelLoadError, cut_at_stop, sample_seed, settle_prompt
 from .specs import ResolvedSpec, gguf_unavailable
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
 
 
-def decoding_kwargs(settings: Settings) -> dict[str, Any]:
+def decoding_kwargs(settings: Settings, temperature: float | None = None) -> dict[str, Any]:
     """generate() arguments that make the protocol's temperature the whole decoding rule.
 
     Model folders ship their own sampling defaults (Qwen: top_k 20, top_p 0.8, repetition
     penalty 1.05), which generate() would otherwise apply; they are overridden so that a score
     means the same decoding whatever model produced it.
     """
+    temperature = settings.temperature if temperature is None else temperature
     kwargs: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens,
                               "repetition_penalty": 1.0}
-    if settings.temperature == 0:
+    if temperature == 0:
         kwargs["do_sample"] = False
     else:
-        kwargs.update(do_sample=True, temperature=settings.temperature, top_p=1.0, top_k=0)
+        kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
     return kwargs
-
-
-def sample_seed(seed: int, task_id: str, reply: int) -> int:
-    """A task's n-th reply draws the same sample whichever worker runs it, in whatever order."""
-    return zlib.crc32(f"{seed}:{task_id}:{reply}".encode())
 
 
 def torch_dtype(torch: ModuleType, device: str) -> Any:
@@ -125,18 +120,24 @@ class TransformersModel:
         # return_dict=True gives a BatchEncoding; transformers' annotation does not narrow on it.
         return cast("BatchEncoding", encoded).to(self.device)
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
-        return self._run(self.prompt_ids(messages), task, stop=[])
+    def generate(self, messages: list[dict[str, str]], task: Task,
+                 temperature: float | None = None) -> Generation:
+        return self._run(self.prompt_ids(messages), task, [], temperature)
 
-    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
-        return self._run(self.tokenizer(prompt, return_tensors="pt").to(self.device), task, stop)
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
+        return self._run(self.tokenizer(prompt, return_tensors="pt").to(self.device), task, stop,
+                         temperature)
 
-    def _run(self, inputs: Any, task: Task, stop: list[str]) -> Generation:
+    def _run(self, inputs: Any, task: Task, stop: list[str],
+             temperature: float | None) -> Generation:
         import torch
         from transformers import StoppingCriteriaList
 
         started = time.perf_counter()
-        if self.settings.temperature > 0:
+        kwargs = self.generate_kwargs if temperature is None else \
+            {**self.generate_kwargs, **decoding_kwargs(self.settings, temperature)}
+        if kwargs["do_sample"]:
             torch.manual_seed(sample_seed(self.settings.seed, task.task_id,
                                           self._replies[task.task_id]))
         self._replies[task.task_id] += 1
@@ -146,7 +147,7 @@ class TransformersModel:
         with torch.inference_mode():
             # The Auto class's annotated return type is not one generate() accepts as self.
             output = self.model.generate(  # type: ignore[misc]
-                **inputs, **self.generate_kwargs, stopping_criteria=criteria)
+                **inputs, **kwargs, stopping_criteria=criteria)
         new_tokens = output[0, prompt_length:].tolist()
         # One sequence of ids decodes to one string; the annotation covers batches too.
         text = cast(str, self.tokenizer.decode(new_tokens, skip_special_tokens=True))

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..dataset import Task
 from ..settings import Settings
-from .base import Generation, ModelLoadError, settle_prompt
+from .base import Generation, ModelLoadError, sample_seed, settle_prompt
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
@@ -67,6 +67,7 @@ class OpenAIModel:
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
         self.engine = settings.engine if settings.engine != "auto" else "openai"
         self._openai = openai
+        self._replies: dict[str, int] = {}  # sampled replies asked for, per task
         urls = [url.rstrip("/") for url in settings.base_urls]
         start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
         key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
@@ -114,21 +115,34 @@ class OpenAIModel:
         return (f"cannot reach the OpenAI-compatible server at {base_url} "
                 f"({type(exc).__name__}: {exc}). Start it, or point --humanfix-base-url at it.")
 
-    def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        return {"model": self.model_name, "messages": messages, **self._decoding()}
+    def request(self, messages: list[dict[str, str]], task: Task,
+                temperature: float | None = None) -> dict[str, Any]:
+        return {"model": self.model_name, "messages": messages,
+                **self._decoding(task, temperature)}
 
-    def _decoding(self) -> dict[str, Any]:
-        return {"temperature": self.settings.temperature,
-                "max_tokens": self.settings.max_new_tokens, "seed": self.settings.seed}
+    def _decoding(self, task: Task, temperature: float | None) -> dict[str, Any]:
+        """A greedy request carries the run's seed, as it always has; a sampled one a seed of
+        its own per task and reply, so that two samples of a task, or a reply asked for again
+        hotter, are not one draw repeated, and a rerun draws them again."""
+        temperature = self.settings.temperature if temperature is None else temperature
+        seed = self.settings.seed
+        if temperature > 0:
+            seed = sample_seed(seed, task.task_id, self._replies.get(task.task_id, 0))
+            self._replies[task.task_id] = self._replies.get(task.task_id, 0) + 1
+        return {"temperature": temperature, "max_tokens": self.settings.max_new_tokens,
+                "seed": seed}
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
-        return self._ask(lambda client: client.chat.completions.create, self.request(messages),
+    def generate(self, messages: list[dict[str, str]], task: Task,
+                 temperature: float | None = None) -> Generation:
+        return self._ask(lambda client: client.chat.completions.create,
+                         self.request(messages, task, temperature),
                          lambda choice: choice.message.content)
 
-    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
         return self._ask(lambda client: client.completions.create,
                          {"model": self.model_name, "prompt": prompt, "stop": stop,
-                          **self._decoding()},
+                          **self._decoding(task, temperature)},
                          lambda choice: choice.text)
 
     def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],

@@ -65,6 +65,10 @@ class Verdict:
 
 # The last line of a traceback: the exception's (possibly dotted) name.
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|^\w+Error")
+# An assert of the tests explained inside the sandbox (agent/feedback, inside/explain.py), and
+# how many of its message's lines after the first are kept.
+EXPLAINED = "AssertionError: assert "
+EXPLAINED_LINES = 6
 SIGNAL_HINTS = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
                 "SIGKILL": " (killed)", "SIGSEGV": " (crash, e.g. stack overflow)"}
 
@@ -92,7 +96,12 @@ def first_failure(verdict: Verdict) -> str:
                 name = f"signal {-code}"
             return f"killed by {name}{SIGNAL_HINTS.get(name, '')}"
         return lines[-1] if lines else f"exit status {code} with no error output"
-    index = lines.index(exception)
+    index = len(lines) - 1 - lines[::-1].index(exception)
+    if exception.startswith(EXPLAINED):
+        # An explained assert (agent/feedback): its message, on the lines after, holds the
+        # assert as written, the values it compared and the calls that made them.
+        return "\n".join([exception.removeprefix("AssertionError: "),
+                          *lines[index + 1:index + 1 + EXPLAINED_LINES]])
     statement = ""
     for previous in reversed(lines[:index]):
         if previous.startswith("    ") and not previous.lstrip().startswith(("^", "~")):

@@ -38,10 +38,12 @@ class RecordedReply:
     prompt: PromptKind
     spec: str = "recorded"
 
-    def generate(self, messages: list[dict[str, str]], task: Task) -> Generation:
+    def generate(self, messages: list[dict[str, str]], task: Task,
+                 temperature: float | None = None) -> Generation:
         return Generation(text=self.text, engine="recorded")
 
-    def complete(self, prompt: str, stop: list[str], task: Task) -> Generation:
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
         return self.generate([], task)
 
 

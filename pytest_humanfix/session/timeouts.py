@@ -36,7 +36,7 @@ def item_timeout(settings: Settings, limit: float | None = None) -> float:
     if settings.item_timeout is not None:
         return settings.item_timeout
     execution = 2 * (settings.timeout_for("python") if limit is None else limit)
-    replies = (settings.iters + 1) * settings.samples
+    replies = settings.most_replies * settings.samples
     total = replies * (settings.request_timeout + execution) + 2 * settings.samples * execution
     if settings.repeat_check:
         total += settings.request_timeout + 4 * execution
