@@ -321,11 +321,12 @@ def test_assembly_shows_a_percentage_on_a_terminal_only(
     if stream is io.StringIO:
         assert shown == ""
         return
-    # One line, rewritten in place after each part: the percentages so far, then a newline.
-    assert shown.startswith("\r") and shown.endswith(" 100%\n") and shown.count("\n") == 1
-    updates = shown.split("\r")[1:]
-    prefix = f"humanfix: joining {ALIAS} into {model.final}: "
-    assert all(update.startswith(prefix) for update in updates)
+    # One line, rewritten in place after each part, then where the file went.
+    assert shown.startswith("\r") and shown.endswith(f" 100% into {model.final}\n")
+    assert shown.count("\n") == 1
+    updates = shown.removesuffix(f" into {model.final}\n").split("\r")[1:]
+    prefix = f"humanfix: joining {ALIAS} (0 MB): "
+    assert all(update.startswith(prefix) and len(update) < 80 for update in updates), updates
     percents = [int(update.removeprefix(prefix).strip().rstrip("%")) for update in updates]
     assert len(percents) == 3 and percents == sorted(percents) and percents[-1] == 100
 

@@ -236,14 +236,17 @@ def _progress(alias: str, final: Path, total: int) -> Callable[[int], None]:
     if sys.stderr is None or not sys.stderr.isatty():
         return lambda done: None
     shown = -1
+    # Short enough not to wrap, since \r rewrites only the last row of a wrapped line; the
+    # long path comes once, at the end.
+    line = f"humanfix: joining {alias} ({total / 1e6:,.0f} MB)"
 
     def report(done: int) -> None:
         nonlocal shown
         percent = done * 100 // total
         if percent != shown:
             shown = percent
-            end = "\n" if done >= total else ""
-            _tell(f"\rhumanfix: joining {alias} into {final}: {percent:3d}%{end}")
+            end = f" into {final}\n" if done >= total else ""
+            _tell(f"\r{line}: {percent:3d}%{end}")
 
     return report
 
