@@ -155,9 +155,13 @@ def assemble(alias: str, packaged: Packaged, files: list[Path], final: Path) -> 
                 leftover.unlink(missing_ok=True)
             _join_verified(alias, packaged, files, final)
     except OSError as exc:
+        unreadable = [part for part, path in zip(packaged.parts, files, strict=True)
+                      if str(path) == str(exc.filename)]
+        fix = f"reinstall it: {packaged.reinstall(unreadable)}" if unreadable else \
+            "make room there, or set XDG_CACHE_HOME to a writable folder"
         raise ModelSpecError(
-            f"{alias}: cannot write its GGUF file in {where}: {exc.strerror or exc}; make room "
-            "there, or set XDG_CACHE_HOME to a writable folder.") from None
+            f"{alias}: joining its GGUF file into {where} failed ({exc.filename or where}: "
+            f"{exc.strerror or exc}); {fix}.") from None
     return final
 
 
