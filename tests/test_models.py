@@ -15,8 +15,8 @@ import importlib.metadata
 import importlib.util
 
 from pytest_humanfix.models.base import ModelLoadError
-from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, ModelSpecError, ResolvedSpec,
-                                          check_spec, load_model, resolve_spec)
+from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, PACKAGED, ModelSpecError,
+                                          ResolvedSpec, check_spec, load_model, resolve_spec)
 from pytest_humanfix.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +24,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("alias, hub_id", [
     ("qwen", "Qwen/Qwen2.5-0.5B-Instruct"),
-    ("qwen-coder", "Qwen/Qwen2.5-Coder-0.5B-Instruct"),
     ("qwen3-0.6b", "Qwen/Qwen3-0.6B"),
     ("deepseek-coder-1.3b", "deepseek-ai/deepseek-coder-1.3b-instruct"),
 ])
@@ -68,6 +67,9 @@ def test_unknown_alias_lists_the_known_ones() -> None:
     assert "Did you mean qwen?" in message
     for alias, hub_id in ALIASES.items():
         assert f"{alias} ({hub_id})" in message
+    for alias, packaged in PACKAGED.items():
+        assert f"{alias} ({packaged.title}, installed with pip or from {packaged.hub_id})" \
+            in message
     for other in ("canonical", "buggy", "openai:<model>", "replay:<file.jsonl>"):
         assert other in message
 
@@ -200,7 +202,7 @@ def test_unknown_model_is_a_short_usage_error(humanfix_pytester: pytest.Pytester
     result = humanfix_pytester.runpytest("--humanfix-model", "qwne")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = result.stderr.str()
-    assert "unknown model 'qwne'" in errors and "qwen-coder (Qwen/" in errors
+    assert "unknown model 'qwne'" in errors and "qwen-coder (Qwen2.5-Coder-0.5B" in errors
     assert "Traceback" not in errors + result.stdout.str()
     assert len(errors.strip().splitlines()) <= 2
 

@@ -42,8 +42,9 @@ from typing import TYPE_CHECKING, Any
 from ..devices import requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings, user_cache_dir
+from .base import ModelLoadError
 from .openai_api import worker_index
-from .specs import ResolvedSpec, resolve_spec
+from .specs import ResolvedSpec, local_gguf, resolve_spec
 
 if TYPE_CHECKING:
     import pytest
@@ -110,14 +111,14 @@ def choose_engine(settings: Settings, resolved: ResolvedSpec, gpus: bool) -> str
         if not installed(kind):
             raise ServeError(f"--humanfix-engine {kind.name}: the engine is not installed; "
                              f"install it with `{kind.install}`.")
-        if kind.name == "llamacpp" and resolved.gguf_path is None:
+        if kind.name == "llamacpp" and resolved.gguf_file is None:
             raise ServeError(
                 f"--humanfix-engine llamacpp serves GGUF files; {settings.model!r} is not one. "
                 "Name a .gguf file (or a folder holding one), or choose another engine.")
         return kind.name
     if gpus and installed(ENGINE_KINDS["vllm"]):
         return "vllm"
-    if not gpus and resolved.gguf_path is not None and installed(ENGINE_KINDS["llamacpp"]):
+    if not gpus and resolved.gguf_file is not None and installed(ENGINE_KINDS["llamacpp"]):
         return "llamacpp"
     return "transformers"
 
@@ -176,6 +177,11 @@ class ServedModel:
 def served_model(settings: Settings, gpus: bool) -> ServedModel:
     resolved = served_spec(settings.model)
     engine = choose_engine(settings, resolved, gpus)
+    try:
+        # A GGUF file still on the Hub is fetched here, once, for every engine to load.
+        resolved = local_gguf(resolved)
+    except ModelLoadError as exc:
+        raise ServeError(str(exc)) from None
     gguf = resolved.gguf_path
     if gguf is None:
         # Workers name the model exactly as the engine was given it (a folder is absolute).

