@@ -67,14 +67,17 @@ class Recording:
         self.spec = model.spec
         self.prompt = model.prompt
         self.chats: list[list[dict[str, str]]] = []
+        self.temperatures: list[float | None] = []
 
-    def generate(self, messages, task):
+    def generate(self, messages, task, temperature=None):
         self.chats.append([dict(m) for m in messages])
-        return self.model.generate(messages, task)
+        self.temperatures.append(temperature)
+        return self.model.generate(messages, task, temperature=temperature)
 
-    def complete(self, prompt, stop, task):
+    def complete(self, prompt, stop, task, temperature=None):
         self.chats.append([{"role": "completion", "content": prompt}])
-        return self.model.complete(prompt, stop, task)
+        self.temperatures.append(temperature)
+        return self.model.complete(prompt, stop, task, temperature=temperature)
 
 
 class CountingSandbox:
@@ -325,7 +328,7 @@ class TokenModel:
     spec = "tokens"
     prompt = "chat"
 
-    def generate(self, messages, task):
+    def generate(self, messages, task, temperature=None):
         wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")
         return Generation(text=fenced(wrong), prompt_tokens=100 * len(messages),
                           completion_tokens=7, seconds=0.5)
