@@ -17,6 +17,7 @@ from pytest_humanfix.records import Outcome, TaskResult, graded_round
 from pytest_humanfix.reporting.chart import write_chart
 from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.files import markdown
+from pytest_humanfix.reporting.html_report import summary_html
 from pytest_humanfix.reporting.stats import wilson_interval
 from pytest_humanfix.reporting.summary import build, by_round, junit_properties, rate
 from pytest_humanfix.reporting.terminal import summary_lines
@@ -79,6 +80,7 @@ def test_by_round_counts_the_fixes_made_within_each_round_and_ends_at_pass_at_1(
     assert re.search(r"^\| 0 \| 2 \| 22\.2% \[", text, re.M)
     assert re.search(r"^\| 3 \| 5 \| 61\.1% \[", text, re.M)
     assert "**pass@1 61.1% [" in text
+    assert "<p>pass@1 by round: r0 22.2% \u00b7 r1 38.9%" in summary_html(summary)[0]
 
 
 def test_a_run_without_repair_rounds_shows_no_curve(tmp_path):
