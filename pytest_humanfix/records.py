@@ -70,6 +70,21 @@ def attempt_round(attempt: dict[str, Any], index: int) -> int:
     return index if value is None else int(value)
 
 
+def graded_round(record: dict[str, Any]) -> int | None:
+    """The round that fixed a record (a dict from the JSONL): its `fixed_round`, else, for a
+    record written before that was kept, the round of its graded attempt; None when it is not
+    fixed or the record cannot tell."""
+    if record.get("outcome") != "fixed":
+        return None
+    if record.get("fixed_round") is not None:
+        return int(record["fixed_round"])
+    attempts = record.get("attempts") or []
+    index = record.get("final_attempt")
+    if not isinstance(index, int) or not 0 <= index < len(attempts):
+        return None
+    return attempt_round(attempts[index], index)
+
+
 @dataclass
 class TaskResult:
     task_id: str
@@ -83,6 +98,9 @@ class TaskResult:
     error: str = ""
     attempts: list[Attempt] = field(default_factory=list)
     final_attempt: int | None = None  # index of the graded attempt
+    # The round of that attempt when it fixed the task (0: the first attempt), None when the
+    # outcome is not fixed: pass@1 within k rounds counts the fixes with fixed_round <= k.
+    fixed_round: int | None = None
     seconds: float = 0.0
     # With --humanfix-samples N > 1: every sample's outcome, the first one included (the fields
     # above describe that first sample). Empty for a single sample.
@@ -138,6 +156,7 @@ class TaskResult:
         values = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
         values["attempts"] = [Attempt(**_known(Attempt, a)) for a in record.get("attempts") or []]
         values["samples"] = [Sample(**_known(Sample, s)) for s in record.get("samples") or []]
+        values["fixed_round"] = graded_round(record)
         return cls(**values)
 
 
@@ -153,13 +172,14 @@ class Sample:
     completion_tokens: int = 0
     seconds: float = 0.0
     flags: list[str] = field(default_factory=list)
+    fixed_round: int | None = None  # as TaskResult's; None in records written before it
 
     @classmethod
     def of(cls, result: TaskResult) -> Sample:
         return cls(outcome=result.outcome, code=result.code, failure=result.failure,
                    error=result.error, prompt_tokens=result.prompt_tokens,
                    completion_tokens=result.completion_tokens, seconds=result.seconds,
-                   flags=result.flags)
+                   flags=result.flags, fixed_round=result.fixed_round)
 
 
 def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -126,6 +126,7 @@ def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, 
     assert result.outcome == "fixed"
     assert statuses(result) == ["failed", "passed"]
     assert result.final_attempt == 1 and result.code == result.attempts[1].code
+    assert result.fixed_round == 1
     # The second chat holds the first reply and the feedback on it.
     first, second = model.chats
     assert second[:2] == [first[0], {"role": "assistant", "content": replies.wrong[0]}]
@@ -177,6 +178,7 @@ def test_the_budget_ends_the_loop(tmp_path, task, replies, run):
     assert statuses(result) == ["failed", "failed", "failed"] and len(model.chats) == 3
     assert [bool(a.feedback) for a in result.attempts] == [True, True, False]
     assert result.final_attempt == 2 and len(sandbox.programs) == 3
+    assert result.fixed_round is None
 
 
 def test_default_is_one_attempt_strict_pass_at_1(tmp_path, task, replies, run):
@@ -238,6 +240,16 @@ def test_a_run_the_guard_stops_is_graded_again_without_it_and_flagged(tmp_path, 
     assert result.verdict["status"] == "passed"  # the unguarded run's verdict
     assert len(sandbox.programs) == 2 and sandbox.guarded == sandbox.programs[:1]
     assert result.attempts[0].guard == flag
+    assert result.fixed_round == 0
+
+
+def test_a_flagged_fix_scored_not_fixed_has_no_fixed_round(tmp_path, tasks, run):
+    task = tasks["Python/24"]
+    hack = ("class Near(int):\n    def __eq__(self, other):\n"
+            "        return -1000 < int(self) - other < 1000\n\n\n"
+            "def largest_divisor(n: int) -> int:\n    return Near(0)\n")
+    result, _ = run(task, replay(tmp_path, task.task_id, [fenced(hack)]), iters=1, strict=True)
+    assert result.outcome == "unfixed" and result.flags and result.fixed_round is None
 
 
 def test_a_guard_stop_with_its_message_hidden_is_still_flagged(tmp_path, tasks, run):

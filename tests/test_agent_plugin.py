@@ -54,6 +54,7 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     fixed, unfixed = got["Python/0"], got["Python/2"]
     assert fixed["outcome"] == "fixed"
     assert [a["status"] for a in fixed["attempts"]] == ["failed", "passed"]
+    assert (fixed["fixed_round"], unfixed["fixed_round"]) == (1, None)  # xdist carries it too
     assert fixed["attempts"][0]["feedback"] and fixed["attempts"][0]["diff"]
     # The buggy code three times: executed once, then told it repeats (docs: on the examples).
     assert unfixed["outcome"] == "unfixed"

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model
-from ..records import Attempt, TaskResult
+from ..records import Attempt, TaskResult, attempt_round
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
 from . import prompts
@@ -256,11 +256,14 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     else:
         failure = "" if fixed else "flagged, scored not fixed (--humanfix-strict): " + \
             "; ".join(flags)
+    # Recorded here, where the outcome is decided, so that pass@1 by round needs no reading
+    # of attempts afterwards.
+    fixed_round = attempt_round(vars(attempts[index]), index) if fixed else None
     result = TaskResult(
         task_id=ctx.task.task_id, entry_point=ctx.task.entry_point, bug_type=ctx.task.bug_type,
         outcome="fixed" if fixed else "unfixed", code=code,
         diff=attempts[index].diff, verdict=graded, failure=failure, attempts=attempts,
-        final_attempt=index, flags=flags)
+        final_attempt=index, fixed_round=fixed_round, flags=flags)
     return {"result": result, "attempts": attempts}
 
 

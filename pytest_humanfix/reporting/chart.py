@@ -1,4 +1,6 @@
-"""summary.svg: pass@1 per bug type with its interval, and seconds and tokens per task.
+"""summary.svg: pass@1 per bug type with its interval, and seconds and tokens per task; for a
+run with repair rounds, pass@1 within k rounds as a curve. `humanfix-report rounds` draws the
+curves of several runs on one chart (`write_rounds_chart`).
 
 The chart is SVG written by hand as text, in the run's own process: a chart that costs nothing
 on the run's critical path. It needs no matplotlib (whose import alone took most of a second of
@@ -27,6 +29,14 @@ BINS = 20
 
 COLOURS = {"rate": "#4c72b0", "overall": "#c44e52", "seconds": "#55a868", "tokens": "#8172b2",
            "axis": "#333333", "grid": "#e5e5e5"}
+# One colour per run on a chart of curves, in turn; past the last, the dashes change too.
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
+           "#8c8c8c", "#ccb974", "#64b5cd")
+DASHES = ("", "6 3", "2 3", "8 3 2 3")
+# A curve's points are labelled with their values up to this many rounds (past it they crowd).
+LABELLED_ROUNDS = 10
+# The tops the pass@1 axis of a curve chart may have: the least that holds every interval.
+RATE_TOPS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 
 # Code points XML 1.0 forbids even escaped, and lone surrogates, which UTF-8 cannot encode: a
 # bug type or model name holding one would make the whole file unreadable.
@@ -258,31 +268,173 @@ def _histogram_panel(kind: str, values: list[float], xlabel: str, ylabel: str | 
     return out
 
 
+Curve = tuple[str, list[dict[str, Any]]]
+
+
+def _round_label(row: dict[str, Any]) -> str:
+    return f"r{row.get('round')} {_unit(row.get('value')):.1%}"
+
+
+def _legend(name: str, rows: list[dict[str, Any]]) -> str:
+    """A curve's name, with where it ends: its run's pass@1."""
+    return f"{name} ({_round_label(rows[-1])})" if rows else name
+
+
+def _polyline(points: Sequence[tuple[float, float]]) -> str:
+    return "M" + " L".join(f"{_n(px)} {_n(py)}" for px, py in points)
+
+
+def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float, top: float,
+                  bottom: float, legend_width: float = 0.0) -> list[str]:
+    """pass@1 against repair rounds: per curve (a label and `summary.by_round`'s rows), a line
+    through its points and a band over their 95% intervals; with `legend_width`, a legend of
+    the curves in a column of that width on the right."""
+    x0, x1 = left + 48, right - 16 - legend_width
+    y0, y1 = top + 28, bottom - 42
+    last = max((len(rows) - 1 for _, rows in curves), default=0)
+    highs = [_unit(v) for _, rows in curves for row in rows
+             for v in (row.get("value"), *(row.get("ci95") or ()))]
+    top_value = next(t for t in RATE_TOPS if t >= min(max(highs, default=0.0), 1.0))
+    # Round 0 and the last round sit inside the frame, not on it.
+    pad = min(24.0, (x1 - x0) / 4)
+
+    def x(k: float) -> float:
+        return x0 + pad + (x1 - x0 - 2 * pad) * k / max(last, 1)
+
+    def y(value: Any) -> float:
+        return y1 - (y1 - y0) * _unit(value) / top_value
+
+    shown = _fits(title, right - left, FONT + 2)
+    out = ['<g class="panel rounds">',
+           f'<g class="title"><title>{_text(title)}</title>',
+           _label((left + right) / 2, top + 14, shown, size=FONT + 2), "</g>"]
+    y_ticks = _ticks(0.0, top_value, most=6)
+    for tick in y_ticks:
+        out += [f'<line x1="{_n(x0)}" y1="{_n(y(tick))}" x2="{_n(x1)}" y2="{_n(y(tick))}" '
+                f'stroke="{COLOURS["grid"]}"/>',
+                f'<line x1="{_n(x0 - 4)}" y1="{_n(y(tick))}" x2="{_n(x0)}" y2="{_n(y(tick))}" '
+                f'stroke="{COLOURS["axis"]}"/>',
+                _label(x0 - 7, y(tick) + FONT * 0.35, f"{tick:.0%}", anchor="end")]
+    x_ticks = [float(k) for k in range(last + 1)] if last <= 12 else \
+        _ticks(0.0, float(last), integer=True, most=12)
+    for tick in x_ticks:
+        out += [f'<line x1="{_n(x(tick))}" y1="{_n(y1)}" x2="{_n(x(tick))}" y2="{_n(y1 + 4)}" '
+                f'stroke="{COLOURS["axis"]}"/>',
+                _label(x(tick), y1 + 17, f"{tick:.0f}")]
+    out += [f'<rect x="{_n(x0)}" y="{_n(y0)}" width="{_n(x1 - x0)}" height="{_n(y1 - y0)}" '
+            f'fill="none" stroke="{COLOURS["axis"]}"/>',
+            _label((x0 + x1) / 2, bottom - 6, "repair rounds k (0: the first attempt)"),
+            _label(left + 10, (y0 + y1) / 2, "pass@1 within k rounds",
+                   extra=f' transform="rotate(-90 {_n(left + 10)} {_n((y0 + y1) / 2)})"')]
+    if not any(rows for _, rows in curves):
+        out.append(_label((x0 + x1) / 2, (y0 + y1) / 2, "no tasks", extra=' fill="#777777"'))
+    for number, (name, rows) in enumerate(curves):
+        colour = PALETTE[number % len(PALETTE)]
+        dash = DASHES[number // len(PALETTE) % len(DASHES)]
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        points = [(x(float(row.get("round") or 0)), y(row.get("value"))) for row in rows]
+        bounds = [[_unit(v) for v in (row.get("ci95") or (row.get("value"),) * 2)]
+                  for row in rows]
+        band = [(px, y(high)) for (px, _), (_, high) in zip(points, bounds, strict=True)] + \
+            [(px, y(low)) for (px, _), (low, _) in reversed(list(zip(points, bounds,
+                                                                      strict=True)))]
+        hover = f"{name}: " + " \u00b7 ".join(_round_label(row) for row in rows)
+        out += [f'<g class="curve" data-label={_attr(name)} data-colour="{colour}">'
+                f'<title>{_text(hover)}</title>']
+        if points:
+            out += [f'<path class="band" d="{_polyline(band)}Z" fill="{colour}" '
+                    'fill-opacity="0.12" stroke="none"/>',
+                    f'<path class="line" d="{_polyline(points)}" stroke="{colour}" '
+                    f'stroke-width="2" fill="none"{dashed}/>']
+        for row, (px, py), (low, high) in zip(rows, points, bounds, strict=True):
+            value = _unit(row.get("value"))
+            hover = (f"{name}: within {row.get('round')} round(s), pass@1 {value:.1%} "
+                     f"[{low:.1%}, {high:.1%}], {row.get('fixed')} fixed over "
+                     f"{row.get('tasks')} task(s)")
+            out.append(
+                f'<circle class="point" cx="{_n(px)}" cy="{_n(py)}" r="3.5" fill="{colour}" '
+                f'data-round={_attr(row.get("round"))} data-value="{value:.6f}" '
+                f'data-low="{low:.6f}" data-high="{high:.6f}" data-fixed={_attr(row.get("fixed"))}'
+                f'><title>{_text(hover)}</title></circle>')
+            if len(curves) == 1 and last <= LABELLED_ROUNDS:
+                out.append(_label(px, py - 8, f"{value:.1%}", size=FONT - 1,
+                                  extra=' class="point-label"'))
+        out.append("</g>")
+    if legend_width:
+        lx = right - legend_width
+        out.append('<g class="legend">')
+        for number, (name, rows) in enumerate(curves):
+            colour = PALETTE[number % len(PALETTE)]
+            dash = DASHES[number // len(PALETTE) % len(DASHES)]
+            ly = y0 + 8 + 20 * number
+            out += [f'<line x1="{_n(lx)}" y1="{_n(ly)}" x2="{_n(lx + 24)}" y2="{_n(ly)}" '
+                    f'stroke="{colour}" stroke-width="2"'
+                    + (f' stroke-dasharray="{dash}"' if dash else "") + "/>",
+                    _label(lx + 30, ly + FONT * 0.35,
+                           _fits(_legend(name, rows), legend_width - 30),
+                           anchor="start", extra=' class="legend-label"')]
+        out.append("</g>")
+    out.append("</g>")
+    return out
+
+
+def _svg(width: float, height: float, title: str, body: list[str]) -> str:
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(width)}" height="{_n(height)}" '
+        f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="DejaVu Sans, Helvetica, Arial, '
+        f'sans-serif" fill="#222222">',
+        f"<title>{_text(title)}</title>",
+        f'<rect width="{_n(width)}" height="{_n(height)}" fill="#ffffff"/>',
+        *body, "</svg>", ""])
+
+
 def render(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
     """The chart's SVG text."""
-    # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did.
-    inner = WIDTH - 20
-    edges = [10.0, 10 + inner * 1.6 / 3.6, 10 + inner * 2.6 / 3.6, WIDTH - 10.0]
+    # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did; a run with repair
+    # rounds adds its curve, the chart growing wider rather than the others narrower.
+    rounds = summary.get("by_round") or []
+    weights = [1.6, 1.0, 1.0, *([1.2] if len(rounds) > 1 else [])]
+    unit = (WIDTH - 20) / 3.6
+    edges = [10.0]
+    for weight in weights:
+        edges.append(edges[-1] + unit * weight)
     top, bottom = 8.0, HEIGHT - 4.0
     model = (summary.get("run") or {}).get("model")
-    return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Helvetica, Arial, '
-        f'sans-serif" fill="#222222">',
-        f"<title>{_text(f'humanfix summary: {model}')}</title>",
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+    body = [
         *_rates_panel(summary, edges[0], edges[1] - 20, top, bottom),
         *_histogram_panel("seconds", [_seconds(r) for r in records], "seconds per task",
                           "tasks", edges[1], edges[2] - 10, top, bottom),
         *_histogram_panel("tokens", [_tokens(r) for r in records],
-                          "tokens per task (prompt + completion)", None, edges[2], edges[3],
-                          top, bottom),
-        "</svg>", ""])
+                          "tokens per task (prompt + completion)", None, edges[2],
+                          edges[3] - (10 if len(weights) > 3 else 0), top, bottom)]
+    if len(weights) > 3:
+        body += _curves_panel([(str(model), rounds)], "pass@1 within k repair rounds",
+                              edges[3] + 10, edges[4], top, bottom)
+    return _svg(edges[-1] + 10, HEIGHT, f"humanfix summary: {model}", body)
+
+
+def render_rounds(curves: Sequence[Curve]) -> str:
+    """The SVG text of several runs' pass@1 within k repair rounds, one curve each."""
+    longest = max((len(_legend(name, rows)) for name, rows in curves), default=0)
+    legend_width = min(longest * FONT * CHAR_WIDTH + 40, 420.0)
+    # Taller when the legend needs it: one line a curve.
+    width, height = 640 + legend_width, max(440.0, 110.0 + 20 * len(curves))
+    title = "pass@1 within k repair rounds"
+    return _svg(width, height, f"humanfix: {title}", _curves_panel(
+        curves, title, 10, width - 10, 8, height - 4, legend_width))
+
+
+def write_rounds_chart(curves: Sequence[Curve], path: Path) -> Path:
+    """Writes `render_rounds`'s chart at `path`, whole or not at all."""
+    return _write(render_rounds(curves), path)
 
 
 def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Path) -> Path:
     """Writes the chart at `path`, whole or not at all: a reader never sees half a file."""
-    text = render(summary, records)
+    return _write(render(summary, records), path)
+
+
+def _write(text: str, path: Path) -> Path:
     partial = path.with_name(f"{path.stem}.partial{path.suffix}")
     try:
         partial.write_text(text, encoding="utf-8")

@@ -4,6 +4,9 @@ rebuilt from a results JSONL without running anything.
 `humanfix-report merge SHARD.jsonl... [--out DIR]`: the results of --humanfix-shard runs joined
 into one JSONL and one report set (junit.xml rebuilt from the records), with the same gates, so
 a CI matrix of shards ends in one gate job.
+
+`humanfix-report rounds RESULTS.jsonl... [-o rounds.svg]`: pass@1 within k repair rounds of
+several runs (models), one curve each on one chart, with the figures each run's summary gives.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from ..records import (
     JsonlError,
+    fingerprint_differences,
     latest_per_task,
     read_jsonl,
     record_fingerprint,
@@ -23,6 +27,7 @@ from ..records import (
     without_model,
 )
 from . import files, summary as summary_mod, terminal
+from .chart import write_rounds_chart
 from .gates import BaselineError, check_gates, compare, load_baseline, verdict_line
 from .merge import MergeError, merge
 
@@ -44,7 +49,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Render summary.json, summary.md and summary.svg from a humanfix results "
                     "JSONL; with --baseline, compare task by task. Exit status 1 when a gate "
                     "given here fails, 2 on bad input. `humanfix-report merge SHARD.jsonl...` "
-                    "joins the results of --humanfix-shard runs first.")
+                    "joins the results of --humanfix-shard runs first; `humanfix-report rounds "
+                    "RESULTS.jsonl...` draws several runs' pass@1 by repair round.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
                         help="folder for the summary files (default: the results file's folder)")
@@ -67,6 +73,19 @@ def parse_merge_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def parse_rounds_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="humanfix-report rounds",
+        description="Draw pass@1 within k repair rounds (k = 0 .. --humanfix-iters) of each "
+                    "run on one SVG chart, a curve per run labelled by its model, and print "
+                    "the figures. Warns when the runs differ in protocol, dataset or tasks. "
+                    "Exit status 2 on bad input.")
+    parser.add_argument("results", type=Path, nargs="+", help="results JSONL of each run")
+    parser.add_argument("-o", "--out", type=Path, default=Path("rounds.svg"),
+                        help="the chart to write (default rounds.svg)")
+    return parser.parse_args(argv)
+
+
 def fail(message: str) -> int:
     print(f"humanfix-report: {message}", file=sys.stderr)
     return 2
@@ -76,16 +95,65 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["merge"]:
         return main_merge(parse_merge_args(argv[1:]))
+    if argv[:1] == ["rounds"]:
+        return main_rounds(parse_rounds_args(argv[1:]))
     args = parse_args(argv)
-    if not args.results.is_file():
-        return fail(f"{args.results} is not a file.")
-    try:
-        records = latest_per_task(read_jsonl(args.results, bad_lines="torn-tail"))
-    except JsonlError as exc:
-        return fail(f"{exc}; only a torn last line is skipped.")
-    if not records:
-        return fail(f"{args.results} holds no result records.")
+    records = load_results(args.results)
+    if isinstance(records, str):
+        return fail(records)
     return report(records, {}, args, args.out or args.results.parent, junit=False)
+
+
+def load_results(path: Path) -> list[dict[str, Any]] | str:
+    """The records of a results JSONL, one per task, or why there are none to read."""
+    if not path.is_file():
+        return f"{path} is not a file."
+    try:
+        records = latest_per_task(read_jsonl(path, bad_lines="torn-tail"))
+    except JsonlError as exc:
+        return f"{exc}; only a torn last line is skipped."
+    return records or f"{path} holds no result records."
+
+
+def main_rounds(args: argparse.Namespace) -> int:
+    runs: list[tuple[Path, list[dict[str, Any]]]] = []
+    for path in args.results:
+        records = load_results(path)
+        if isinstance(records, str):
+            return fail(records)
+        runs.append((path, records))
+    models = [str(records[0].get("model")) for _, records in runs]
+    # A model given twice (two protocols, two dates) is told apart by its file.
+    labels = [model if models.count(model) == 1 else f"{model} ({path.name})"
+              for model, (path, _) in zip(models, runs, strict=True)]
+    curves = [(label, summary_mod.by_round(records))
+              for label, (_, records) in zip(labels, runs, strict=True)]
+    lines = [f"{label}: pass@1 by round: {terminal.by_round_text(rows)} "
+             f"(over {rows[-1]['tasks']} scored task(s))" for label, rows in curves]
+    lines += rounds_warnings(runs)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    lines.append(f"wrote {write_rounds_chart(curves, args.out)}")
+    print("\n".join(lines))
+    return 0
+
+
+def rounds_warnings(runs: list[tuple[Path, list[dict[str, Any]]]]) -> list[str]:
+    """Where a run's curve is not comparable with the first's: another protocol or dataset in
+    a language both ran, or other tasks."""
+    first_path, first = runs[0]
+    wanted = {record_language(r): without_model(record_fingerprint(r)) for r in first}
+    tasks = {r["task_id"] for r in first if summary_mod.scored(r)}
+    lines = []
+    for path, records in runs[1:]:
+        found = {record_language(r): without_model(record_fingerprint(r)) for r in records}
+        differences = [f"{language} {line}" for language in wanted if language in found
+                       for line in fingerprint_differences(found[language], wanted[language])]
+        if differences:
+            lines.append(f"WARNING: {path} was run otherwise than {first_path}: "
+                         + "; ".join(differences))
+        if {r["task_id"] for r in records if summary_mod.scored(r)} != tasks:
+            lines.append(f"WARNING: {path} scores other tasks than {first_path}")
+    return lines
 
 
 def main_merge(args: argparse.Namespace) -> int:

@@ -69,6 +69,11 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["samples"] > 1:
         lines.append("| pass@k | " + ", ".join(f"pass@{k} {pct(v)}"
                                                for k, v in summary["pass_at_k"].items()) + " |")
+    if len(summary.get("by_round") or []) > 1:
+        lines += ["", "pass@1 within k repair rounds (the last is pass@1):", "",
+                  "| round | fixed | pass@1 [95% CI] |", "|---:|---:|---|",
+                  *(f"| {row['round']} | {row['fixed']} | {interval(row)} |"
+                    for row in summary["by_round"])]
     languages = summary.get("by_language") or []
     if len(languages) > 1:
         for language in languages:

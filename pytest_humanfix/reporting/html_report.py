@@ -15,7 +15,7 @@ import json
 from html import escape
 from typing import Any
 
-from .terminal import coverage_lines, interval, pass_line
+from .terminal import coverage_lines, interval, pass_line, round_lines
 
 
 def _pre(label: str, text: str, css_class: str) -> str:
@@ -59,7 +59,8 @@ def trajectory_extras(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def summary_html(summary: dict[str, Any]) -> list[str]:
-    """The report's summary section: pass@1, the coverage warning and the bug-type table."""
+    """The report's summary section: pass@1 (by round, with repair rounds), the coverage
+    warning and the bug-type table."""
     rows = "".join(
         f"<tr><td>{escape(row['bug_type'])}</td><td>{row['fixed']}</td><td>{row['scored']}</td>"
         f"<td>{row['errors']}</td><td>{escape(interval(row['pass_at_1']))}</td></tr>"
@@ -67,7 +68,8 @@ def summary_html(summary: dict[str, Any]) -> list[str]:
     return [f'<div class="humanfix-summary"><h2>HumanEvalFix: '
             f'{escape(str(summary["run"].get("model")))}</h2>'
             f"<p><b>{escape(pass_line(summary))}</b></p>"
-            f"<p>pass@1 {escape(interval(summary['pass_at_1']))} (95% Wilson interval)</p>"
+            + "".join(f"<p>{escape(line)}</p>" for line in round_lines(summary))
+            + f"<p>pass@1 {escape(interval(summary['pass_at_1']))} (95% Wilson interval)</p>"
             + "".join(f"<p>{escape(line)}</p>" for line in coverage_lines(summary))
             + '<table class="humanfix-bug-types"><tr><th>bug type</th><th>fixed</th>'
             f"<th>scored</th><th>errors</th><th>pass@1 [95% CI]</th></tr>{rows}</table></div>"]

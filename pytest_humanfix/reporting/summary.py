@@ -6,7 +6,8 @@ run reports is computed here, once; the terminal, JUnit, summary.md/png, the gat
 pass@1 is `rate`: the unbiased estimate of Chen et al. (2021) over every sample of every scored
 task (with one sample, fixed / scored). `tasks.fixed` counts the tasks whose first sample fixed
 them (that sample decides each item's pytest outcome); with samples it is shown only under that
-name, never as pass@1.
+name, never as pass@1. `by_round` is the same `rate` counting only the fixes made within k repair
+rounds, for k = 0 .. --humanfix-iters: its last point is pass@1.
 
 `coverage` says whether the records cover the selection: a run stopped early (-x, --sw, Ctrl-C)
 or narrowed (-k, --lf, a pytest-split group) reports a figure over a subset, and says so.
@@ -22,7 +23,7 @@ from datetime import datetime
 from importlib import metadata
 from typing import Any
 
-from ..records import record_language
+from ..records import graded_round, record_language
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
@@ -50,11 +51,33 @@ def _installed_versions() -> dict[str, str | None]:
     return found
 
 
-def _counts(record: dict[str, Any]) -> tuple[int, int]:
-    """(samples, fixed samples) of a record; records from before samples existed hold one."""
+def _counts(record: dict[str, Any], within: int | None = None) -> tuple[int, int]:
+    """(samples, fixed samples) of a record; records from before samples existed hold one.
+    With `within`, a sample fixed in a later round than that, or in a round the record does
+    not tell, counts as not fixed."""
     n = record.get("n") or 1
     c = record.get("n_fixed")
-    return n, int(record["outcome"] == "fixed") if c is None else c
+    c = int(record["outcome"] == "fixed") if c is None else c
+    if within is not None:
+        later = sum(found is None or found > within for found in fixed_rounds(record))
+        c = max(c - later, 0)
+    return n, c
+
+
+def fixed_rounds(record: dict[str, Any]) -> list[int | None]:
+    """The round each fixed sample of a record was fixed in, None where the record cannot
+    tell (an older record's later samples): `by_round` counts such a fix from the last round
+    on only, where every fix counts."""
+    samples = record.get("samples") or []
+    if not samples:
+        return [graded_round(record)] if record["outcome"] == "fixed" else []
+    found: list[int | None] = []
+    for number, sample in enumerate(samples):
+        if sample.get("outcome") == "fixed":
+            made = sample.get("fixed_round")
+            # The first sample is the record's own: its attempts tell, in older records too.
+            found.append(graded_round(record) if made is None and number == 0 else made)
+    return found
 
 
 def scored(record: dict[str, Any]) -> bool:
@@ -63,13 +86,39 @@ def scored(record: dict[str, Any]) -> bool:
     return record["outcome"] != "error" and not record.get("known_failure")
 
 
-def rate(records: list[dict[str, Any]]) -> dict[str, Any]:
+def rate(records: list[dict[str, Any]], within: int | None = None) -> dict[str, Any]:
     """pass@1 over the scored records (the unbiased mean of c/n) with a 95% Wilson interval
-    over the tasks: samples of one task are not independent, so the interval counts tasks."""
-    counts = [_counts(r) for r in records if scored(r)]
+    over the tasks: samples of one task are not independent, so the interval counts tasks.
+    With `within`, only the fixes made within that many repair rounds count (`by_round`)."""
+    counts = [_counts(r, within) for r in records if scored(r)]
     value = mean_pass_at_k(counts, 1) or 0.0  # None: no scored record
     low, high = wilson_interval(value * len(counts), len(counts))
     return {"value": value, "ci95": [low, high], "tasks": len(counts)}
+
+
+def rounds(records: list[dict[str, Any]]) -> int:
+    """The repair rounds the run allowed (--humanfix-iters, from the records' protocol), and
+    never fewer than the latest round a recorded fix was made in, so that `by_round` ends at
+    pass@1 whatever the records say."""
+    allowed = [int(r["protocol"].get("iters") or 0) for r in records
+               if isinstance(r.get("protocol"), dict)]
+    made = [found for r in records if scored(r) for found in fixed_rounds(r)
+            if found is not None]
+    return max(allowed + made, default=0)
+
+
+def by_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """pass@1 within k repair rounds for k = 0 .. `rounds`: `rate` counting only the samples
+    fixed by round k, and how many those are (tasks, with one sample each). The last point
+    counts every fix: it is the run's pass@1, `rate(records)` itself."""
+    last = rounds(records)
+    counted = [r for r in records if scored(r)]
+    points = []
+    for k in range(last + 1):
+        within = None if k == last else k
+        points.append({"round": k, "fixed": sum(_counts(r, within)[1] for r in counted),
+                       **rate(records, within)})
+    return points
 
 
 def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -242,6 +291,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "samples": samples,
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
+        "by_round": by_round(records),
         "by_bug_type": by_bug_type(records),
         "by_language": by_language(records),
         # Tasks whose reference solution cannot pass on this machine's toolchain (README,
@@ -282,7 +332,16 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_known_failures", str(tasks["known_failures"])),
             *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
               for row in summary["by_language"]),
+            *round_properties(summary),
             *repeat_properties(summary)]
+
+
+def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """pass@1 within each round, for a run with repair rounds."""
+    rows = summary.get("by_round") or []
+    if len(rows) < 2:
+        return []
+    return [(f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}") for row in rows]
 
 
 def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:

@@ -38,6 +38,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
     lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
+             *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
              f"errors {tasks['errors']} (harness faults, not scored)"]
     lines.extend(coverage_lines(summary))
@@ -58,6 +59,18 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     wall = summary["run"].get("wall_seconds")
     lines.append(f"wall time: {wall or 0.0:.1f} s")
     return lines + detail_lines(summary)
+
+
+def round_lines(summary: dict[str, Any]) -> list[str]:
+    """pass@1 within each repair round, for a run with rounds: its last figure is pass@1."""
+    rows = summary.get("by_round") or []
+    if len(rows) < 2:
+        return []
+    return ["pass@1 by round: " + by_round_text(rows)]
+
+
+def by_round_text(rows: list[dict[str, Any]]) -> str:
+    return " \u00b7 ".join(f"r{row['round']} {pct(row['value'])}" for row in rows)
 
 
 def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:

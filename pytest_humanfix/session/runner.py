@@ -291,5 +291,6 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         outcome="error" if failed else first.outcome, code=first.code, diff=first.diff,
         verdict=first.verdict, failure=first.failure,
         error=f"sample {results.index(failed) + 1}: {failed.error}" if failed else "",
-        attempts=first.attempts, seconds=round(sum(r.seconds for r in results), 4),
+        attempts=first.attempts, final_attempt=first.final_attempt,
+        fixed_round=first.fixed_round, seconds=round(sum(r.seconds for r in results), 4),
         samples=[Sample.of(r) for r in results], flags=first.flags)
