@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.agent import graph as agent, prompts
+from pytest_humanfix.agent.feedback import explained_tests
 from pytest_humanfix.agent.suspicion import GUARD_MARK, guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.base import Generation
@@ -128,24 +129,61 @@ def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, 
     assert result.final_attempt == 1 and result.code == result.attempts[1].code
     assert result.fixed_round == 1
     # The second chat holds the first reply and the feedback on it.
+    # The second chat holds the first attempt, as the function it gave rather than the whole
+    # reply, and the feedback on it: the values the failed assert compared.
     first, second = model.chats
-    assert second[:2] == [first[0], {"role": "assistant", "content": replies.wrong[0]}]
+    wrong = result.attempts[0].code.strip()
+    assert second[:2] == [first[0], {"role": "assistant", "content": f"```python\n{wrong}\n```"}]
     assert second[2] == {"role": "user", "content": result.attempts[0].feedback}
-    assert "AssertionError" in result.attempts[0].feedback
+    assert "Here is" in replies.wrong[0] and "Here is" not in second[1]["content"]
+    assert "assert True == False\n +  where True = has_close_elements(" \
+        in result.attempts[0].feedback
     # The passing round ran the hidden test already: grading does not run it again.
     assert len(sandbox.programs) == 2
 
 
 def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replies, run):
+    """With no asks again (resample none), a repeat costs its round and is told so."""
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
-    result, sandbox = run(task, model, iters=2)
+    result, sandbox = run(task, model, iters=2, resample_temperature=())
     assert statuses(result) == ["failed", "repeat", "passed"]
     repeat = result.attempts[1]
     assert repeat.repeat_of == 1 and repeat.verdict is None and repeat.execute_seconds == 0
     assert "same as your attempt 1" in repeat.feedback
-    assert "AssertionError" in repeat.feedback  # what the earlier attempt failed with
+    assert " +  where True = " in repeat.feedback  # what the earlier attempt failed with
     assert len(sandbox.programs) == 2  # attempts 1 and 3 only
-    assert result.outcome == "fixed"
+    assert [a.round for a in result.attempts] == [0, 1, 2]
+    assert result.outcome == "fixed" and result.fixed_round == 2
+
+
+def test_a_repeat_is_asked_again_hotter_before_its_round_counts(tmp_path, task, replies, run):
+    """The default: a reply that repeats failed code is asked for again from the same chat, at
+    each resample temperature in turn, within its round; the first attempt stays greedy."""
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again,
+                                       replies.wrong_again, replies.fixed])
+    result, sandbox = run(task, model, iters=1, round_temperature=(0.2,),
+                          resample_temperature=(0.6, 1.0))
+    assert statuses(result) == ["failed", "repeat", "repeat", "passed"]
+    assert [a.round for a in result.attempts] == [0, 1, 1, 1]
+    assert [a.temperature for a in result.attempts] == [0.0, 0.2, 0.6, 1.0]
+    assert model.temperatures == [0.0, 0.2, 0.6, 1.0]
+    # Each ask again is the round's chat once more: no turn was added for the repeats.
+    assert model.chats[1] == model.chats[2] == model.chats[3]
+    assert [a.feedback for a in result.attempts[1:]] == ["", "", ""]
+    assert len(sandbox.programs) == 2
+    assert result.outcome == "fixed" and result.fixed_round == 1
+
+
+def test_asks_again_are_bounded_and_then_the_repeat_costs_its_round(tmp_path, task, replies,
+                                                                     run):
+    model = replay(tmp_path, TASK_ID, [replies.wrong[0], *[replies.wrong_again] * 3,
+                                       replies.fixed])
+    result, _ = run(task, model, iters=2, resample_temperature=(0.6, 1.0))
+    assert statuses(result) == ["failed", "repeat", "repeat", "repeat", "passed"]
+    assert [a.round for a in result.attempts] == [0, 1, 1, 1, 2]
+    assert [a.temperature for a in result.attempts] == [0.0, 0.0, 0.6, 1.0, 0.0]
+    assert "same as your attempt 1" in result.attempts[3].feedback
+    assert result.fixed_round == 2
 
 
 @pytest.mark.parametrize("shape, reason", [("syntax_error", "syntax error"),
@@ -203,8 +241,9 @@ def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(tmp
     assert [a.tests for a in result.attempts] == ["example_test", "example_test"]
     assert "examples" in result.attempts[0].feedback
     # Graded on the hidden test, which the examples-only fix does not pass.
-    assert result.outcome == "unfixed" and "AssertionError" in result.failure
-    assert [task.example_test in p for p in sandbox.programs] == [True, True, False]
+    assert result.outcome == "unfixed" and result.failure.startswith("assert ")
+    examples = explained_tests(task.example_test)
+    assert [examples in p for p in sandbox.programs] == [True, True, False]
     assert sandbox.guarded == sandbox.programs[-1:]  # the hidden test, guarded
     # The model saw the docstring, never the hidden tests.
     seen = "\n".join(m["content"] for chat in model.chats for m in chat)
@@ -224,7 +263,7 @@ def test_the_graded_run_is_the_guarded_one(tmp_path, task, replies, run):
     result, sandbox = run(task, replay(tmp_path, TASK_ID, [replies.fixed]), iters=0)
     assert result.outcome == "fixed" and result.flags == []
     assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
-    assert guarded_tests(task) in sandbox.programs[0]
+    assert explained_tests(guarded_tests(task)) in sandbox.programs[0]
     assert result.attempts[0].guard == ""  # guarded, and it found nothing
 
 
@@ -331,7 +370,7 @@ def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeyp
     model = replay(tmp_path, TASK_ID, replies.wrong)
     result, _ = run(task, model, iters=2)
     assert len(result.attempts) == 3
-    monkeypatch.setattr(agent, "recursion_limit", lambda iters: 4 * (iters + 1))
+    monkeypatch.setattr(agent, "recursion_limit", lambda iters, resamples: 4 * (iters + 1))
     with pytest.raises(RecursionError):
         run(task, replay(tmp_path, TASK_ID, replies.wrong), iters=2)
 
@@ -350,16 +389,22 @@ def test_trajectory_in_the_record_is_plain_json(task, dataset):
     runner = Runner(Settings(model="tokens", dataset=str(dataset), iters=1), "run-1")
     runner._model = TokenModel()
     record = json.loads(json.dumps(runner.record(runner.evaluate(task))))
-    first, second = record["attempts"]
+    first, second, *asked_again = record["attempts"]
     assert first["status"] == "failed" and second["status"] == "repeat"
+    # The round's reply repeated the first: asked again at each resample temperature.
+    assert [a["status"] for a in asked_again] == ["repeat", "repeat"]
+    assert [a["temperature"] for a in record["attempts"]] == [0.0, 0.0, 0.6, 1.0]
+    assert [a["round"] for a in record["attempts"]] == [0, 1, 1, 1]
     assert first["reply"].startswith("Here is the fixed function")
     assert "elem - elem2 - 1" in first["code"]
     assert first["diff"].startswith("--- buggy") and "+                distance = elem - elem2 - 1" in first["diff"]
     assert first["verdict"]["status"] == "failed" and first["execute_seconds"] > 0
     assert first["feedback"] and first["generate_seconds"] == 0.5
-    assert [a["prompt_tokens"] for a in record["attempts"]] == [100, 300]
-    assert record["tokens"] == {"prompt": 400, "completion": 14}
+    assert [a["prompt_tokens"] for a in record["attempts"]] == [100, 300, 300, 300]
+    assert record["tokens"] == {"prompt": 1000, "completion": 28}
     assert record["protocol"]["iters"] == 1 and record["protocol"]["variant"] == "tests"
+    assert record["protocol"]["round_temperature"] == [0.0]
+    assert record["protocol"]["resample_temperature"] == [0.6, 1.0]
 
 
 def test_model_failure_mid_loop_is_an_error_not_unfixed(tmp_path, task, tasks, dataset, replies):

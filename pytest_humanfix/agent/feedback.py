@@ -113,27 +113,28 @@ def explained_tests(tests: str) -> str:
 
 
 def _candidate_frames(stderr: str) -> list[str]:
-    """The traceback's frames in the candidate's own functions: in the program's file (that of
-    the traceback's first frame), and neither the tests' `check`, the module level, nor the
-    harness's helpers; each as its `File` line's place and its source line."""
+    """The traceback's frames in the candidate's own functions, each as its function and source
+    line: the frames below the tests' `check` (or below the program's module level) in
+    the program's own file; the sandbox's frames above them, the tests' and the harness's
+    helpers are left out."""
     lines = stderr.splitlines()
     start = max((i for i, line in enumerate(lines) if line.startswith("Traceback")), default=-1)
-    frames: list[str] = []
-    program = None
+    frames = []  # (file, line, function, source line)
     for index in range(start + 1, len(lines)):
         match = FRAME_LINE.match(lines[index])
-        if not match:
-            continue
-        program = program or match["file"]
-        name = match["name"]
-        if match["file"] != program or name in ("<module>", CHECK) or \
-                name.startswith(("_humanfix", "<")):
-            continue
-        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        code = "" if FRAME_LINE.match(lines[index + 1] if index + 1 < len(lines) else "") \
-            else following
-        frames.append(f"  in {name}, line {match['line']}: {code}".rstrip(": "))
-    return frames[-FRAMES_SHOWN:]
+        if match:
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            code = "" if FRAME_LINE.match(following) else following.strip()
+            frames.append((match["file"], match["line"], match["name"], code))
+    names = [frame[2] for frame in frames]
+    top = max((i for i, name in enumerate(names) if name in (CHECK, "<module>")), default=-1)
+    if top < 0:
+        return []
+    program = frames[top][0]
+    # Without line numbers: they count the harness's prelude, which the model never saw.
+    return [f"  in {name}: {code}".rstrip(": ")
+            for file, _, name, code in frames[top + 1:]
+            if file == program and not name.startswith(("_humanfix", "<"))][-FRAMES_SHOWN:]
 
 
 def what_happened(verdict: Verdict) -> str:
