@@ -4,6 +4,7 @@ and a server that goes away in the middle of a run."""
 from __future__ import annotations
 
 import socket
+from types import SimpleNamespace
 
 import pytest
 from openai_stub import StubServer
@@ -11,13 +12,16 @@ from openai_stub import StubServer
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models import openai_api as openai_backend
-from pytest_humanfix.models.base import ModelLoadError, ModelSpecError
+from pytest_humanfix.models.base import ModelLoadError, ModelSpecError, sample_seed
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]
+
+# What a backend reads of a task: its id, which seeds a sampled reply.
+TASK = SimpleNamespace(task_id="Python/0")
 
 
 def model_for(stub: StubServer, **settings) -> OpenAIModel:
@@ -31,12 +35,19 @@ def test_request_carries_the_protocol_and_usage_comes_from_the_response(monkeypa
         model = load_model("openai:stub-model", Settings(
             model="openai:stub-model", base_url=stub.base_url, temperature=0.7,
             max_new_tokens=33, seed=5))
-        generation = model.generate(MESSAGES, task=None)
+        generation = model.generate(MESSAGES, task=TASK)
+        model.generate(MESSAGES, task=TASK, temperature=0)
+        model.generate(MESSAGES, task=TASK, temperature=1.0)
     assert generation.text.startswith("```python")
     assert (generation.prompt_tokens, generation.completion_tokens) == (11, 7)
-    (body,) = stub.posts()
+    body, greedy, hotter = stub.posts()
     assert body["model"] == "stub-model" and body["messages"] == MESSAGES
-    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.7, 33, 5)
+    # A sampled reply draws with a seed of its own per task and reply; a greedy one keeps the
+    # run's seed; the agent's per-request temperature wins over the run's.
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == \
+        (0.7, 33, sample_seed(5, "Python/0", 0))
+    assert (greedy["temperature"], greedy["seed"]) == (0, 5)
+    assert (hotter["temperature"], hotter["seed"]) == (1.0, sample_seed(5, "Python/0", 1))
     assert stub.auth[-1] == "Bearer sk-test-key"
 
 
@@ -110,7 +121,7 @@ def test_a_completion_goes_to_v1_completions_with_the_stop_words():
     with StubServer(reply="\n    return 1\n") as stub:
         model = model_for(stub, prompt="completion", temperature=0.2, max_new_tokens=40)
         assert model.prompt == "completion"
-        generation = model.complete("Fix bugs in f.\n\ndef f():", prompts.STOP_WORDS, task=None)
+        generation = model.complete("Fix bugs in f.\n\ndef f():", prompts.STOP_WORDS, task=TASK)
     assert generation.text == "\n    return 1\n"
     assert (generation.finish_reason, generation.engine) == ("stop", "openai")
     ((method, path, body),) = [r for r in stub.requests if r[0] == "POST"]
