@@ -74,3 +74,34 @@ def test_smollm2_repairs_in_every_compiled_language(humanfix_pytester, dataset, 
             assert attempt["reply"].strip() and attempt["engine"] == "llamacpp"
             # Each reply was judged: rejected by the check, or run (compiled) in the sandbox.
             assert attempt["status"] in ("rejected", "failed", "passed", "graded", "repeat")
+
+
+@pytest.mark.slow
+def test_qwen_coder_repairs_through_the_llamacpp_engine(humanfix_pytester, read_records):
+    """The real coder model from its part wheels (`qwen-coder`), on two tasks that its greedy
+    first attempt does not fix, with one repair round: real replies, counted tokens, the round
+    and temperature of every reply, and no engine left behind."""
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "qwen-coder", "--humanfix-serve", "--humanfix-task",
+        "Python/2,Python/3", "--humanfix-iters", "1", "--humanfix-max-new-tokens", "160",
+        "-n", "2")
+    records = read_records()
+    assert sorted(r["task_id"] for r in records) == ["Python/2", "Python/3"]
+    assert [r["error"] for r in records if r["outcome"] == "error"] == []
+    for record in records:
+        first, *repairs = record["attempts"]
+        assert first["round"] == 0 and first["temperature"] == 0.0
+        assert first["status"] == "failed", "the greedy first attempt fixes neither task"
+        assert repairs and all(a["round"] == 1 for a in repairs)
+        assert first["feedback"] and "assert " in first["feedback"]
+        for attempt in record["attempts"]:
+            assert attempt["reply"].strip() and attempt["engine"] == "llamacpp"
+            assert attempt["prompt_tokens"] > 0 and 0 < attempt["completion_tokens"] <= 160
+        assert record["tokens"]["completion"] == sum(a["completion_tokens"]
+                                                     for a in record["attempts"])
+        assert record["fixed_round"] in (None, 1)
+    lines = [out for out in result.outlines if out.startswith("humanfix serve:")]
+    assert len(lines) == 2
+    for line in lines:
+        port = re.search(r":(\d+)/v1", line).group(1)
+        assert processes_with(f"--port {port} ") == []
