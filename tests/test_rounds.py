@@ -19,7 +19,7 @@ from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.files import markdown
 from pytest_humanfix.reporting.html_report import summary_html
 from pytest_humanfix.reporting.stats import wilson_interval
-from pytest_humanfix.reporting.summary import build, by_round, junit_properties, rate
+from pytest_humanfix.reporting.summary import build, by_round, junit_properties, rate, repairs
 from pytest_humanfix.reporting.terminal import summary_lines
 from pytest_humanfix.session.runner import combine_samples
 
@@ -294,3 +294,29 @@ def test_rounds_report_tells_runs_apart_and_warns_when_they_differ(tmp_path, cap
     assert f"WARNING: {second} scores other tasks than {first}" in printed
     assert report_main(["rounds", str(tmp_path / "missing.jsonl"), "-o", str(chart)]) == 2
     assert "missing.jsonl is not a file" in capsys.readouterr().err
+
+
+def test_repairs_count_repeated_replies_and_rounds_that_ended_on_one():
+    """The repeat rate of the repair rounds (issue 20's goal: at most 20%) counts every reply of
+    rounds 1 and after, asks again included; a round wasted is one whose last reply repeated
+    failed code all the same. Old records without rounds count one round per reply."""
+    def attempt(status, round_=None):
+        return {"status": status, "round": round_}
+
+    records = [
+        {"task_id": "A", "outcome": "fixed", "protocol": {"iters": 2}, "attempts": [
+            attempt("failed", 0), attempt("repeat", 1), attempt("repeat", 1),
+            attempt("failed", 1), attempt("passed", 2)]},
+        {"task_id": "B", "outcome": "unfixed", "protocol": {"iters": 2}, "attempts": [
+            attempt("failed", 0), attempt("repeat", 1)]},
+        {"task_id": "C", "outcome": "unfixed", "protocol": {"iters": 2}, "attempts": [
+            attempt("failed"), attempt("repeat"), attempt("failed")]},
+    ]
+    assert repairs(records) == {
+        "replies": 7, "repeated": 4, "repeat_rate": 4 / 7,
+        "rounds": 5, "wasted_rounds": 2, "wasted_rate": 2 / 5}
+    assert repairs([{**records[0], "protocol": {"iters": 0},
+                             "attempts": [attempt("passed", 0)]}]) is None
+    built = build([{**r, "bug_type": "value misuse"} for r in records], {})
+    assert built["repairs"]["repeated"] == 4
+    assert ("humanfix_repair_wasted_rounds", "2") in junit_properties(built)

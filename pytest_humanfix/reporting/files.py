@@ -18,6 +18,7 @@ from .terminal import (
     interval,
     known_failure_lines,
     pct,
+    repairs_text,
     repeat_lines,
     server_lines,
 )
@@ -74,6 +75,8 @@ def markdown(summary: dict[str, Any]) -> str:
                   "| round | fixed | pass@1 [95% CI] |", "|---:|---:|---|",
                   *(f"| {row['round']} | {row['fixed']} | {interval(row)} |"
                     for row in summary["by_round"])]
+        if summary.get("repairs"):
+            lines += ["", repairs_text(summary["repairs"])]
     languages = summary.get("by_language") or []
     if len(languages) > 1:
         for language in languages:

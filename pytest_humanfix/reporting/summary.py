@@ -23,7 +23,7 @@ from datetime import datetime
 from importlib import metadata
 from typing import Any
 
-from ..records import graded_round, record_language
+from ..records import attempt_round, graded_round, record_language
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
@@ -257,6 +257,39 @@ def by_language(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for name, rows in groups.items()]
 
 
+def repairs(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the repair rounds did with their replies (None for a run without rounds): the
+    replies asked for in rounds 1 and after, how many repeated code that had already failed
+    (asks again included), the rounds those replies made, and how many rounds ended on a repeat
+    all the same: rounds that taught the model nothing. Old records, whose attempts carry no
+    round, count one round per reply."""
+    rounds: set[tuple[int, str, int]] = set()
+    wasted: set[tuple[int, str, int]] = set()
+    replies = repeated = 0
+    for number, record in enumerate(records):
+        attempts = record.get("attempts") or []
+        for index, attempt in enumerate(attempts):
+            round_ = attempt_round(attempt, index)
+            if round_ == 0:
+                continue
+            key = (number, record["task_id"], round_)
+            replies += 1
+            rounds.add(key)
+            if attempt.get("status") == "repeat":
+                repeated += 1
+            # A round's last reply decides whether it ended on a repeat.
+            last = index + 1 == len(attempts) or attempt_round(attempts[index + 1],
+                                                                 index + 1) != round_
+            if last and attempt.get("status") == "repeat":
+                wasted.add(key)
+    if not rounds and not any((r.get("protocol") or {}).get("iters") for r in records):
+        return None
+    return {"replies": replies, "repeated": repeated,
+            "repeat_rate": repeated / replies if replies else 0.0,
+            "rounds": len(rounds), "wasted_rounds": len(wasted),
+            "wasted_rate": len(wasted) / len(rounds) if rounds else 0.0}
+
+
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
           gates: list[GateCheck] | None = None,
@@ -292,6 +325,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "pass_at_1": rate(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
         "by_round": by_round(records),
+        "repairs": repairs(records),
         "by_bug_type": by_bug_type(records),
         "by_language": by_language(records),
         # Tasks whose reference solution cannot pass on this machine's toolchain (README,
@@ -341,7 +375,11 @@ def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
     rows = summary.get("by_round") or []
     if len(rows) < 2:
         return []
-    return [(f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}") for row in rows]
+    repaired = summary.get("repairs") or {}
+    return [*((f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}")
+              for row in rows),
+            *((f"humanfix_repair_{name}", str(repaired[name]))
+              for name in ("replies", "repeated", "rounds", "wasted_rounds") if repaired)]
 
 
 def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:

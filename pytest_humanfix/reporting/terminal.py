@@ -66,7 +66,17 @@ def round_lines(summary: dict[str, Any]) -> list[str]:
     rows = summary.get("by_round") or []
     if len(rows) < 2:
         return []
-    return ["pass@1 by round: " + by_round_text(rows)]
+    lines = ["pass@1 by round: " + by_round_text(rows)]
+    repaired = summary.get("repairs")
+    if repaired:
+        lines.append(repairs_text(repaired))
+    return lines
+
+
+def repairs_text(repaired: dict[str, Any]) -> str:
+    return (f"repair replies: {repaired['replies']}, {repaired['repeated']} repeated failed code "
+            f"({pct(repaired['repeat_rate'])}); rounds: {repaired['rounds']}, "
+            f"{repaired['wasted_rounds']} ended on a repeat ({pct(repaired['wasted_rate'])})")
 
 
 def by_round_text(rows: list[dict[str, Any]]) -> str:
