@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
               for index, (label, records) in enumerate(runs)]
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for line in table:
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+        cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+        print("  ".join(cells).rstrip())
     return 0
 
 
