@@ -162,8 +162,13 @@ OPTIONS: tuple[Option, ...] = (
            convert=_positive_int, metavar="N"),
     Option("temperature", "sampling temperature; 0 is greedy (default)", default="0",
            convert=_non_negative_float, metavar="T"),
-    Option("max-new-tokens", "most tokens generated per reply (default 512)", default="512",
-           convert=_positive_int, metavar="N"),
+    # No default here, so that from_config can tell it was given (Settings holds the 512).
+    Option("max-new-tokens", "most tokens generated per reply (default 512); excludes "
+           "--humanfix-max-length", convert=_positive_int, metavar="N"),
+    Option("max-length", "BigCode's --max_length_generation: most tokens of prompt and reply "
+           "together, so each prompt leaves its own room; a prompt of N tokens or more gets an "
+           "empty reply, as BigCode's left truncation leaves it (README, \"BigCode's protocol\"); "
+           "excludes --humanfix-max-new-tokens", convert=_positive_int, metavar="N"),
     Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
            metavar="N"),
     Option("prompt", "how the model is prompted: chat (its chat template), completion "
@@ -303,6 +308,7 @@ class Settings:
     samples: int = 1
     temperature: float = 0.0
     max_new_tokens: int = 512
+    max_length: int | None = None  # prompt and reply together; max_new_tokens unused when set
     seed: int = 0
     prompt: str = "auto"
     base_url: str = "http://localhost:8000/v1"
@@ -334,8 +340,12 @@ class Settings:
 
     def protocol_for(self, language: str) -> dict[str, Any]:
         """What changes the meaning of a score: numbers compare only when this agrees."""
+        # The length budget is one or the other: records written before --humanfix-max-length
+        # keep their fingerprint.
+        budget: dict[str, int] = {"max_new_tokens": self.max_new_tokens} \
+            if self.max_length is None else {"max_length": self.max_length}
         return {"variant": self.variant, "iters": self.iters, "samples": self.samples,
-                "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+                "temperature": self.temperature, **budget,
                 "timeout": self.timeout_for(language), "prompt": self.prompt,
                 "strict": self.strict, "language": language}
 
@@ -371,6 +381,11 @@ class Settings:
             if option.name in PATH_OPTIONS:
                 value = _resolve_path(str(value), base)
             values[option.dest.removeprefix("humanfix_")] = value
+        if "max_length" in values and "max_new_tokens" in values:
+            raise pytest.UsageError(
+                "--humanfix-max-length (prompt and reply together, BigCode's budget) and "
+                "--humanfix-max-new-tokens (the reply alone) are two budgets for the same "
+                "thing: give one of them (command line or ini).")
         if values.get("repeat_with") and not values.get("repeat_check"):
             raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
                                     "check: give --humanfix-repeat-check N too.")

@@ -39,11 +39,14 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     tasks, rows = summary["tasks"], summary["by_bug_type"]
     lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
-             f"errors {tasks['errors']} (harness faults, not scored)"]
+             f"errors {tasks['errors']} (harness faults, not scored)"
+             + (f", item timeouts {tasks['item_timeouts']} (not scored)"
+                if tasks.get("item_timeouts") else "")]
     lines.extend(coverage_lines(summary))
     if tasks["errors"]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
+    lines.extend(item_timeout_lines(summary))
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     languages = summary.get("by_language") or []
@@ -58,6 +61,20 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     wall = summary["run"].get("wall_seconds")
     lines.append(f"wall time: {wall or 0.0:.1f} s")
     return lines + detail_lines(summary)
+
+
+def item_timeout_lines(summary: dict[str, Any]) -> list[str]:
+    """Tasks the item timeout stopped, apart from harness errors, and what scoring them as
+    not fixed would make of pass@1."""
+    failed = summary.get("pass_at_1_if_timeouts_failed")
+    if not failed:
+        return []
+    return [f"WARNING: {failed['item_timeouts']} task(s) stopped by the item timeout "
+            f"(generation excluded), not scored: "
+            + ", ".join(row["task_id"] for row in summary.get("item_timeouts") or []),
+            f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
+            f"({failed['fixed']}/{failed['tasks']}) instead of "
+            f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
 
 
 def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..processes import stop_group
 from .cgroup import Cgroup
-from .environment import Layer, Limits, SandboxError, Verdict
+from .environment import ExecutionLost, Layer, Limits, SandboxError, Verdict
 from .fresh import SAFE_ENV, Execution, memory_folder, temp_folder
 from .inside import program
 from .program import PRELUDE
@@ -215,6 +215,8 @@ class WarmSandbox:
             except OSError as exc:  # a full /dev/shm, say: the harness's fault, not a verdict
                 raise SandboxError(f"cannot write the program: {exc}") from exc
             verdict = self._run(execution, group, limits)
+        except ExecutionLost:
+            raise  # the server answered for the lost child: it serves the next execution
         except BaseException:
             # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
             # belong to this execution, so it must not serve another one.
