@@ -141,13 +141,13 @@ class OpenAIModel:
         text with special tokens kept: our llama.cpp engine applies the rule itself; vLLM gets
         it as stop strings where strings can say it (Python). Any other server is sent the stop
         words alone, and the reply is cut after it, as the graded code always is."""
+        if self.engine not in ("llamacpp", "vllm"):
+            return {}
         rule = LANGUAGES[task.language].function_end
         if self.engine == "llamacpp":
             return {"extra_body": {"humanfix_function_end": rule}}
-        if self.engine == "vllm":
-            return {"stop": [*stop, *function_end_stops(rule)],
-                    "extra_body": {"skip_special_tokens": False}}
-        return {}
+        return {"stop": [*stop, *function_end_stops(rule)],
+                "extra_body": {"skip_special_tokens": False}}
 
     def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
              text_of: Callable[[Any], str | None]) -> Generation:

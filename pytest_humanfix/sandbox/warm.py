@@ -59,6 +59,15 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
+def _vanished(pid: int) -> bool:
+    """The process is gone, or dead and not yet waited for (a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])
+
+
 class WarmSandbox:
     """Same interface and verdicts as `FreshSandbox`; one server per harness process."""
 
@@ -243,12 +252,17 @@ class WarmSandbox:
         config.update(cwd=box, env=dict(SAFE_ENV, HOME=box, TMPDIR=box),
                       stdout=execution.inside(self.layer, execution.stdout),
                       stderr=execution.inside(self.layer, execution.stderr))
+        child = None
         try:
-            group.add(self._waiting_child())
+            child = self._waiting_child()
+            group.add(child)
             started = time.monotonic()
             self._send(json.dumps(config))
         except (OSError, SandboxError) as exc:
             self.close()
+            if child is not None and _vanished(child):
+                raise ExecutionLost(f"warm executor: its child {child} vanished before the "
+                                    f"program started ({exc})") from exc
             raise SandboxError(f"warm executor: {exc}") from exc
         reply = self._read_line(limits.timeout)
         timed_out = reply is None and self._proc is not None and self._proc.poll() is None
