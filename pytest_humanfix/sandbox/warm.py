@@ -259,8 +259,9 @@ class WarmSandbox:
             started = time.monotonic()
             self._send(json.dumps(config))
         except (OSError, SandboxError) as exc:
+            lost = child is not None and _vanished(child)  # before close() ends every child
             self.close()
-            if child is not None and _vanished(child):
+            if lost:
                 raise ExecutionLost(f"warm executor: its child {child} vanished before the "
                                     f"program started ({exc})") from exc
             raise SandboxError(f"warm executor: {exc}") from exc
