@@ -31,7 +31,7 @@ from pytest_humanfix.reporting.summary import build
 from pytest_humanfix.reporting.terminal import summary_lines
 from pytest_humanfix.sandbox.choose import make_sandbox
 from pytest_humanfix.sandbox.environment import ExecutionLost, Limits, SandboxError
-from pytest_humanfix.sandbox.fresh import STARTED_NAME, Execution
+from pytest_humanfix.sandbox.fresh import Execution
 from pytest_humanfix.sandbox.layers import ProcessLayer
 from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.sandbox.rerun import TaskSandbox

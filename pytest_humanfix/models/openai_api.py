@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -202,14 +201,16 @@ class OpenAIModel:
         else:
             body.update(messages=request["messages"], add_generation_prompt=True)
         root = server.base_url.removesuffix("/v1")
-        asked = urllib.request.Request(root + "/tokenize", json.dumps(body).encode(),
-                                       {"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json",
+                   "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or PLACEHOLDER_KEY}"}
+        asked = urllib.request.Request(root + "/tokenize", json.dumps(body).encode(), headers)
         try:
             with urllib.request.urlopen(asked, timeout=self.settings.request_timeout) as answer:
-                count = json.load(answer).get("count")
+                counted = json.load(answer)
         except (OSError, ValueError) as exc:  # HTTPError and URLError are OSErrors
             count, why = None, f"{type(exc).__name__}: {exc}"
         else:
+            count = counted.get("count") if isinstance(counted, dict) else None
             why = "the answer had no count"
         if not isinstance(count, int):
             raise ModelLoadError(
