@@ -142,7 +142,8 @@ def test_layouts_whose_replies_would_depend_on_the_batch_are_refused(arguments, 
 
 
 # Issue 24: BigCode's end of a completion and its length budget, on the real engine.
-REPEATING = "Fix bugs in add.\n\ndef add(a, b):\n    return a - b\n\nFix bugs in add.\n\ndef add(a, b):"
+REPEATING = ("Fix bugs in add.\n\ndef add(a, b):\n    return a - b\n\n"
+             "Fix bugs in add.\n\ndef add(a, b):")
 
 
 def completion(url: str, prompt: str, **fields: Any) -> dict[str, Any]:
