@@ -238,15 +238,18 @@ def test_the_tokenizers_end_of_sequence_text_is_a_stop_word(task):
 
 def test_a_completion_stops_at_the_first_line_that_leaves_the_function(task):
     """humanevalpack.py `check_fn`, the stopping criterion: a non-empty unindented line ends the
-    completion, long before the next stop word ("\\nprint" here), with the same graded code."""
+    completion, long before the next stop word ("\\nprint" here). The reply keeps the start of
+    that line, as BigCode's generation does, and `remove_last_block` cuts it from the graded
+    code, which is byte for byte what the longer reply gave."""
     rest = [10, 11, 12, 14, 10, 18, 19]  # then "\n    return None\nprint(x)"
     model = scripted([*RETURN_X, 10, 20, *rest, EOS])
     generation = model.complete("prompt", PYTHON_STOP, task)
-    assert generation.text == "\n    return x"
+    assert generation.text == "\n    return x\nx"
     assert generation.completion_tokens == 6 and generation.finish_reason == "stop"
-    before = [*RETURN_X, 10, 20, *rest]  # what stop words alone let run
-    assert continued_code(PieceTokenizer().decode(before), "def f():\n") \
-        == continued_code(generation.text, "def f():\n")
+    before = PieceTokenizer().decode([*RETURN_X, 10, 20, *rest])  # stop words alone
+    before = before[:stop_point(before, PYTHON_STOP)]
+    assert continued_code(before, "def f():\n") == continued_code(generation.text, "def f():\n") \
+        == "def f():\n    return x"
 
 
 def test_a_chat_reply_is_decoded_without_special_tokens_and_not_cut(task):
@@ -356,7 +359,7 @@ def test_our_llama_cpp_engine_stops_where_the_function_ends():
     `humanfix_function_end` field; stop words are matched on the text with special tokens."""
     script = [*RETURN_X, 10, 20, 10, 11, 12, 14, 10, 18, 19]
     job, text = served(script, {"stop": PYTHON_STOP, "humanfix_function_end": "indent"})
-    assert (text, len(job.tokens), job.finish_reason) == ("\n    return x", 6, "stop")
+    assert (text, len(job.tokens), job.finish_reason) == ("\n    return x\nx", 6, "stop")
     job, text = served(script, {"stop": PYTHON_STOP})  # as before: on to "\nprint"
     assert (text, len(job.tokens)) == ("\n    return x\nx\n    return None", 12)
     job, text = served([*RETURN_X, 0, *RETURN_X], {"stop": PYTHON_STOP})

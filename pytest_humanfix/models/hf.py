@@ -186,8 +186,13 @@ class TransformersModel:
         else:
             # One sequence of ids decodes to one string; the annotation covers batches too.
             text = cast(str, self.tokenizer.decode(new_tokens, skip_special_tokens=True))
-        cut = stop_point(text, stop, function_end)
-        ended = len(new_tokens) < room or cut is not None or ended_by_eos
+        # The reply ends before its first stop word, as a server's does; the line that left
+        # the function stays, for the graded code to cut as BigCode's remove_last_block cuts
+        # the generation its check_fn stopped (so the graded code is byte for byte the same
+        # as when stop words alone ended the reply).
+        cut = stop_point(text, stop)
+        ended = len(new_tokens) < room or ended_by_eos \
+            or stop_point(text, stop, function_end) is not None
         return Generation(text=text if cut is None else text[:cut], prompt_tokens=prompt_length,
                           completion_tokens=len(new_tokens),
                           seconds=time.perf_counter() - started,

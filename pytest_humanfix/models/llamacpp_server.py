@@ -241,8 +241,10 @@ class BatchedModel:
     def reply_text(self, job: Job) -> str:
         # Detokenized whole, not from the pieces `accept` joined: a tokenizer may render a piece
         # otherwise at the start of a reply, and this is the text llama-cpp-python would give.
+        # Cut before the first stop word only: the line that left the function stays, for the
+        # client to cut as BigCode's remove_last_block cuts what its check_fn stopped.
         text = self.detokenize(job.tokens, job.special)
-        cut = stop_point(text, job.stop, job.function_end)
+        cut = stop_point(text, job.stop)
         return text if cut is None else text[:cut]
 
 
