@@ -224,8 +224,9 @@ OPTIONS: tuple[Option, ...] = (
            "solution's time on this machine), timed once and cached per dataset and machine; a "
            "candidate that times out is re-run once, alone, before it counts (default 10)",
            default="10", convert=_positive_float, metavar="K"),
-    Option("item-timeout", "seconds one task item may take before pytest-timeout stops it "
-           "(default: derived from the budget; pytest's own --timeout wins)",
+    Option("item-timeout", "seconds one task item may take before pytest-timeout stops it, "
+           "generation not counted (default: derived from the executions' limits; pytest's own "
+           "--timeout wins); a task it stops is counted apart, not scored",
            convert=_positive_float, metavar="S"),
     Option("executor", "how executions start: warm (a fork server per worker imports the "
            "prelude once and forks a child per execution), fresh (a new interpreter each time), "

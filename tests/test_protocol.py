@@ -506,6 +506,15 @@ def test_the_summary_says_what_timeouts_would_do_to_pass_at_1():
 
 # -- an execution lost before it started ----------------------------------------------------------
 
+def test_the_summary_counts_the_executions_lost_and_run_again():
+    records = [record("Python/0", "fixed", verdict={"status": "passed", "lost": "killed"}),
+               record("Python/1", "unfixed", verdict={"status": "failed", "lost": ""})]
+    summary = build(records, {"wall_seconds": 1.0})
+    assert summary["timeouts"]["lost"] == 1
+    assert "sandbox: 1 graded execution(s) lost before the program started (the process " \
+           "killed from outside) and run once more" in summary_lines(summary)
+
+
 def test_a_program_that_never_started_and_left_no_output_is_a_lost_execution(tmp_path):
     """What a warm child killed before it opened its output files leaves behind: no stderr
     file. Read before the started check, it was a raw FileNotFoundError."""

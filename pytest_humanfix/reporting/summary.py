@@ -141,13 +141,15 @@ def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Graded runs that timed out, and those re-run alone after a first timeout (with how many
-    of those then finished), with the largest limit any task ran under."""
+    of those then finished), with the largest limit any task ran under; and graded runs whose
+    first execution was lost before it started and ran once more (sandbox/rerun)."""
     verdicts = [r.get("verdict") or {} for r in records]
     rerun = [v for v in verdicts if v.get("rerun")]
     limits = [float((r.get("time_limit") or {}).get("seconds") or 0) for r in records]
     return {"timed_out": sum(v.get("status") == "timeout" for v in verdicts),
             "rerun": len(rerun),
             "rerun_finished": sum(v.get("status") != "timeout" for v in rerun),
+            "lost": sum(bool(v.get("lost")) for v in verdicts),
             "largest_limit": max(limits, default=0.0) or None}
 
 

@@ -140,6 +140,9 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
                      f"{timeouts['rerun']} re-run alone after a first timeout, "
                      f"{timeouts['rerun_finished']} of them then finished in time "
                      f"(largest limit {timeouts['largest_limit']} s)")
+    if timeouts.get("lost"):
+        lines.append(f"sandbox: {timeouts['lost']} graded execution(s) lost before the program "
+                     "started (the process killed from outside) and run once more")
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
                  f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
                  f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")
