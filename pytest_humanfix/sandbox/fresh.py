@@ -188,7 +188,6 @@ class Execution:
                              + (f"; it wrote: {stderr}" if stderr else ""))
 
 
-
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
