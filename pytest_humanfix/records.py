@@ -111,6 +111,9 @@ class TaskResult:
     # --humanfix-repeat-check: the first attempt generated again and graded beside this one
     # (session/repeat); None for a task not checked. Never scored.
     repeat_check: dict[str, Any] | None = None
+    # The item timeout stopped the task (an error outcome, not scored): the run's clock, not a
+    # harness fault; the summary counts it apart and says what it would do to pass@1.
+    item_timeout: bool = False
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:

@@ -184,8 +184,13 @@ OPTIONS: tuple[Option, ...] = (
            "before the round counts, once per value, at these temperatures (default 0.6,1.0; "
            "none: the repeat costs its round)", default="0.6,1.0", convert=_temperatures,
            metavar="T[,T...]|none"),
-    Option("max-new-tokens", "most tokens generated per reply (default 512)", default="512",
-           convert=_positive_int, metavar="N"),
+    # No default here, so that from_config can tell it was given (Settings holds the 512).
+    Option("max-new-tokens", "most tokens generated per reply (default 512); excludes "
+           "--humanfix-max-length", convert=_positive_int, metavar="N"),
+    Option("max-length", "BigCode's --max_length_generation: most tokens of prompt and reply "
+           "together, so each prompt leaves its own room; a prompt of N tokens or more gets an "
+           "empty reply, as BigCode's left truncation leaves it (README, \"BigCode's protocol\"); "
+           "excludes --humanfix-max-new-tokens", convert=_positive_int, metavar="N"),
     Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
            metavar="N"),
     Option("prompt", "how the model is prompted: chat (its chat template), completion "
@@ -241,8 +246,9 @@ OPTIONS: tuple[Option, ...] = (
            "solution's time on this machine), timed once and cached per dataset and machine; a "
            "candidate that times out is re-run once, alone, before it counts (default 10)",
            default="10", convert=_positive_float, metavar="K"),
-    Option("item-timeout", "seconds one task item may take before pytest-timeout stops it "
-           "(default: derived from the budget; pytest's own --timeout wins)",
+    Option("item-timeout", "seconds one task item may take before pytest-timeout stops it, "
+           "generation not counted (default: derived from the executions' limits; pytest's own "
+           "--timeout wins); a task it stops is counted apart, not scored",
            convert=_positive_float, metavar="S"),
     Option("executor", "how executions start: warm (a fork server per worker imports the "
            "prelude once and forks a child per execution), fresh (a new interpreter each time), "
@@ -327,6 +333,7 @@ class Settings:
     round_temperature: tuple[float, ...] = (0.0,)
     resample_temperature: tuple[float, ...] = (0.6, 1.0)
     max_new_tokens: int = 512
+    max_length: int | None = None  # prompt and reply together; max_new_tokens unused when set
     seed: int = 0
     prompt: str = "auto"
     base_url: str = "http://localhost:8000/v1"
@@ -358,10 +365,14 @@ class Settings:
 
     def protocol_for(self, language: str) -> dict[str, Any]:
         """What changes the meaning of a score: numbers compare only when this agrees."""
-        protocol = {"variant": self.variant, "iters": self.iters, "samples": self.samples,
-                    "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-                    "timeout": self.timeout_for(language), "prompt": self.prompt,
-                    "strict": self.strict, "language": language}
+        # The length budget is one or the other: records written before --humanfix-max-length
+        # keep their fingerprint.
+        budget: dict[str, int] = {"max_new_tokens": self.max_new_tokens} \
+            if self.max_length is None else {"max_length": self.max_length}
+        protocol: dict[str, Any] = {
+            "variant": self.variant, "iters": self.iters, "samples": self.samples,
+            "temperature": self.temperature, **budget, "timeout": self.timeout_for(language),
+            "prompt": self.prompt, "strict": self.strict, "language": language}
         if self.iters:  # without repair rounds they decide nothing
             protocol.update(round_temperature=list(self.round_temperature),
                             resample_temperature=list(self.resample_temperature))
@@ -415,6 +426,11 @@ class Settings:
             if option.name in PATH_OPTIONS:
                 value = _resolve_path(str(value), base)
             values[option.dest.removeprefix("humanfix_")] = value
+        if "max_length" in values and "max_new_tokens" in values:
+            raise pytest.UsageError(
+                "--humanfix-max-length (prompt and reply together, BigCode's budget) and "
+                "--humanfix-max-new-tokens (the reply alone) are two budgets for the same "
+                "thing: give one of them (command line or ini).")
         if values.get("repeat_with") and not values.get("repeat_check"):
             raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
                                     "check: give --humanfix-repeat-check N too.")

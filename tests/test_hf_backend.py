@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import types
 from collections import Counter
@@ -125,12 +126,18 @@ def test_a_model_without_chat_template_is_prompted_for_a_completion(
     model = tiny(tiny_base_model, max_new_tokens=8)
     assert model.prompt == "completion"
     prompt = "def has_close_elements(numbers, threshold):"
-    free = model.complete(prompt, [], task)
+    # The tiny model continues with "):):...", an unindented first line: BigCode's check_fn
+    # ends a Python completion there, after one token (tests/test_protocol.py has the rule).
+    ended = model.complete(prompt, [], task)
+    assert (ended.text, ended.completion_tokens, ended.finish_reason) == ("):", 1, "stop")
+    # Under a brace language's rule, which no brace ends here, it runs to the limit.
+    braced = dataclasses.replace(task, language="js")
+    free = model.complete(prompt, [], braced)
     assert free.prompt_tokens == len(model.tokenizer(prompt)["input_ids"])
     assert free.finish_reason == "length" and len(free.text) > 2
     # Stopped at a stop word inside the text: what comes before it, and "stop".
     word = free.text[1:3]
-    stopped = model.complete(prompt, ["never said", word], task)
+    stopped = model.complete(prompt, ["never said", word], braced)
     assert stopped.text == free.text[:free.text.index(word)]
     assert stopped.finish_reason == "stop" and stopped.completion_tokens < 8
 

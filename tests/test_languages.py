@@ -323,7 +323,7 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, dataset
         result.assert_outcomes(failed=164 - len(known), xfailed=len(known))
     summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
     assert summary["tasks"] == {
-        "total": 164, "scored": 164 - len(known), "errors": 0,
+        "total": 164, "scored": 164 - len(known), "errors": 0, "item_timeouts": 0,
         "fixed": 164 - len(known) if model == "canonical" else 0,
         "unfixed": 0 if model == "canonical" else 164 - len(known), "flagged": 0,
         "known_failures": len(known)}

@@ -139,3 +139,77 @@ def test_layouts_whose_replies_would_depend_on_the_batch_are_refused(arguments, 
     with pytest.raises(SystemExit):
         llamacpp_server.parse_arguments(["--model", "m.gguf", *arguments])
     assert message in capsys.readouterr().err
+
+
+# Issue 24: BigCode's end of a completion and its length budget, on the real engine.
+REPEATING = ("Fix bugs in add.\n\ndef add(a, b):\n    return a - b\n\n"
+             "Fix bugs in add.\n\ndef add(a, b):")
+
+
+def completion(url: str, prompt: str, **fields: Any) -> dict[str, Any]:
+    status, body = post(url, "/completions", {"model": "tiny", "prompt": prompt,
+                                              "temperature": 0, "max_tokens": 64, **fields})
+    assert status == 200, body
+    return body
+
+
+def test_a_completion_ends_where_it_leaves_the_function(engine_url):
+    """bigcode_eval/tasks/humanevalpack.py `check_fn` as a stopping criterion
+    (generation.py `EndOfFunctionCriteria`): asked for it, the engine stops at the first
+    unindented line, long before the token limit; the reply keeps the start of that line, which
+    the graded code cuts."""
+    from pytest_humanfix.models.stopping import function_end
+
+    on = completion(engine_url, REPEATING)
+    text = on["choices"][0]["text"]
+    end = function_end(text, "indent")
+    assert end is not None, text  # SmolLM2 repeats the prompt: it leaves the function
+    stopped = completion(engine_url, REPEATING, humanfix_function_end="indent")
+    kept = stopped["choices"][0]["text"]
+    assert text.startswith(kept) and len(kept) > end and function_end(kept, "indent") == end
+    assert stopped["choices"][0]["finish_reason"] == "stop"
+    assert stopped["usage"]["completion_tokens"] < on["usage"]["completion_tokens"]
+
+
+def test_tokenize_counts_the_prompt_as_a_request_sends_it(engine_url):
+    """vLLM's POST /tokenize, which --humanfix-max-length asks a server for."""
+    root = engine_url.removesuffix("/v1")
+    status, counted = post(root, "/tokenize", {"model": "tiny", "prompt": REPEATING})
+    assert status == 200
+    assert counted["count"] == completion(engine_url, REPEATING)["usage"]["prompt_tokens"]
+    messages = [{"role": "user", "content": PROMPTS[2]}]
+    status, counted = post(root, "/tokenize", {"model": "tiny", "messages": messages})
+    assert counted["count"] == chat(engine_url, PROMPTS[2])["usage"]["prompt_tokens"]
+    assert post(root, "/tokenize", {"model": "tiny"})[0] == 400
+
+
+def test_max_length_leaves_each_prompt_its_own_room(engine_url, dataset):
+    """main.py `--max_length_generation`: prompt and reply together. A prompt of the budget or
+    more gets the empty reply BigCode's left truncation leaves (utils.py `complete_code`)."""
+    from pytest_humanfix.dataset import load_tasks
+    from pytest_humanfix.models.openai_api import OpenAIModel
+    from pytest_humanfix.settings import Settings
+
+    task = load_tasks(str(dataset))[0]
+    prompt_tokens = completion(engine_url, REPEATING)["usage"]["prompt_tokens"]
+
+    def complete(max_length: int):
+        model = OpenAIModel("openai:tiny", "tiny", Settings(
+            model="openai:tiny", base_url=engine_url, engine="llamacpp", prompt="completion",
+            max_length=max_length))
+        return model.complete(REPEATING, [], task)
+
+    roomy = complete(prompt_tokens + 3)
+    assert (roomy.prompt_tokens, roomy.completion_tokens) == (prompt_tokens, 3)
+    assert roomy.finish_reason == "length"
+    for budget in (prompt_tokens, prompt_tokens - 1):
+        empty = complete(budget)
+        assert (empty.text, empty.completion_tokens, empty.finish_reason) == ("", 0, "length")
+        assert empty.prompt_tokens == prompt_tokens
+
+
+def test_a_function_end_rule_on_a_chat_is_refused(engine_url):
+    status, answer = post(engine_url, "/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": "x"}],
+        "humanfix_function_end": "indent"})
+    assert status == 400 and "for /v1/completions only" in answer["error"]["message"]

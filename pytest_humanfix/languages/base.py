@@ -26,6 +26,9 @@ class Language:
     fence_tags: tuple[str, ...] = ()  # the tags of a reply's blocks that may be this language
     timeout = 10.0      # BigCode's LANGUAGE_TO_TIMEOUT, seconds
     stop_words: tuple[str, ...] = ("<|endoftext|>",)
+    # Where a continuation leaves the function (models/stopping): the braces the prompt base
+    # opened closed again, as BigCode's `check_fn` counts them.
+    function_end = "braces:1"
     source_name = ""    # the file the program is written to
     failure_pattern = r"error|Error|failed|FAIL"
     # Binaries the language needs, each with the Debian package that installs it.

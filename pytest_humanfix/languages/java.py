@@ -23,6 +23,7 @@ class Java(Language):
     fence = "java"
     fence_tags = ("java",)
     timeout = 10.0
+    function_end = "braces:2"  # the prompt base opens the class and the method
     source_name = "Main.java"
     failure_pattern = r"error:|Exception|AssertionError"
     tools = (("javac", "default-jdk-headless"), ("java", "default-jdk-headless"))

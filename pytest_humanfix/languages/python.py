@@ -15,6 +15,7 @@ class Python(Language):
     timeout = 10.0
     stop_words = ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\nassert",
                   "<|endoftext|>")
+    function_end = "indent"  # BigCode's `check_fn`: the first unindented line leaves it
 
     def program(self, code: str, tests: str, task: Task) -> str:
         return build_program(code, tests, task.test_setup)

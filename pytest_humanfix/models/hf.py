@@ -13,9 +13,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 from ..dataset import Task
+from ..languages import LANGUAGES
 from ..settings import Settings
-from .base import Generation, ModelLoadError, cut_at_stop, sample_seed, settle_prompt
+from .base import Generation, ModelLoadError, sample_seed, settle_prompt
 from .specs import ResolvedSpec, gguf_unavailable
+from .stopping import stop_point
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
@@ -56,20 +58,32 @@ def _share_cpus(torch: ModuleType) -> None:
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
-class StopWords:
-    """A stopping criterion for generate(): true once the continuation holds a stop word, as
-    BigCode's harness stops a completion."""
+def continuation_text(tokenizer: Any, tokens: Any) -> str:
+    """A completion's text as BigCode reads it: special tokens kept, spaces left as decoded
+    (`utils.update_code_gens` once the end-of-sequence token is a stop word, as it always is
+    for HumanEvalPack; `EndOfFunctionCriteria` decodes with special tokens kept too)."""
+    return cast(str, tokenizer.decode(tokens, skip_special_tokens=False,
+                                      clean_up_tokenization_spaces=False))
 
-    def __init__(self, tokenizer: Any, prompt_length: int, stop: list[str]) -> None:
+
+class StopWords:
+    """A stopping criterion for generate(): true once the continuation holds a stop word or has
+    left the function (`function_end`, a rule of `stopping`), as BigCode's
+    `EndOfFunctionCriteria` with `check_fn` stops a completion; read on the text with special
+    tokens kept."""
+
+    def __init__(self, tokenizer: Any, prompt_length: int, stop: list[str],
+                 function_end: str | None = None) -> None:
         self.tokenizer = tokenizer
         self.prompt_length = prompt_length
         self.stop = stop
+        self.function_end = function_end
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        text = self.tokenizer.decode(input_ids[0, self.prompt_length:], skip_special_tokens=True)
-        done = any(word in text for word in self.stop)
+        text = continuation_text(self.tokenizer, input_ids[0, self.prompt_length:])
+        done = stop_point(text, self.stop, self.function_end) is not None
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
@@ -127,10 +141,11 @@ class TransformersModel:
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
         return self._run(self.tokenizer(prompt, return_tensors="pt").to(self.device), task, stop,
-                         temperature)
+                         temperature, function_end=LANGUAGES[task.language].function_end)
 
-    def _run(self, inputs: Any, task: Task, stop: list[str],
-             temperature: float | None) -> Generation:
+    def _run(self, inputs: Any, task: Task, stop: list[str], temperature: float | None,
+             function_end: str | None = None) -> Generation:
+        """A chat reply (`function_end` None) or a completion, which BigCode's rules end."""
         import torch
         from transformers import StoppingCriteriaList
 
@@ -142,20 +157,50 @@ class TransformersModel:
                                           self._replies[task.task_id]))
         self._replies[task.task_id] += 1
         prompt_length = inputs["input_ids"].shape[-1]
-        criteria = StoppingCriteriaList([StopWords(self.tokenizer, prompt_length, stop)] if stop
-                                        else [])
+        room = self.room(prompt_length)
+        if room < 1:
+            return Generation(text="", prompt_tokens=prompt_length, completion_tokens=0,
+                              seconds=time.perf_counter() - started, finish_reason="length",
+                              engine="transformers")
+        completion = function_end is not None
+        if completion and stop and self.tokenizer.eos_token:
+            # generation.py appends the tokenizer's end-of-sequence text to the stop words.
+            stop = [*stop, self.tokenizer.eos_token]
+        criteria = StoppingCriteriaList(
+            [StopWords(self.tokenizer, prompt_length, stop, function_end)]
+            if stop or completion else [])
         with torch.inference_mode():
             # The Auto class's annotated return type is not one generate() accepts as self.
             output = self.model.generate(  # type: ignore[misc]
-                **inputs, **kwargs, stopping_criteria=criteria)
+                **inputs, **{**kwargs, "max_new_tokens": room}, stopping_criteria=criteria)
         new_tokens = output[0, prompt_length:].tolist()
-        # One sequence of ids decodes to one string; the annotation covers batches too.
-        text = cast(str, self.tokenizer.decode(new_tokens, skip_special_tokens=True))
-        stopped = cut_at_stop(text, stop)
         eos = self.generate_kwargs["eos_token_id"]
-        ended = len(new_tokens) < self.settings.max_new_tokens or len(stopped) < len(text) \
-            or new_tokens[-1] in (eos if isinstance(eos, list) else [eos])
-        return Generation(text=stopped, prompt_tokens=prompt_length,
+        ended_by_eos = bool(new_tokens) and new_tokens[-1] in (eos if isinstance(eos, list)
+                                                               else [eos])
+        if completion:
+            # The end of sequence that ended generation is no text, as no server shows it.
+            text = continuation_text(self.tokenizer,
+                                     new_tokens[:-1] if ended_by_eos else new_tokens)
+        else:
+            # One sequence of ids decodes to one string; the annotation covers batches too.
+            text = cast(str, self.tokenizer.decode(new_tokens, skip_special_tokens=True))
+        # The reply ends before its first stop word, as a server's does; the line that left
+        # the function stays, for the graded code to cut as BigCode's remove_last_block cuts
+        # the generation its check_fn stopped (so the graded code is byte for byte the same
+        # as when stop words alone ended the reply).
+        cut = stop_point(text, stop)
+        ended = len(new_tokens) < room or ended_by_eos \
+            or stop_point(text, stop, function_end) is not None
+        return Generation(text=text if cut is None else text[:cut], prompt_tokens=prompt_length,
                           completion_tokens=len(new_tokens),
                           seconds=time.perf_counter() - started,
                           finish_reason="stop" if ended else "length", engine="transformers")
+
+    def room(self, prompt_length: int) -> int:
+        """New tokens a reply may have: --humanfix-max-new-tokens, or what BigCode's
+        --max_length_generation leaves after the prompt. BigCode left-truncates a longer
+        prompt to that length (main.py's tokenizer, truncation_side="left"), which leaves no
+        room, and its `complete_code` then keeps the prompt alone: the reply is empty."""
+        if self.settings.max_length is None:
+            return self.settings.max_new_tokens
+        return self.settings.max_length - prompt_length

@@ -38,6 +38,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .stopping import stop_point, valid_rule
+
+# A request field of ours, beside OpenAI's: the rule of `stopping` that ends a completion where
+# it leaves the function, as BigCode's `check_fn` ends it ("indent" or "braces:N").
+FUNCTION_END_FIELD = "humanfix_function_end"
+
 
 class RequestError(Exception):
     """A request the engine cannot serve: answered 400 with this message."""
@@ -53,6 +59,8 @@ class Job:
     temperature: float
     top_p: float
     seed: int
+    function_end: str | None = None  # a completion's end where it leaves the function
+    special: bool = False  # special tokens rendered in the text (completions, as BigCode's)
     tokens: list[int] = field(default_factory=list)
     text: bytes = b""
     finish_reason: str = ""
@@ -125,8 +133,8 @@ class BatchedModel:
     def completion_prompt(self, prompt: str) -> list[int]:
         return self.text.tokenize(prompt.encode(), special=True)
 
-    def detokenize(self, tokens: list[int]) -> str:
-        return self.text.detokenize(tokens).decode("utf-8", errors="ignore")
+    def detokenize(self, tokens: list[int], special: bool = False) -> str:
+        return self.text.detokenize(tokens, special=special).decode("utf-8", errors="ignore")
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -198,8 +206,9 @@ class BatchedModel:
             self.finish(job, "stop")
             return False
         job.tokens.append(token)
-        job.text += self.text.detokenize([token])
-        if job.stop and any(s in job.text.decode("utf-8", errors="ignore") for s in job.stop):
+        job.text += self.text.detokenize([token], special=job.special)
+        if (job.stop or job.function_end) and stop_point(
+                job.text.decode("utf-8", errors="ignore"), job.stop, job.function_end) is not None:
             self.finish(job, "stop")
             return False
         if len(job.tokens) >= job.max_tokens or len(job.prompt) + len(job.tokens) >= self.context:
@@ -232,13 +241,15 @@ class BatchedModel:
     def reply_text(self, job: Job) -> str:
         # Detokenized whole, not from the pieces `accept` joined: a tokenizer may render a piece
         # otherwise at the start of a reply, and this is the text llama-cpp-python would give.
-        text = self.detokenize(job.tokens)
-        cuts = [text.find(s) for s in job.stop if s in text]
-        return text[:min(cuts)] if cuts else text
+        # Cut before the first stop word only: the line that left the function stays, for the
+        # client to cut as BigCode's remove_last_block cuts what its check_fn stopped.
+        text = self.detokenize(job.tokens, job.special)
+        cut = stop_point(text, job.stop)
+        return text if cut is None else text[:cut]
 
 
 def new_job(model: BatchedModel, body: dict[str, Any], prompt: list[int], stop: list[str],
-            default_seed: int) -> Job:
+            default_seed: int, completion: bool = False) -> Job:
     if body.get("stream"):
         raise RequestError("streaming is not served: send the request without `stream`")
     if body.get("n", 1) != 1:
@@ -258,7 +269,13 @@ def new_job(model: BatchedModel, body: dict[str, Any], prompt: list[int], stop: 
         raise RequestError(f"a sampling field is not a number: {exc}") from None
     if max_tokens < 1:
         raise RequestError("max_tokens must be at least 1")
-    return Job(prompt, max_tokens, stop, temperature, top_p, seed)
+    function_end = body.get(FUNCTION_END_FIELD)
+    if function_end is not None and not (completion and isinstance(function_end, str)
+                                         and valid_rule(function_end)):
+        raise RequestError(f"`{FUNCTION_END_FIELD}` is \"indent\" or \"braces:N\", for "
+                           f"/v1/completions only; got {function_end!r}")
+    return Job(prompt, max_tokens, stop, temperature, top_p, seed, function_end=function_end,
+               special=completion)
 
 
 def field_or(body: dict[str, Any], name: str, default: float) -> Any:
@@ -294,6 +311,9 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                 send_json(self, 404, error(f"no such path: {self.path}", "not_found"))
 
         def do_POST(self) -> None:  # noqa: N802
+            if self.path.rstrip("/") in ("/tokenize", "/v1/tokenize"):
+                self.tokenize()
+                return
             kind = {"/v1/chat/completions": "chat", "/chat/completions": "chat",
                     "/v1/completions": "completion", "/completions": "completion"}.get(self.path)
             try:
@@ -309,7 +329,7 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                     if not isinstance(body.get("prompt"), str):
                         raise RequestError("`prompt` must be one string")
                     prompt, stop = model.completion_prompt(body["prompt"]), []
-                job = new_job(model, body, prompt, stop, seed)
+                job = new_job(model, body, prompt, stop, seed, completion=kind == "completion")
                 model.submit(job)
             except (RequestError, ValueError) as exc:
                 send_json(self, 400, error(str(exc), "invalid_request_error"))
@@ -319,6 +339,25 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                 send_json(self, 500, error(job.error, "server_error"))
             else:
                 send_json(self, 200, answer(job, model, kind, name))
+
+        def tokenize(self) -> None:
+            """vLLM's /tokenize: the tokens a prompt (or a chat's messages) is sent as, so a
+            client can fit its request into a budget of prompt and reply together."""
+            try:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if not isinstance(body, dict):
+                    raise RequestError("the body must be a JSON object")
+                if isinstance(body.get("prompt"), str):
+                    tokens = model.completion_prompt(body["prompt"])
+                elif isinstance(body.get("messages"), list):
+                    tokens = model.chat_prompt(body["messages"])[0]
+                else:
+                    raise RequestError("give `prompt` (one string) or `messages`")
+            except (RequestError, ValueError) as exc:
+                send_json(self, 400, error(str(exc), "invalid_request_error"))
+                return
+            send_json(self, 200, {"count": len(tokens), "max_model_len": model.context,
+                                  "tokens": tokens})
 
     return Handler
 

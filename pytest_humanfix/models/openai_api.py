@@ -21,15 +21,19 @@ as with a single server, and the next task tries it again.
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import Task
+from ..languages import LANGUAGES
 from ..settings import Settings
 from .base import Generation, ModelLoadError, sample_seed, settle_prompt
+from .stopping import function_end_stops
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
@@ -142,14 +146,33 @@ class OpenAIModel:
                  temperature: float | None = None) -> Generation:
         return self._ask(lambda client: client.completions.create,
                          {"model": self.model_name, "prompt": prompt, "stop": stop,
-                          **self._decoding(task, temperature)},
+                          **self._decoding(task, temperature),
+                          **self.completion_stopping(stop, task)},
                          lambda choice: choice.text)
+
+    def completion_stopping(self, stop: list[str], task: Task) -> dict[str, Any]:
+        """What makes an engine we know end a completion where BigCode's `check_fn` does, on
+        text with special tokens kept: our llama.cpp engine applies the rule itself; vLLM gets
+        it as stop strings where strings can say it (Python). Any other server is sent the stop
+        words alone, and the reply is cut after it, as the graded code always is."""
+        if self.engine not in ("llamacpp", "vllm"):
+            return {}
+        rule = LANGUAGES[task.language].function_end
+        if self.engine == "llamacpp":
+            return {"extra_body": {"humanfix_function_end": rule}}
+        return {"stop": [*stop, *function_end_stops(rule)],
+                "extra_body": {"skip_special_tokens": False}}
 
     def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
              text_of: Callable[[Any], str | None]) -> Generation:
         """Asks the servers in rotation in turn until one answers; each that fails is taken
         out, except the last one left, whose failure is the error."""
         started = time.monotonic()
+        if self.settings.max_length is not None:
+            fitted = self._fit_length(self.in_rotation()[0], request)
+            if isinstance(fitted, Generation):
+                return fitted
+            request = fitted
         while True:
             server, *others = self.in_rotation()
             try:
@@ -171,6 +194,46 @@ class OpenAIModel:
             # Servers also say "content_filter" or "tool_calls"; neither ran out of tokens.
             finish_reason="length" if choice.finish_reason == "length" else "stop",
             engine=self.engine, server=server.base_url)
+
+    def _fit_length(self, server: Server, request: dict[str, Any]
+                    ) -> dict[str, Any] | Generation:
+        """The request with the room --humanfix-max-length leaves after its prompt, counted by
+        the server; with no room, the empty reply BigCode's left truncation leaves (see
+        `hf.TransformersModel.room`), and nothing is asked."""
+        count = self.prompt_tokens(server, request)
+        room = (self.settings.max_length or 0) - count
+        if room < 1:
+            return Generation(text="", prompt_tokens=count, finish_reason="length",
+                              engine=self.engine, server=server.base_url)
+        return {**request, "max_tokens": room}
+
+    def prompt_tokens(self, server: Server, request: dict[str, Any]) -> int:
+        """The prompt's tokens as the server counts them, from vLLM's POST /tokenize (which
+        our llama.cpp engine serves too), beside the server's /v1."""
+        body: dict[str, Any] = {"model": request["model"]}
+        if "prompt" in request:
+            body["prompt"] = request["prompt"]
+        else:
+            body.update(messages=request["messages"], add_generation_prompt=True)
+        root = server.base_url.removesuffix("/v1")
+        headers = {"Content-Type": "application/json",
+                   "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or PLACEHOLDER_KEY}"}
+        asked = urllib.request.Request(root + "/tokenize", json.dumps(body).encode(), headers)
+        try:
+            with urllib.request.urlopen(asked, timeout=self.settings.request_timeout) as answer:
+                counted = json.load(answer)
+        except (OSError, ValueError) as exc:  # HTTPError and URLError are OSErrors
+            count, why = None, f"{type(exc).__name__}: {exc}"
+        else:
+            count = counted.get("count") if isinstance(counted, dict) else None
+            why = "the answer had no count"
+        if not isinstance(count, int):
+            raise ModelLoadError(
+                f"--humanfix-max-length counts each prompt's tokens, and the server at "
+                f"{server.base_url} did not count them (POST {root}/tokenize: {why}). vLLM and "
+                "the llama.cpp engine of --humanfix-serve answer it; for another server, give "
+                "--humanfix-max-new-tokens instead.")
+        return count
 
     def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
                  request: dict[str, Any]) -> Any:

@@ -11,11 +11,12 @@ from typing import Any
 
 from ..dataset import item_name
 from .chart import write_chart
-from .summary import junit_properties
+from .summary import item_timed_out, junit_properties
 from .terminal import (
     baseline_lines,
     coverage_lines,
     interval,
+    item_timeout_lines,
     known_failure_lines,
     pct,
     repairs_text,
@@ -51,7 +52,9 @@ def markdown(summary: dict[str, Any]) -> str:
         f"## HumanEvalFix: `{run.get('model')}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
-        f"{tasks['errors']} harness error(s)",
+        f"{tasks['errors']} harness error(s)"
+        + (f", {tasks['item_timeouts']} stopped by the item timeout"
+           if tasks.get("item_timeouts") else ""),
         "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
@@ -98,6 +101,8 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
+    if summary.get("pass_at_1_if_timeouts_failed"):
+        lines += ["", *item_timeout_lines(summary)]
     for block in (server_lines(summary), repeat_lines(summary.get("repeat_check")),
                   baseline_lines(summary.get("baseline"))):
         if block:
@@ -139,7 +144,8 @@ def write_junit(summary: dict[str, Any], records: list[dict[str, Any]], path: Pa
     tasks = summary["tasks"]
     unfixed_failures = 0 if gated else tasks["unfixed"]
     suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
-                       failures=str(unfixed_failures), errors=str(tasks["errors"]),
+                       failures=str(unfixed_failures),
+                       errors=str(tasks["errors"] + tasks.get("item_timeouts", 0)),
                        skipped=str(tasks["unfixed"] - unfixed_failures),
                        time=f"{summary['seconds']['total']:.3f}")
     properties = ET.SubElement(suite, "properties")
@@ -150,7 +156,8 @@ def write_junit(summary: dict[str, Any], records: list[dict[str, Any]], path: Pa
                              name=item_name(record["task_id"], record["entry_point"]),
                              time=f"{float(record.get('seconds') or 0):.3f}")
         if record["outcome"] == "error":
-            ET.SubElement(case, "error", message="harness error").text = record.get("error", "")
+            ET.SubElement(case, "error", message="item timeout" if item_timed_out(record)
+                          else "harness error").text = record.get("error", "")
         elif record["outcome"] == "unfixed":
             detail = f"{record.get('failure', '')}\n{record.get('diff', '')}".strip()
             if gated:

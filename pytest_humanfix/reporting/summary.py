@@ -80,6 +80,18 @@ def fixed_rounds(record: dict[str, Any]) -> list[int | None]:
     return found
 
 
+def item_timed_out(record: dict[str, Any]) -> bool:
+    """The item timeout stopped the task: not scored, and no harness fault either (records
+    written before `item_timeout` was kept say so in their error)."""
+    return record["outcome"] == "error" and (
+        bool(record.get("item_timeout"))
+        or str(record.get("error", "")).startswith("item timeout fired"))
+
+
+def harness_error(record: dict[str, Any]) -> bool:
+    return record["outcome"] == "error" and not item_timed_out(record)
+
+
 def scored(record: dict[str, Any]) -> bool:
     """A record counts in pass@1: no harness error, and a task whose reference solution can
     pass here (a `known_failure` is counted apart)."""
@@ -119,6 +131,19 @@ def by_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         points.append({"round": k, "fixed": sum(_counts(r, within)[1] for r in counted),
                        **rate(records, within)})
     return points
+
+
+def if_timeouts_failed(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """pass@1 had the tasks the item timeout stopped been scored as not fixed (None when the
+    item timeout stopped none): a timeout is left out of pass@1, which a slow machine would
+    otherwise raise by leaving out the tasks that ran long, often the ones that fail."""
+    stopped = [r for r in records if item_timed_out(r) and not r.get("known_failure")]
+    if not stopped:
+        return None
+    counted = [r for r in records if scored(r)]
+    failed = [{**r, "outcome": "unfixed", "n": 1, "n_fixed": 0} for r in stopped]
+    return {**rate(counted + failed), "item_timeouts": len(stopped),
+            "fixed": sum(r["outcome"] == "fixed" for r in counted)}
 
 
 def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -165,13 +190,15 @@ def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Graded runs that timed out, and those re-run alone after a first timeout (with how many
-    of those then finished), with the largest limit any task ran under."""
+    of those then finished), with the largest limit any task ran under; and graded runs whose
+    first execution was lost before it started and ran once more (sandbox/rerun)."""
     verdicts = [r.get("verdict") or {} for r in records]
     rerun = [v for v in verdicts if v.get("rerun")]
     limits = [float((r.get("time_limit") or {}).get("seconds") or 0) for r in records]
     return {"timed_out": sum(v.get("status") == "timeout" for v in verdicts),
             "rerun": len(rerun),
             "rerun_finished": sum(v.get("status") != "timeout" for v in rerun),
+            "lost": sum(bool(v.get("lost")) for v in verdicts),
             "largest_limit": max(limits, default=0.0) or None}
 
 
@@ -228,7 +255,8 @@ def coverage(records: list[dict[str, Any]],
 def task_counts(records: list[dict[str, Any]]) -> dict[str, int]:
     counted = [r for r in records if scored(r)]
     return {"total": len(records), "scored": len(counted),
-            "errors": sum(r["outcome"] == "error" for r in records),
+            "errors": sum(harness_error(r) for r in records),
+            "item_timeouts": sum(item_timed_out(r) for r in records),
             "fixed": sum(r["outcome"] == "fixed" for r in counted),
             "unfixed": sum(r["outcome"] == "unfixed" for r in counted),
             "flagged": sum(bool(r.get("flags")) for r in counted),
@@ -241,7 +269,8 @@ def by_bug_type(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault(record["bug_type"], []).append(record)
     return [{"bug_type": name, "fixed": sum(r["outcome"] == "fixed" for r in rows if scored(r)),
              "scored": sum(scored(r) for r in rows),
-             "errors": sum(r["outcome"] == "error" for r in rows),
+             "errors": sum(harness_error(r) for r in rows),
+             "item_timeouts": sum(item_timed_out(r) for r in rows),
              "pass_at_1": rate(rows)}
             for name, rows in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
@@ -299,7 +328,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
     `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
     paired gate's level, at which a repeat check's flip rate is turned into power."""
     counted = [r for r in records if scored(r)]
-    errors = [r for r in records if r["outcome"] == "error"]
+    errors = [r for r in records if harness_error(r)]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
     flagged = [r for r in counted if r.get("flags")]
     samples = max((_counts(r)[0] for r in counted), default=1)
@@ -323,6 +352,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "coverage": coverage(records, selection),
         "samples": samples,
         "pass_at_1": rate(records),
+        "pass_at_1_if_timeouts_failed": if_timeouts_failed(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
         "by_round": by_round(records),
         "repairs": repairs(records),
@@ -339,6 +369,8 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "timeouts": timeouts(records),
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
+        "item_timeouts": [{"task_id": r["task_id"], "error": r.get("error", "")}
+                          for r in records if item_timed_out(r)],
         "servers": servers(records),
         "servers_out": servers_out(records),
         "repeat_check": repeat_check(
@@ -356,6 +388,7 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_item_timeouts", str(tasks["item_timeouts"])),
             ("humanfix_flagged", str(tasks["flagged"])),
             ("humanfix_selected", str(covered["selected"])),
             ("humanfix_run", str(covered["run"])),

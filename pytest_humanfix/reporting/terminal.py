@@ -40,11 +40,14 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
-             f"errors {tasks['errors']} (harness faults, not scored)"]
+             f"errors {tasks['errors']} (harness faults, not scored)"
+             + (f", item timeouts {tasks['item_timeouts']} (not scored)"
+                if tasks.get("item_timeouts") else "")]
     lines.extend(coverage_lines(summary))
     if tasks["errors"]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
+    lines.extend(item_timeout_lines(summary))
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     languages = summary.get("by_language") or []
@@ -81,6 +84,20 @@ def repairs_text(repaired: dict[str, Any]) -> str:
 
 def by_round_text(rows: list[dict[str, Any]]) -> str:
     return " \u00b7 ".join(f"r{row['round']} {pct(row['value'])}" for row in rows)
+
+
+def item_timeout_lines(summary: dict[str, Any]) -> list[str]:
+    """Tasks the item timeout stopped, apart from harness errors, and what scoring them as
+    not fixed would make of pass@1."""
+    failed = summary.get("pass_at_1_if_timeouts_failed")
+    if not failed:
+        return []
+    return [f"WARNING: {failed['item_timeouts']} task(s) stopped by the item timeout "
+            f"(generation excluded), not scored: "
+            + ", ".join(row["task_id"] for row in summary.get("item_timeouts") or []),
+            f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
+            f"({failed['fixed']}/{failed['tasks']}) instead of "
+            f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
 
 
 def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -146,6 +163,9 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
                      f"{timeouts['rerun']} re-run alone after a first timeout, "
                      f"{timeouts['rerun_finished']} of them then finished in time "
                      f"(largest limit {timeouts['largest_limit']} s)")
+    if timeouts.get("lost"):
+        lines.append(f"sandbox: {timeouts['lost']} graded execution(s) lost before the program "
+                     "started (the process killed from outside) and run once more")
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
                  f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
                  f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")

@@ -17,6 +17,12 @@ class SandboxError(Exception):
     """The sandbox could not run the program at all: a harness fault, never 'not fixed'."""
 
 
+class ExecutionLost(SandboxError):
+    """The execution's process vanished before the program started (killed from outside, or
+    gone with its output files): nothing about the candidate is known, so it is run once more
+    (`rerun.TaskSandbox`), as a timeout is; lost twice, it is a harness fault."""
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout: float = 10.0
@@ -51,6 +57,7 @@ class Verdict:
     output_limited: bool = False  # stdout or stderr reached the file size limit
     limit: float | None = None  # the wall-clock limit it ran under, in seconds
     rerun: bool = False  # it timed out once and this is its re-run, alone (sandbox/rerun)
+    lost: str = ""  # why the execution before this re-run was lost (ExecutionLost), else ""
 
     @property
     def passed(self) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..processes import signal_group
 from .cgroup import Cgroup
-from .environment import Layer, Limits, SandboxError, Verdict
+from .environment import ExecutionLost, Layer, Limits, SandboxError, Verdict
 from .inside import program
 from .layers import ProcessLayer
 
@@ -90,7 +90,13 @@ def remove_stale_folders() -> None:
 
 
 def _read_capped(path: Path, cap: int, tail: bool) -> str:
-    with path.open("rb") as handle:
+    """The file's text, cut to `cap` bytes; "" for a file that is not there (an execution
+    whose process went before it opened its output)."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return ""
+    with handle:
         size = handle.seek(0, os.SEEK_END)
         if size <= cap:
             handle.seek(0)
@@ -141,12 +147,11 @@ class Execution:
 
     def verdict(self, code: int | None, timed_out: bool, seconds: float, limits: Limits,
                 layer: Layer, executor: str) -> Verdict:
-        stderr = _read_capped(self.stderr, limits.output_bytes, tail=True)
         if not (self.box / STARTED_NAME).exists():
-            # The candidate never ran: the layer or the bootstrap failed (a harness fault).
-            raise SandboxError(f"{layer.name} sandbox did not start"
-                               f"{' within the time limit' if timed_out else ''}: "
-                               f"{stderr.strip() or f'exit status {code}'}")
+            # The candidate never ran: checked before any output file is read, since a process
+            # that vanished may have opened none.
+            raise self.not_started(code, timed_out, limits, layer, executor)
+        stderr = _read_capped(self.stderr, limits.output_bytes, tail=True)
         done = self.box / DONE_NAME
         proven = done.is_file() and done.read_text(errors="replace") == self.nonce
         if timed_out:
@@ -159,9 +164,42 @@ class Execution:
                        stdout=_read_capped(self.stdout, limits.output_bytes, tail=False),
                        stderr=stderr, network=layer.network, layer=layer.name,
                        executor=executor, limit=limits.timeout, output_limited=max(
-                           self.stdout.stat().st_size, self.stderr.stat().st_size)
-                       >= limits.file_bytes)
+                           _size(self.stdout), _size(self.stderr)) >= limits.file_bytes)
 
+    def not_started(self, code: int | None, timed_out: bool, limits: Limits, layer: Layer,
+                    executor: str) -> SandboxError:
+        """Why the program never started. The layer or the bootstrap saying so (an exit status
+        of its own, a message) is a harness fault as it stands; a process killed by a signal,
+        out of time before it started, or gone without its output files was lost to something
+        outside it (`ExecutionLost`: run once more)."""
+        stderr = _read_capped(self.stderr, limits.output_bytes, tail=True).strip()
+        where = f"{layer.name} sandbox ({executor} executor)"
+        if code is not None and code > 0:
+            return SandboxError(f"{where} did not start: {stderr or f'exit status {code}'}")
+        if timed_out:
+            why = f"it had not started when the {limits.timeout:g} s limit ran out"
+        elif code is not None and code < 0:
+            why = f"its process was killed by {_signal_name(-code)} before the program started"
+        else:
+            why = f"its process ended (exit status {code}) before the program started"
+        if not self.stderr.exists():
+            why += ", and left no output files"
+        return ExecutionLost(f"{where} lost the execution: {why}"
+                             + (f"; it wrote: {stderr}" if stderr else ""))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class FreshSandbox:

@@ -6,6 +6,11 @@ can run past its limit for want of CPU: the timeout is then the machine's doing,
 candidate's. So a candidate that times out runs once more, holding a machine-wide lock so that
 re-runs never overlap one another, and that second verdict is the one kept (`rerun` set). A
 program that loops for ever times out twice and costs one limit more.
+
+An execution whose process vanished before the program started (`ExecutionLost`: killed from
+outside, its output files never opened) says nothing about the candidate either, so it is run
+once more the same way; its verdict keeps why the first one was lost (`lost`). Lost twice, it
+is the harness fault it looks like: a SandboxError naming both.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .environment import Layer, Sandbox, Verdict
+from .environment import ExecutionLost, Layer, Sandbox, SandboxError, Verdict
 
 # One lock for every humanfix run on this machine: re-runs are alone across runs as well.
 RERUN_LOCK = Path(tempfile.gettempdir()) / "humanfix-rerun.lock"
@@ -48,12 +53,24 @@ class TaskSandbox:
 
     def run(self, program: str, timeout: float | None = None) -> Verdict:
         limit = timeout or self.limit
-        verdict = self.sandbox.run(program, limit)
+        try:
+            verdict = self.sandbox.run(program, limit)
+        except ExecutionLost as exc:
+            return self.run_again_after_loss(program, limit, str(exc))
         if verdict.status != "timeout":
             return verdict
         with alone(self.lock):
             verdict = self.sandbox.run(program, limit)
         verdict.rerun = True
+        return verdict
+
+    def run_again_after_loss(self, program: str, limit: float, lost: str) -> Verdict:
+        try:
+            with alone(self.lock):
+                verdict = self.sandbox.run(program, limit)
+        except ExecutionLost as again:
+            raise SandboxError(f"{lost}; run once more, alone: {again}") from None
+        verdict.lost = lost
         return verdict
 
     def shutdown(self) -> None:

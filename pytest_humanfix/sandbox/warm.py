@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..processes import stop_group
 from .cgroup import Cgroup
-from .environment import Layer, Limits, SandboxError, Verdict
+from .environment import ExecutionLost, Layer, Limits, SandboxError, Verdict
 from .fresh import SAFE_ENV, Execution, memory_folder, temp_folder
 from .inside import program
 from .program import PRELUDE
@@ -57,6 +57,15 @@ def _cmdline(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return []
+
+
+def _vanished(pid: int) -> bool:
+    """The process is gone, or dead and not yet waited for (a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])
 
 
 class WarmSandbox:
@@ -215,6 +224,8 @@ class WarmSandbox:
             except OSError as exc:  # a full /dev/shm, say: the harness's fault, not a verdict
                 raise SandboxError(f"cannot write the program: {exc}") from exc
             verdict = self._run(execution, group, limits)
+        except ExecutionLost:
+            raise  # the server answered for the lost child: it serves the next execution
         except BaseException:
             # Interrupted (pytest-timeout, Ctrl-C) mid-conversation: the server's next replies
             # belong to this execution, so it must not serve another one.
@@ -241,12 +252,18 @@ class WarmSandbox:
         config.update(cwd=box, env=dict(SAFE_ENV, HOME=box, TMPDIR=box),
                       stdout=execution.inside(self.layer, execution.stdout),
                       stderr=execution.inside(self.layer, execution.stderr))
+        child = None
         try:
-            group.add(self._waiting_child())
+            child = self._waiting_child()
+            group.add(child)
             started = time.monotonic()
             self._send(json.dumps(config))
         except (OSError, SandboxError) as exc:
+            lost = child is not None and _vanished(child)  # before close() ends every child
             self.close()
+            if lost:
+                raise ExecutionLost(f"warm executor: its child {child} vanished before the "
+                                    f"program started ({exc})") from exc
             raise SandboxError(f"warm executor: {exc}") from exc
         reply = self._read_line(limits.timeout)
         timed_out = reply is None and self._proc is not None and self._proc.poll() is None

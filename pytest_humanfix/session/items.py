@@ -87,7 +87,8 @@ class TaskItem(pytest.Item):
             ("outcome", self.result.outcome),
         ])
         if self.result.outcome == "error":
-            pytest.fail(f"harness error on {self.task.task_id}: {self.result.error}", pytrace=False)
+            kind = "item timeout" if self.result.item_timeout else "harness error"
+            pytest.fail(f"{kind} on {self.task.task_id}: {self.result.error}", pytrace=False)
 
     def runtest(self) -> None:
         assert self.result is not None

@@ -29,6 +29,7 @@ from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .calibration import task_limit
 from .repeat import repeat_check, repeated
+from .timeouts import OffClock
 from .workload import Workload
 
 
@@ -220,7 +221,7 @@ class Runner:
                                       f"{type(exc).__name__}: {exc}")
         if self._repeat_error is not None:
             return {"error": self._repeat_error}
-        model = self._repeat_model or self.model()
+        model = OffClock(self._repeat_model or self.model())
         sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
         return repeat_check(task, first, model, sandbox, self.settings,
                             langgraph=self.uses_langgraph)
@@ -234,7 +235,8 @@ class Runner:
         started = time.monotonic()
         try:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
-            return repair(task, self.model(), sandbox, self.settings,
+            # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
+            return repair(task, OffClock(self.model()), sandbox, self.settings,
                           langgraph=self.uses_langgraph)
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)

@@ -1,5 +1,12 @@
 """A per-item timeout for humanfix items through pytest-timeout, and what a timeout leaves behind.
 
+The item's clock runs on everything but generation: while a reply is generated the alarm is
+stopped and then set again to what it had left (`generation_off_clock`), so a slow model or a
+busy machine never turns a task into a timeout, which is left out of pass@1 and would raise it
+(a slow reply is more often a failing one). Generation is bounded on its own: a server's reply
+by --humanfix-request-timeout, an in-process one by its token budget. A timeout that still fires
+is recorded as such (`TaskResult.item_timeout`), apart from harness errors.
+
 Each item gets a `timeout` marker just before it runs, unless the user set a timeout for pytest
 (`--timeout`, the `timeout` ini value or PYTEST_TIMEOUT) or marked the item: theirs wins. The
 marker asks for the `signal` method: SIGALRM raises pytest-timeout's failure inside the running
@@ -13,34 +20,79 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
 from ..dataset import Task
+from ..models.base import Generation, Model, PromptKind
 from ..records import TaskResult
 from ..settings import Settings
 
 METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_MESSAGE
+# What a task does beside its executions and its replies (extraction, checks, the sandbox's
+# bookkeeping, a warm executor started anew after a candidate killed it: up to a minute).
+HARNESS_SECONDS = 60.0
 
 
 def item_timeout(settings: Settings, limit: float | None = None) -> float:
-    """Seconds one task may take: the user's --humanfix-item-timeout, else every reply of every
-    sample allowed a request timeout to generate and an execution to run, plus two grading runs
-    per sample (the graded run holds the guard; a run the guard stops, or a test it cannot sit
-    in, costs a second one), and a --humanfix-repeat-check reply and its grading runs
-    (the run's first reply graded again among them). An execution may take its limit
-    (`limit`, the task's calibrated one, else the Python floor) twice: a timeout is re-run
-    once.
-    (The model is loaded before the timer starts.)"""
+    """Seconds one task may take, generation excluded: the user's --humanfix-item-timeout,
+    else an execution for every reply of every sample, plus two grading runs per sample (the
+    graded run holds the guard; a run the guard stops, or a test it cannot sit in, costs a
+    second one), and a --humanfix-repeat-check's grading runs (the run's first reply graded
+    again among them), and HARNESS_SECONDS. An execution may take its limit (`limit`, the
+    task's calibrated one, else the Python floor) twice: a timeout is re-run once. Where the
+    alarm cannot be stopped while a reply is generated (no SIGALRM), each reply also gets a
+    request timeout. (The model is loaded before the timer starts.)"""
     if settings.item_timeout is not None:
         return settings.item_timeout
     execution = 2 * (settings.timeout_for("python") if limit is None else limit)
     replies = settings.most_replies * settings.samples
-    total = replies * (settings.request_timeout + execution) + 2 * settings.samples * execution
+    total = replies * execution + 2 * settings.samples * execution + HARNESS_SECONDS
     if settings.repeat_check:
-        total += settings.request_timeout + 4 * execution
+        total += 4 * execution
+    if METHOD != "signal":
+        total += (replies + bool(settings.repeat_check)) * settings.request_timeout
     return total
+
+
+@contextmanager
+def generation_off_clock() -> Iterator[None]:
+    """Stops the item's alarm (pytest-timeout's signal method sets ITIMER_REAL) for the time
+    of the block, then sets it again to what it had left. Without an alarm set, nothing."""
+    if METHOD != "signal":
+        yield
+        return
+    left, interval = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, left, interval)
+
+
+class OffClock:
+    """A task's model whose replies are generated off the item's clock; anything else is
+    the model's own (`servers_out`, ...)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.spec: str = model.spec
+        self.prompt: PromptKind = model.prompt
+
+    def generate(self, *args: Any, **kwargs: Any) -> Generation:
+        with generation_off_clock():
+            return self.model.generate(*args, **kwargs)
+
+    def complete(self, *args: Any, **kwargs: Any) -> Generation:
+        with generation_off_clock():
+            return self.model.complete(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
 
 
 def user_timeout_given(config: pytest.Config) -> bool:
@@ -63,6 +115,9 @@ def fired(exc: BaseException) -> bool:
 
 
 def timed_out(task: Task, exc: BaseException, seconds: float) -> TaskResult:
-    return TaskResult.error_for(
-        task, f"item timeout fired after {seconds:.1f} s ({exc}); the task is not scored. "
-              "Raise --humanfix-item-timeout (or pytest's --timeout).", seconds)
+    result = TaskResult.error_for(
+        task, f"item timeout fired after {seconds:.1f} s ({exc}; generation is not counted); "
+              "the task is not scored. Raise --humanfix-item-timeout (or pytest's --timeout).",
+        seconds)
+    result.item_timeout = True
+    return result

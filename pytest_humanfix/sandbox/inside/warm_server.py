@@ -100,8 +100,11 @@ def serve(requests: TextIO, replies: TextIO) -> None:
         replies.write("forked\n")
         replies.flush()
         line = requests.readline()
-        with open(config_write, "wb") as pipe:
-            pipe.write(line.encode())
+        try:
+            with open(config_write, "wb") as pipe:
+                pipe.write(line.encode())
+        except BrokenPipeError:
+            pass  # the child was killed before it read: its exit status below says so
         line = ""  # the next child starts from this frame: nothing of this execution stays
         status = os.waitpid(pid, 0)[1]
         replies.write(json.dumps({"exit_code": os.waitstatus_to_exitcode(status)}) + "\n")

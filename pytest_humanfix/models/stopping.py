@@ -1,0 +1,81 @@
+"""Where a completion ends, as BigCode's harness ends it, for every engine alike.
+
+bigcode-evaluation-harness stops generating (`generation.py`, `EndOfFunctionCriteria`) when
+`HumanEvalPackGenerative.check_fn` (`tasks/humanevalpack.py`) says the function is finished: the
+continuation holds a stop word, or, in Python, a non-empty line that starts with neither a space
+nor a tab, or, in the brace languages, as many `}` as the prompt base left `{` open plus those the
+continuation opened. The text it looks at is decoded with special tokens kept (`batch_decode`
+without `skip_special_tokens`), so a stop word such as `<|endoftext|>` matches even where that
+token is special but not the model's end of sequence.
+
+A rule for the function's end is a short string, so it crosses a process boundary in a request
+to our llama.cpp engine: "indent" (Python), or "braces:N" (N braces open in the prompt base: 2
+in Java, whose prompt base opens the class and the method, else 1). Each language names its own
+(`Language.function_end`).
+
+Only the standard library here: the llama.cpp engine's process imports this module.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+
+INDENT = "indent"
+BRACES = "braces:"
+# What starts a line that leaves a Python function, as stop strings for a server that matches
+# only strings (vLLM): a newline, then any printable character but whitespace.
+LINE_STARTS = tuple(c for c in string.printable if c not in string.whitespace)
+
+
+def valid_rule(rule: str) -> bool:
+    if rule == INDENT:
+        return True
+    count = rule.removeprefix(BRACES)
+    return rule.startswith(BRACES) and count.isdigit() and int(count) >= 1
+
+
+def function_end(text: str, rule: str) -> int | None:
+    """Where `text`, a continuation, has left the function under `rule`, None while it has not.
+
+    "indent": the continuation ends before the newline that starts the first non-empty line
+    beginning with neither a space nor a tab (at 0 when the first line is one), where BigCode's
+    `remove_last_block` cuts. "braces:N": once the continuation holds N more `}` than `{` (the
+    condition of `check_fn`), it ends after the `}` where the count first reaches zero, where
+    `remove_last_block` cuts.
+    """
+    if rule == INDENT:
+        start = 0
+        for line in text.split("\n"):
+            if line.strip() and line[0] not in " \t":
+                return max(start - 1, 0)
+            start += len(line) + 1
+        return None
+    if not valid_rule(rule):
+        raise ValueError(f"no such rule for a function's end: {rule!r} (indent or braces:N)")
+    depth = int(rule.removeprefix(BRACES))
+    if text.count("{") + depth != text.count("}"):
+        return None
+    for index, char in enumerate(text):
+        depth += (char == "{") - (char == "}")
+        if depth == 0:
+            return index + 1
+    return None  # unreachable: the counts say the depth reaches zero
+
+
+def stop_point(text: str, stop: Sequence[str], rule: str | None = None) -> int | None:
+    """Where a completion ends: before the first stop word, or where it left the function
+    under `rule`, whichever comes first; None while it goes on (`check_fn` is false)."""
+    cuts = [index for index in (text.find(word) for word in stop if word) if index != -1]
+    end = function_end(text, rule) if rule else None
+    if end is not None:
+        cuts.append(end)
+    return min(cuts, default=None)
+
+
+def function_end_stops(rule: str | None) -> list[str]:
+    """The rule as stop strings, for a server that can only match strings (vLLM): the Python
+    rule is a newline followed by any printable character but whitespace (a first line that is
+    itself unindented, or one that starts with another character, runs on and is cut after the
+    reply); the brace rule counts, which no stop string can, so it gives none."""
+    return ["\n" + c for c in LINE_STARTS] if rule == INDENT else []
