@@ -193,11 +193,13 @@ OPTIONS: tuple[Option, ...] = (
            "excludes --humanfix-max-new-tokens", convert=_positive_int, metavar="N"),
     Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
            metavar="N"),
-    Option("prompt", "how the model is prompted: chat (its chat template), completion "
-           "(BigCode's plain instruct prompt, continued by the model, for base models without a "
-           "chat template), or auto (chat where the model has a template; default)",
-           default="auto", convert=_choice("auto", "chat", "completion"),
-           metavar="auto|chat|completion"),
+    Option("prompt", "how the model is prompted: chat (its chat template, answered freely), "
+           "primed (its chat template, the answer begun with the prompt base for the model to "
+           "continue, as BigCode prompts instruct models), completion (BigCode's plain instruct "
+           "prompt, continued by the model, for base models without a chat template), or auto "
+           "(chat where the model has a template; default)",
+           default="auto", convert=_choice("auto", "chat", "primed", "completion"),
+           metavar="auto|chat|primed|completion"),
     Option("strict", "score fixes flagged as defeating the tests (an always-equal return value, "
            "writes to builtins or the test's globals, frame or gc walking, patching what the "
            "test calls, reading the test source) as not fixed; by default they stay fixed, "

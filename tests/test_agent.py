@@ -69,6 +69,7 @@ class Recording:
         self.prompt = model.prompt
         self.chats: list[list[dict[str, str]]] = []
         self.temperatures: list[float | None] = []
+        self.stops: list[list[str]] = []
 
     def generate(self, messages, task, temperature=None):
         self.chats.append([dict(m) for m in messages])
@@ -78,7 +79,15 @@ class Recording:
     def complete(self, prompt, stop, task, temperature=None):
         self.chats.append([{"role": "completion", "content": prompt}])
         self.temperatures.append(temperature)
+        self.stops.append(stop)
         return self.model.complete(prompt, stop, task, temperature=temperature)
+
+    def continue_answer(self, messages, start, stop, task, temperature=None):
+        # Kept as the conversation the model sees: the answer it continues comes last.
+        self.chats.append([*(dict(m) for m in messages), {"role": "assistant", "content": start}])
+        self.temperatures.append(temperature)
+        self.stops.append(stop)
+        return self.model.continue_answer(messages, start, stop, task, temperature=temperature)
 
 
 class CountingSandbox:
@@ -354,6 +363,40 @@ def test_a_completion_model_repairs_in_plain_text_after_its_previous_attempt(tmp
     # The continuation is cut before the echoed test function, as BigCode cuts it.
     assert result.code == base + "\n" + task.canonical_solution + "\n"
     assert "def check" not in result.code
+
+
+def test_a_primed_model_repairs_in_a_chat_whose_answers_begin_with_the_prompt_base(
+        tmp_path, task, run):
+    wrong = "\n" + task.buggy_solution.replace("elem - elem2", "elem - elem2 - 1")
+    # A chat model primed with code may close a fence and explain: cut at its unindented line.
+    right = "\n" + task.canonical_solution + "\n```\n\nThe bug was the missing `abs`.\n"
+    model = replay(tmp_path, TASK_ID, [wrong, right], prompt="primed")
+    result, _ = run(task, model, iters=1, prompt="primed")
+    assert result.outcome == "fixed" and statuses(result) == ["failed", "passed"]
+    assert [a.prompt for a in result.attempts] == ["primed", "primed"]
+    base = task.declaration.rstrip()
+    first, second = model.chats
+    # The same user turn as chat, then the answer begun with the prompt base, newline stripped.
+    assert first == [*prompts.first_messages(task, "tests"), {"role": "assistant", "content": base}]
+    # The chat goes on: the attempt as the function it wrote (no fence: it wrote none), the
+    # feedback with the bare instruction, and the next answer begun with the prompt base again.
+    feedback = result.attempts[0].feedback
+    assert second == [first[0], {"role": "assistant", "content": base + wrong.rstrip()},
+                      {"role": "user", "content": feedback}, {"role": "assistant", "content": base}]
+    assert feedback.startswith("Your code does not pass the tests:\n")
+    assert feedback.endswith("\n\nFix bugs in has_close_elements.") and "```" not in feedback
+    assert model.stops == [prompts.stop_words(task)] * 2
+    # The reply is the continuation as the model said it; the code is cut from it.
+    assert result.attempts[1].reply == right
+    assert result.code == base + "\n" + task.canonical_solution
+    assert "The bug" not in result.code and "```" not in result.code
+
+
+@pytest.mark.parametrize("variant", ["tests", "docs"])
+def test_a_primed_answer_begins_with_bigcodes_prompt_base(task, variant):
+    base = task.declaration if variant == "tests" else task.prompt
+    assert prompts.answer_start(task, variant) == base.rstrip()
+    assert prompts.answer_start(task, variant).endswith(":" if variant == "tests" else '"""')
 
 
 @pytest.mark.parametrize("variant", ["tests", "docs"])

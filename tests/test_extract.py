@@ -306,19 +306,27 @@ def test_a_fix_then_a_sentence_repeated_until_the_token_limit():
              + "\nThe original function will run until it is stopped." * 40)
     assert_is_fixed(extract(reply))
 
-# --- completions (a base model continuing BigCode's prompt) ---------------------------------
+# --- completions (a base model continuing BigCode's prompt, or a primed chat answer) -------
 
 @pytest.mark.parametrize("after", [
     "\n\ndef check(candidate):\n    assert candidate([1.0], 0.5) is False\n",  # stop word
     f"\n\nprint({ENTRY}([1.0, 2.0], 0.5))\n",                                    # stop word
     "\n\nThe bug was the missing abs.\n",                     # an unindented line ends it
     f"\n\n\n\n{ENTRY}([1.0], 0.5)\n",
+    "\n```\n\nThe bug was the missing abs.\n",   # a primed chat answer closes its fence
 ])
 def test_a_continuation_is_cut_as_bigcode_cuts_it(after):
     code = continued_code("\n" + FIXED_BODY + after, DECLARATION)
     assert code.startswith(DECLARATION.rstrip() + "\n    for idx")
     assert_is_fixed(code)
     assert after.strip().splitlines()[0] not in code
+
+
+def test_a_continuation_may_go_on_on_the_declarations_line():
+    """Qwen2.5-Coder, primed with the declaration, often begins with a comment after its colon."""
+    code = continued_code("  # Corrected\n" + FIXED_BODY + "\n```\n", DECLARATION)
+    assert code == DECLARATION.rstrip() + "  # Corrected\n" + FIXED_BODY
+    assert_is_fixed(code)
 
 
 def test_a_continuation_keeps_its_nested_definitions_and_comments():

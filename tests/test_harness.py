@@ -74,6 +74,24 @@ def test_buggy_control_fixes_nothing_under_xdist(humanfix_pytester, dataset_rows
     assert suite_properties(junit_suite(humanfix_pytester))["humanfix_pass_at_1"] == "0.0000"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "fixed"), [("canonical", True), ("buggy", False)])
+def test_primed_controls_fix_every_task_or_none(model, fixed, humanfix_pytester, dataset_rows,
+                                                read_records):
+    """Primed, a control continues the prompt base with its solution's body, as a completion
+    would: every continuation, cut at the stop words and put after the prompt base, is the
+    solution again."""
+    result = humanfix_pytester.runpytest("--humanfix-model", model, "--humanfix-prompt",
+                                         "primed", "-n", "2")
+    total = len(dataset_rows)
+    result.stdout.fnmatch_lines([f"pass@1 = {100.0 if fixed else 0.0}% "
+                                 f"({total if fixed else 0}/{total})*"])
+    records = read_records()
+    assert Counter(r["outcome"] for r in records) == {"fixed" if fixed else "unfixed": total}
+    assert {a["prompt"] for r in records for a in r["attempts"]} == {"primed"}
+    assert {r["protocol"]["prompt"] for r in records} == {"primed"}
+
+
 def test_not_fixed_report_is_short_and_says_why(humanfix_pytester, dataset_rows):
     result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-task", "Python/0")
     result.assert_outcomes(failed=1)

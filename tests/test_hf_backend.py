@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tinymodel import CHAT_TEMPLATE
 
+from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models import hf as hf_backend
 from pytest_humanfix.models.base import ModelLoadError
@@ -96,6 +97,27 @@ def test_thinking_is_turned_off_in_the_chat_template(tiny_model: Path) -> None:
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
 
+def test_a_primed_answer_is_the_chat_template_left_open_after_the_prompt_base(
+        tiny_model: Path, task) -> None:
+    model = tiny(tiny_model, max_new_tokens=8, prompt="primed")
+    assert model.prompt == "primed"
+    start = prompts.answer_start(task, "tests")
+    ids = model.prompt_ids(MESSAGES, start)["input_ids"][0].tolist()
+    text = ("<|im_start|>user\nFix bugs in has_close_elements.<|im_end|>\n"
+            "<|im_start|>assistant\n" + start)
+    # Exactly that text, tokenized whole: no end of turn after the start, nothing after it.
+    assert ids == model.tokenizer(text, add_special_tokens=False)["input_ids"]
+    primed = model.continue_answer(MESSAGES, start, [], task)
+    assert primed.prompt_tokens == len(ids) and primed.engine == "transformers"
+    # The model continues those tokens as it would continue the same text given raw.
+    assert primed.text == model.complete(text, [], task).text
+    assert primed.text != model.generate(MESSAGES, task).text
+    # Cut at a stop word inside the continuation, as a completion is.
+    word = primed.text[1:3]
+    stopped = model.continue_answer(MESSAGES, start, ["never said", word], task)
+    assert stopped.text == primed.text[:primed.text.index(word)]
+
+
 def test_a_gguf_file_loads_with_its_own_tokenizer_and_chat_template(
         tiny_model: Path, tiny_gguf: Path, task) -> None:
     model = load_model(str(tiny_gguf), Settings(model=str(tiny_gguf), max_new_tokens=12))
@@ -147,6 +169,10 @@ def test_prompt_option_overrides_the_choice(tiny_model: Path, tiny_base_model: P
     assert tiny(tiny_model, prompt="auto").prompt == "chat"
     with pytest.raises(ModelLoadError, match="has no chat template.*--humanfix-prompt completion"):
         tiny(tiny_base_model, prompt="chat")
+    assert tiny(tiny_model, prompt="primed").prompt == "primed"
+    with pytest.raises(ModelLoadError, match="--humanfix-prompt primed.*use --humanfix-prompt "
+                                             "completion"):
+        tiny(tiny_base_model, prompt="primed")
 
 
 @pytest.mark.usefixtures("no_outer_cuda")

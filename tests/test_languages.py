@@ -284,16 +284,18 @@ def test_replayed_replies_are_scored_in_every_language(humanfix_pytester, datase
             assert third["failure"].startswith("CompileError"), third["failure"]
 
 
+@pytest.mark.parametrize("prompt", ["completion", "primed"])
 @pytest.mark.parametrize("name", COMPILED)
-def test_completion_prompt_follows_bigcodes_post_processing(name, humanfix_pytester, dataset,
-                                                            read_records):
-    """A base model continues the prompt base; the continuation is cut at BigCode's stop words
-    and where the braces close, and completed from the prompt base."""
+def test_completion_prompt_follows_bigcodes_post_processing(name, prompt, humanfix_pytester,
+                                                            dataset, read_records):
+    """A base model continues the prompt base, as a primed chat answer does; the continuation
+    is cut at BigCode's stop words and where the braces close, and completed from the prompt
+    base."""
     result = humanfix_pytester.runpytest(
-        "--humanfix-model", "canonical", "--humanfix-prompt", "completion",
+        "--humanfix-model", "canonical", "--humanfix-prompt", prompt,
         f"--humanfix-dataset={data_file(dataset, name)}", "--humanfix-max", "3")
     result.assert_outcomes(passed=3)
-    assert {a["prompt"] for r in read_records() for a in r["attempts"]} == {"completion"}
+    assert {a["prompt"] for r in read_records() for a in r["attempts"]} == {prompt}
 
 
 # The controls on the real data, through xdist: every task of each language.

@@ -23,6 +23,10 @@ from pytest_humanfix.models.specs import resolve_spec
 SLOTS = 3
 CONTEXT = 512
 PROMPTS = [f"Fix the bug: def f{n}(x): return x {op} {n}" for n, op in enumerate("+-*/%+-")]
+# A conversation whose answer is begun by the client, for the model to continue.
+PRIMED = [{"role": "user", "content": "def f(x):\n    return x - 1\nFix bugs in f."},
+          {"role": "assistant", "content": "def f(x):"}]
+CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +37,16 @@ def smollm2() -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine_url(smollm2: Path) -> Iterator[str]:
+def engine(smollm2: Path) -> llamacpp_server.BatchedModel:
     model = llamacpp_server.BatchedModel(str(smollm2), CONTEXT, threads=1, slots=SLOTS,
                                          batch=64)
     threading.Thread(target=model.run, daemon=True).start()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(model, "tiny", 0))
+    return model
+
+
+@pytest.fixture(scope="module")
+def engine_url(engine: llamacpp_server.BatchedModel) -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(engine, "tiny", 0))
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
@@ -116,8 +125,49 @@ def test_sampling_follows_the_seed(engine_url):
     assert len({sampled(seed) for seed in range(2, 6)}) > 1
 
 
+def test_a_final_assistant_message_is_continued_from_the_text_transformers_lays_out(
+        engine, engine_url):
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    text, stop, _ = engine.chat_text(PRIMED, continue_final=True)
+    template = engine.text.metadata["tokenizer.chat_template"]
+    (theirs,), _ = render_jinja_template([PRIMED], chat_template=template,
+                                         continue_final_message=True, bos_token="",
+                                         eos_token="<|im_end|>")
+    assert text == theirs
+    assert text.endswith("<|im_end|>\n<|im_start|>assistant\ndef f(x):")
+    body = chat(engine_url, "", messages=PRIMED, **CONTINUE)
+    # The reply is the continuation alone, and it is the reply to that text as a completion:
+    # the same tokens in, the same tokens out.
+    status, raw = post(engine_url, "/completions", {"prompt": text, "temperature": 0,
+                                                    "max_tokens": 24, "stop": stop})
+    assert status == 200
+    assert reply(body) == raw["choices"][0]["text"] and reply(body).strip()
+    assert body["usage"] == raw["usage"]
+    assert body["usage"]["prompt_tokens"] == len(engine.chat_prompt(PRIMED, continue_final=True)[0])
+    # Not a new answer: the conversation without the start, answered freely, goes otherwise.
+    assert reply(body) != reply(chat(engine_url, "", messages=PRIMED[:1]))
+
+
+def test_the_openai_backend_sends_a_primed_answer_our_engine_continues(engine_url):
+    from pytest_humanfix.models.openai_api import OpenAIModel
+    from pytest_humanfix.settings import Settings
+
+    model = OpenAIModel("openai:tiny", "tiny", Settings(
+        model="openai:tiny", base_url=engine_url, prompt="primed", max_new_tokens=24))
+    assert model.prompt == "primed"
+    generation = model.continue_answer(PRIMED[:1], PRIMED[1]["content"], [], task=None)
+    direct = chat(engine_url, "", messages=PRIMED, **CONTINUE)
+    assert generation.text == reply(direct)
+    assert generation.prompt_tokens == direct["usage"]["prompt_tokens"]
+
+
 @pytest.mark.parametrize(("body", "message"), [
     ({"messages": [{"role": "user", "content": "x " * CONTEXT}]}, "raise --n_ctx"),
+    ({"messages": PRIMED[:1], "continue_final_message": True}, "final assistant message"),
+    ({"messages": PRIMED, "continue_final_message": True, "add_generation_prompt": True},
+     "cannot both be true"),
+    ({"messages": PRIMED, "continue_final_message": "yes"}, "true or false"),
     ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "without `stream`"),
     ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n=1"),
     ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "not a number"),

@@ -51,6 +51,28 @@ def test_request_carries_the_protocol_and_usage_comes_from_the_response(monkeypa
     assert stub.auth[-1] == "Bearer sk-test-key"
 
 
+def test_a_primed_answer_asks_the_server_to_continue_its_start_as_vllm_names_it():
+    continuation = "\n    return 1\n"
+    with StubServer(reply=continuation) as stub:
+        model = model_for(stub, prompt="primed")
+        assert model.prompt == "primed"
+        generation = model.continue_answer(MESSAGES, "def f():", ["\ndef", "\nif"], task=TASK)
+    assert generation.text == continuation and generation.completion_tokens == 7
+    (body,) = stub.posts()
+    assert stub.requests[-1][1] == "/v1/chat/completions"
+    assert body["messages"] == [*MESSAGES, {"role": "assistant", "content": "def f():"}]
+    assert (body["continue_final_message"], body["add_generation_prompt"]) == (True, False)
+    assert body["stop"] == ["\ndef", "\nif"] and body["temperature"] == 0
+
+
+def test_a_server_that_refuses_to_continue_an_answer_names_the_chat_prompt():
+    with StubServer(script=[400]) as stub:
+        with pytest.raises(ModelLoadError, match="answered 400.*continue_final_message.*"
+                                                 "use --humanfix-prompt chat"):
+            model_for(stub, prompt="primed").continue_answer(MESSAGES, "def f():", [], task=TASK)
+    assert len(stub.posts()) == 1
+
+
 def test_rate_limit_and_server_errors_are_retried_until_an_answer():
     with StubServer(script=[429, 503, 500]) as stub:
         generation = model_for(stub).generate(MESSAGES, task=None)

@@ -159,6 +159,24 @@ def test_a_repaired_task_compares_its_first_reply_alone(humanfix_pytester, repli
     assert not check["reply_differs"] and not check["outcome_flipped"]
 
 
+def test_a_primed_first_reply_is_graded_again_as_the_continuation_it_was(
+        humanfix_pytester, dataset, records_by_task):
+    task = load_tasks(str(dataset))[0]
+    buggy, canonical = "\n" + task.buggy_solution, "\n" + task.canonical_solution
+    path = humanfix_pytester.path / "continuations.jsonl"
+    path.write_text("".join(json.dumps({"task_id": task.task_id, "completion": c}) + "\n"
+                            for c in [buggy, canonical, buggy]))
+    humanfix_pytester.runpytest(f"--humanfix-model=replay:{path}", "--humanfix-prompt=primed",
+                                "--humanfix-task", task.task_id, "--humanfix-iters", "1",
+                                "--humanfix-repeat-check", "1")
+    record = records_by_task()[task.task_id]
+    assert record["outcome"] == "fixed" and record["error"] == ""
+    assert [a["prompt"] for a in record["attempts"]] == ["primed", "primed"]
+    check = record["repeat_check"]
+    assert check["error"] == "" and check["code"] == record["attempts"][0]["code"]
+    assert (check["first_outcome"], check["outcome"]) == ("unfixed", "unfixed")
+
+
 def test_the_gate_states_the_flip_rate_beside_its_verdict(humanfix_pytester, replies):
     path = humanfix_pytester.path
     baseline = write_replay(path / "baseline.jsonl", {t: ["canonical"] for t in PLAN}, replies)

@@ -5,13 +5,14 @@
       |        |  +--------+--> reflect -> propose        (while rounds are left)
       +- resample <-+ (a repeat, while the round has asks left)
 
-`propose` asks the model and extracts its code; `check` parses it and compares the entry point
-with the declaration (nothing runs), and spots a reply that repeats an earlier attempt; `execute`
-runs it in the sandbox on the tests the protocol lets the agent see during repair (the task's
-`test` in the `tests` variant, only its `example_test` in the `docs` variant), its asserts
-explained (`feedback`); `reflect` turns what went wrong into the next user turn: the attempt's
-code (not the whole reply) and what happened. `finish` grades the final candidate on the full
-hidden `test`, reusing an execution of the same code where there is one.
+`propose` asks the model as its prompt kind says (a chat reply, a completion, or a primed
+answer that continues the prompt base) and extracts its code; `check` parses it and compares the
+entry point with the declaration (nothing runs), and spots a reply that repeats an earlier
+attempt; `execute` runs it in the sandbox on the tests the protocol lets the agent see during
+repair (the task's `test` in the `tests` variant, only its `example_test` in the `docs`
+variant), its asserts explained (`feedback`); `reflect` turns what went wrong into the next user
+turn: the attempt's code (not the whole reply) and what happened. `finish` grades the final
+candidate on the full hidden `test`, reusing an execution of the same code where there is one.
 
 `settings.iters` is the number of repair rounds after the first attempt. A reply that repeats
 code that already failed is asked for again within its round (`resample`), at each of
@@ -129,13 +130,14 @@ def _run_hidden(ctx: RepairContext, code: str) -> tuple[Verdict, str | None]:
     return verdict, flag
 
 
-def _code_of(ctx: RepairContext, text: str, completion: bool) -> str:
-    """The candidate in a reply (a chat answer) or a continuation of the prompt base."""
+def _code_of(ctx: RepairContext, text: str, continued: bool) -> str:
+    """The candidate in a reply (a chat answer) or a continuation of the prompt base (a
+    completion, or a primed answer)."""
     language = LANGUAGES[ctx.task.language]
     if language.name == "python":
-        return continued_code(text, ctx.base) if completion else \
+        return continued_code(text, ctx.base) if continued else \
             extract_code(text, ctx.task.entry_point, ctx.base, ctx.task.buggy_code)
-    if completion:
+    if continued:
         return continued_braced(text, ctx.base, language)
     return extract_braced(text, ctx.task.entry_point, ctx.base,
                           ctx.base + ctx.task.buggy_solution, language)
@@ -144,21 +146,25 @@ def _code_of(ctx: RepairContext, text: str, completion: bool) -> str:
 def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
-    completion = ctx.model.prompt == "completion"
+    kind = ctx.model.prompt
     temperature = ctx.settings.temperature_of(state["round"], state["resamples"])
-    if completion:
+    if kind == "completion":
         generation = ctx.model.complete(
             prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
             ctx.task, temperature=temperature)
+    elif kind == "primed":
+        generation = ctx.model.continue_answer(
+            state["messages"], prompts.answer_start(ctx.task, ctx.settings.variant),
+            prompts.stop_words(ctx.task), ctx.task, temperature=temperature)
     else:
         generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature)
-    code = _code_of(ctx, generation.text, completion)
+    code = _code_of(ctx, generation.text, continued=kind != "chat")
     seconds = generation.seconds or time.monotonic() - began
     attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
                       prompt_tokens=generation.prompt_tokens,
                       completion_tokens=generation.completion_tokens,
                       generate_seconds=round(seconds, 4), reply=generation.text,
-                      prompt=ctx.model.prompt, finish_reason=generation.finish_reason,
+                      prompt=kind, finish_reason=generation.finish_reason,
                       engine=generation.engine, server=generation.server,
                       round=state["round"], temperature=temperature)
     # An ask again belongs to the round it repeats: the round was counted at its first reply.

@@ -4,14 +4,24 @@ The first turn follows bigcode-evaluation-harness (`bigcode_eval/tasks/humaneval
 `HumanEvalFixBase.get_prompt` with the `instruct` prompt): the context is the prompt base plus the
 buggy solution (plus the task's tests in the `tests` variant), followed by the instruction
 `Fix bugs in <entry point>.` There the prompt base (the declaration, or in the `docs` variant the
-docstring prompt) is also appended as the start of the model's answer; a chat model writes its
-own answer, so it is not, and `extract.complete_body` puts the same prompt base in front of a
-reply that holds only the function body, as BigCode's post-processing does.
+docstring prompt) is also appended as the start of the model's answer. How a model meets that
+start depends on its prompt kind (`Model.prompt`):
 
-A model prompted for completions (a base model) gets BigCode's prompt as it is: the same text,
-then the prompt base, which the model continues until a stop word. Repair rounds go on in the
-same plain text: the previous attempt as a whole function, the feedback, the instruction again,
-and the prompt base once more (`completion_prompt`).
+- `chat`: the model writes its own answer, so the start is not given, and `extract.complete_body`
+  puts the same prompt base in front of a reply that holds only the function body, as BigCode's
+  post-processing does.
+- `primed`: the conversation goes through the chat template and the answer is begun with the
+  prompt base (`answer_start`), as BigCode's chat formats (`codeqwen`, `starchat2`, ...) write
+  it by hand; the model continues the function, and its continuation is cut and turned into code
+  as a completion's is.
+- `completion` (a base model): BigCode's prompt as it is, the same text, then the prompt base,
+  which the model continues until a stop word. Repair rounds go on in the same plain text: the
+  previous attempt as a whole function, the feedback, the instruction again, and the prompt base
+  once more (`completion_prompt`).
+
+Repair rounds of a primed model go on as a chat whose every answer is begun again with the
+prompt base: an attempt stands in the conversation as the function it wrote, unfenced, as it
+wrote it.
 """
 
 from __future__ import annotations
@@ -39,6 +49,13 @@ def instruction(task: Task) -> str:
     return f"Fix bugs in {task.entry_point}."
 
 
+def answer_start(task: Task, variant: str) -> str:
+    """How a primed answer begins: the prompt base with its last newline stripped, as BigCode
+    strips its whole prompt: the model then writes that newline with the indentation after it,
+    as one token, the way code it learnt from is tokenized."""
+    return prompt_base(task, variant).rstrip()
+
+
 def first_prompt(task: Task, variant: str) -> str:
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
@@ -62,9 +79,9 @@ def completion_prompt(messages: list[dict[str, str]], base: str) -> str:
 def attempt_turn(task: Task, code: str, reply: str, prompt: PromptKind) -> str:
     """How an attempt stands in the conversation after it: the function it produced, not the
     whole reply (whose prose and tests echoed back only lengthen every later prompt). A
-    completion model's turn is the function it continued, prompt base included; a reply with no
-    code in it stays as it was said."""
-    if prompt == "completion":
+    completion or primed model's turn is the function it continued, prompt base included and
+    unfenced, as it wrote it; a chat reply with no code in it stays as it was said."""
+    if prompt != "chat":
         return code.strip()
     if not code.strip():
         return reply
@@ -73,7 +90,7 @@ def attempt_turn(task: Task, code: str, reply: str, prompt: PromptKind) -> str:
 
 
 def _ask_again(task: Task, prompt: PromptKind) -> str:
-    if prompt == "completion":  # the prompt base follows: the model continues the function
+    if prompt != "chat":  # the prompt base follows: the model continues the function
         return instruction(task)
     fence = LANGUAGES[task.language].fence
     return (f"{instruction(task)} Reply with the complete corrected function "

@@ -3,9 +3,12 @@ model can raise. Backends (controls, replay, transformers, OpenAI-compatible ser
 this module and are loaded by `specs.load_model` only when a spec names them, so importing this
 module costs nothing.
 
-A model is prompted one of two ways, settled when it loads (`Model.prompt`): `chat`, a
-conversation laid out by its chat template, or `completion`, a plain text it continues (base
-models without a chat template, prompted as BigCode's harness prompts them).
+A model is prompted one of three ways, settled when it loads (`Model.prompt`): `chat`, a
+conversation laid out by its chat template, which it answers freely; `completion`, a plain text it
+continues (base models without a chat template, prompted as BigCode's harness prompts them); or
+`primed`, the conversation laid out by its chat template with the answer already begun by the
+prompt base, which it continues (BigCode's way with instruct models; `continue_final_message` in
+transformers' chat templates and vLLM).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Literal, Protocol
 
 from ..dataset import Task
 
-PromptKind = Literal["chat", "completion"]
+PromptKind = Literal["chat", "completion", "primed"]
 # Why a reply ended: the model stopped (end of sequence or a stop word), or it ran out of tokens.
 FinishReason = Literal["stop", "length"]
 
@@ -55,6 +58,12 @@ class Model(Protocol):
         """The continuation of `prompt`, ended before the first of `stop` (completion prompting)."""
         ...
 
+    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        """The continuation of `start`, the beginning of the model's answer to the conversation
+        (primed prompting), ended before the first of `stop`; `start` itself is not repeated."""
+        ...
+
 
 def sample_seed(seed: int, task_id: str, reply: int) -> int:
     """A task's n-th reply draws the same sample whichever worker runs it, in whatever order."""
@@ -65,7 +74,9 @@ def settle_prompt(requested: str, has_chat_template: bool) -> PromptKind:
     """--humanfix-prompt for one model: auto is chat where the model has a chat template."""
     if requested == "auto":
         return "chat" if has_chat_template else "completion"
-    return "completion" if requested == "completion" else "chat"
+    if requested == "completion":
+        return "completion"
+    return "primed" if requested == "primed" else "chat"
 
 
 def cut_at_stop(text: str, stop: list[str]) -> str:

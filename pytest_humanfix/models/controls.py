@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 class ControlModel:
     """Answers with a known solution, in the shape a chat model would reply, or, prompted for a
-    completion, as a base model would continue the prompt base: the function's body."""
+    completion or a primed answer, as a model would continue the prompt base: the function's
+    body."""
 
     def __init__(self, spec: str, target: str, settings: Settings) -> None:
         self.spec = spec
@@ -41,6 +42,11 @@ class ControlModel:
         body = task.canonical_solution if self.solution == "canonical" else task.buggy_solution
         # The prompt ends at the prompt base with its last newline stripped, as BigCode's does.
         return Generation(text=cut_at_stop("\n" + body, stop), engine="control")
+
+    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        # The answer begins as the completion prompt ends: the prompt base, stripped.
+        return self.complete(start, stop, task, temperature)
 
 
 class ReplayModel:
@@ -77,6 +83,11 @@ class ReplayModel:
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
         """A recorded continuation, replayed as it was recorded."""
+        return self.generate([], task)
+
+    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        """A recorded continuation of a primed answer, replayed as it was recorded."""
         return self.generate([], task)
 
 

@@ -111,10 +111,10 @@ class TransformersModel:
                 source, dtype=torch_dtype(torch, self.device), **files)
         except Exception as exc:  # transformers reports a bad folder or id in many types
             raise ModelLoadError(f"cannot load {self.source}: {_first_line(exc)}") from exc
-        if settings.prompt == "chat" and not self.tokenizer.chat_template:
+        if settings.prompt in ("chat", "primed") and not self.tokenizer.chat_template:
             raise ModelLoadError(
                 f"{self.source} has no chat template, so it cannot be prompted as a chat "
-                "(--humanfix-prompt chat); use --humanfix-prompt completion or auto.")
+                f"(--humanfix-prompt {settings.prompt}); use --humanfix-prompt completion or auto.")
         self.prompt = settle_prompt(settings.prompt, bool(self.tokenizer.chat_template))
         # transformers annotates `to` through a decorator whose signature mypy misreads.
         self.model.to(self.device).eval()  # type: ignore[arg-type]
@@ -126,11 +126,18 @@ class TransformersModel:
             if gen_config.pad_token_id is not None else self.tokenizer.pad_token_id
         self._replies: Counter[str] = Counter()
 
-    def prompt_ids(self, messages: list[dict[str, str]]) -> BatchEncoding:
+    def prompt_ids(self, messages: list[dict[str, str]],
+                   start: str | None = None) -> BatchEncoding:
+        """The conversation through the chat template, ready for the model's answer, or with
+        the answer begun by `start`, left open for the model to continue (the template's
+        `continue_final_message`, which drops what closes the final message)."""
+        primed = start is not None
+        if start is not None:
+            messages = [*messages, {"role": "assistant", "content": start}]
         # enable_thinking is read by Qwen3's template (off: answer directly) and ignored by others.
         encoded = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, enable_thinking=False, return_tensors="pt",
-            return_dict=True)
+            messages, add_generation_prompt=not primed, continue_final_message=primed,
+            enable_thinking=False, return_tensors="pt", return_dict=True)
         # return_dict=True gives a BatchEncoding; transformers' annotation does not narrow on it.
         return cast("BatchEncoding", encoded).to(self.device)
 
@@ -142,6 +149,10 @@ class TransformersModel:
                  temperature: float | None = None) -> Generation:
         return self._run(self.tokenizer(prompt, return_tensors="pt").to(self.device), task, stop,
                          temperature, function_end=LANGUAGES[task.language].function_end)
+
+    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        return self._run(self.prompt_ids(messages, start), task, stop, temperature)
 
     def _run(self, inputs: Any, task: Task, stop: list[str], temperature: float | None,
              function_end: str | None = None) -> Generation:

@@ -18,6 +18,16 @@ tasks come in xdist's order). Three rules keep it so:
   sequence decoded beside another gave other tokens than alone for 5 of 6 prompts here; on one
   thread, 6 of 6 were the same. `serve.cpu_layout` gives an engine several slots only so.
 
+An answer can be begun by the client and continued by the model (vLLM's request fields
+`continue_final_message: true`, `add_generation_prompt: false`, which `--humanfix-prompt primed`
+sends): the conversation before the final assistant message is laid out with the generation
+prompt, and that message's content follows verbatim. Done here, with the GGUF's own template, the
+client sends every engine the same request; and the content is never looked for again in the
+rendered text, as transformers' `continue_final_message` looks for it, so a template that rewrites
+an assistant turn (trims it, drops a thinking block) cannot move where the answer begins. For
+templates whose assistant turn is the generation prompt followed by the content (ChatML: SmolLM2,
+Qwen2.5) the two give the same text.
+
 Greedy (temperature 0) is the argmax. llama_cpp.server applied a repeat penalty of 1.1 to every
 request that did not name one, which neither the transformers engines nor vLLM do.
 
@@ -108,27 +118,40 @@ class BatchedModel:
 
     # -- text ---------------------------------------------------------------------------------
 
-    def chat_prompt(self, messages: list[dict[str, Any]]) -> tuple[list[int], list[str]]:
-        """The prompt's tokens and stop strings, through the chat template stored in the file."""
+    def chat_text(self, messages: list[dict[str, Any]], generation_prompt: bool = True,
+                  continue_final: bool = False) -> tuple[str, list[str], bool]:
+        """The prompt's text through the chat template stored in the file, its stop strings,
+        and whether the template wrote the special tokens itself. `continue_final` leaves the
+        final (assistant) message open: the messages before it, the generation prompt, then
+        its content as it is."""
         from llama_cpp import llama_chat_format
 
         template = self.text.metadata.get("tokenizer.chat_template")
         if not template:
             raise RequestError("the model has no chat template: ask /v1/completions instead "
                                "(--humanfix-prompt completion)")
+        begun = ""
+        if continue_final:
+            *messages, final = messages
+            begun = final["content"]
         eos, bos = self.text.token_eos(), self.text.token_bos()
         formatter = llama_chat_format.Jinja2ChatFormatter(
             template=template, stop_token_ids=[eos],
             eos_token=self.text._model.token_get_text(eos) if eos != -1 else "",
-            bos_token=self.text._model.token_get_text(bos) if bos != -1 else "")
+            bos_token=self.text._model.token_get_text(bos) if bos != -1 else "",
+            add_generation_prompt=generation_prompt or continue_final)
         try:
             formatted = formatter(messages=messages)  # type: ignore[arg-type]  # plain dicts
         except Exception as exc:  # the template's own error, in its own words
             raise RequestError(f"the chat template cannot lay out these messages: {exc}") from None
         stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or ""]
-        tokens = self.text.tokenize(formatted.prompt.encode(),
-                                    add_bos=not formatted.added_special, special=True)
-        return tokens, [s for s in stop if s]
+        return formatted.prompt + begun, [s for s in stop if s], formatted.added_special
+
+    def chat_prompt(self, messages: list[dict[str, Any]], generation_prompt: bool = True,
+                    continue_final: bool = False) -> tuple[list[int], list[str]]:
+        """The prompt's tokens and stop strings (`chat_text`)."""
+        text, stop, added_special = self.chat_text(messages, generation_prompt, continue_final)
+        return self.text.tokenize(text.encode(), add_bos=not added_special, special=True), stop
 
     def completion_prompt(self, prompt: str) -> list[int]:
         return self.text.tokenize(prompt.encode(), special=True)
@@ -278,6 +301,25 @@ def new_job(model: BatchedModel, body: dict[str, Any], prompt: list[int], stop: 
                special=completion)
 
 
+def chat_layout(body: dict[str, Any]) -> dict[str, bool]:
+    """`chat_prompt`'s arguments from vLLM's request fields, checked as vLLM checks them (but
+    `continue_final_message` alone means no generation prompt, as it can mean nothing else)."""
+    continue_final = body.get("continue_final_message", False)
+    generation_prompt = body.get("add_generation_prompt", not continue_final)
+    if not isinstance(continue_final, bool) or not isinstance(generation_prompt, bool):
+        raise RequestError("`continue_final_message` and `add_generation_prompt` are true or false")
+    if continue_final and generation_prompt:
+        raise RequestError("`continue_final_message` continues the final message, and "
+                           "`add_generation_prompt` begins a new one: they cannot both be true")
+    messages = body.get("messages") or []
+    final = messages[-1] if messages else None
+    if continue_final and not (isinstance(final, dict) and final.get("role") == "assistant"
+                               and isinstance(final.get("content"), str)):
+        raise RequestError("`continue_final_message` continues a final assistant message with "
+                           "text `content`; the messages end otherwise")
+    return {"generation_prompt": generation_prompt, "continue_final": continue_final}
+
+
 def field_or(body: dict[str, Any], name: str, default: float) -> Any:
     value = body.get(name)
     return default if value is None else value
@@ -324,7 +366,8 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                 if not isinstance(body, dict):
                     raise RequestError("the body must be a JSON object")
                 if kind == "chat":
-                    prompt, stop = model.chat_prompt(body.get("messages") or [])
+                    prompt, stop = model.chat_prompt(body.get("messages") or [],
+                                                     **chat_layout(body))
                 else:
                     if not isinstance(body.get("prompt"), str):
                         raise RequestError("`prompt` must be one string")

@@ -6,6 +6,13 @@ retry policy is the one we want and is already battle-tested: exponential backof
 (0.5 s doubling, capped at 8 s), honouring `Retry-After`, on 408/409/429/5xx, connection errors
 and timeouts. Writing that again over httpx would be a second, less tested copy.
 
+A primed answer (`--humanfix-prompt primed`) goes to `/v1/chat/completions` with the answer's start
+as a final assistant message and vLLM's fields for continuing it, `continue_final_message: true`
+and `add_generation_prompt: false` (our llama.cpp engine reads them too). OpenAI's API has no
+such fields; a server that refuses them is an error that names `--humanfix-prompt chat`. A
+server that ignores them answers anew after the start instead of continuing it, which nothing
+in a reply can reliably tell apart: use primed with vLLM or our engine.
+
 Every failure here raises `ModelLoadError`: a server that cannot be reached, goes away mid-run or
 answers with an error is a harness fault, an error outcome, never "unfixed".
 
@@ -38,6 +45,8 @@ from .stopping import function_end_stops
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
 PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
+# vLLM's names (ChatCompletionRequest): the final message is left open for the model to continue.
+CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
 
 
 class ServerFailed(Exception):
@@ -163,10 +172,22 @@ class OpenAIModel:
         return {"stop": [*stop, *function_end_stops(rule)],
                 "extra_body": {"skip_special_tokens": False}}
 
+    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        request = self.request([*messages, {"role": "assistant", "content": start}], task,
+                               temperature)
+        return self._ask(lambda client: client.chat.completions.create,
+                         {**request, "stop": stop, "extra_body": CONTINUE_FIELDS},
+                         lambda choice: choice.message.content,
+                         refused="the server may not continue a final assistant message "
+                                 "(vLLM's continue_final_message), which --humanfix-prompt "
+                                 "primed needs; use --humanfix-prompt chat")
+
     def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
-             text_of: Callable[[Any], str | None]) -> Generation:
+             text_of: Callable[[Any], str | None], refused: str = "") -> Generation:
         """Asks the servers in rotation in turn until one answers; each that fails is taken
-        out, except the last one left, whose failure is the error."""
+        out, except the last one left, whose failure is the error. `refused` is appended to
+        the error of a request the server refuses (a 4xx)."""
         started = time.monotonic()
         if self.settings.max_length is not None:
             fitted = self._fit_length(self.in_rotation()[0], request)
@@ -176,7 +197,7 @@ class OpenAIModel:
         while True:
             server, *others = self.in_rotation()
             try:
-                response = self._ask_one(server, create, request)
+                response = self._ask_one(server, create, request, refused)
                 break
             except ServerFailed as exc:
                 if not others:
@@ -236,7 +257,7 @@ class OpenAIModel:
         return count
 
     def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                 request: dict[str, Any]) -> Any:
+                 request: dict[str, Any], refused: str = "") -> Any:
         """One server's response (the client retries); ServerFailed when the server is at
         fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
         try:
@@ -253,4 +274,4 @@ class OpenAIModel:
                        f"{self.model_name!r}: {exc.message}")
             if exc.status_code >= 500:
                 raise ServerFailed(message) from None
-            raise ModelLoadError(message) from None
+            raise ModelLoadError(f"{message}; {refused}." if refused else message) from None

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..agent.graph import repair
 from ..dataset import Task
-from ..models.base import Generation, Model, PromptKind
+from ..models.base import Generation, Model, PromptKind, settle_prompt
 from ..records import TaskResult
 from ..sandbox.environment import Sandbox
 from ..settings import Settings
@@ -46,6 +46,10 @@ class RecordedReply:
                  temperature: float | None = None) -> Generation:
         return self.generate([], task)
 
+    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        return self.generate([], task)
+
 
 def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, settings: Settings,
                           langgraph: bool) -> str:
@@ -54,7 +58,7 @@ def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, setti
     if len(first.attempts) == 1:
         return first.outcome
     reply = first.attempts[0]
-    prompt: PromptKind = "completion" if reply.prompt == "completion" else "chat"
+    prompt = settle_prompt(reply.prompt, has_chat_template=True)
     recorded = RecordedReply(reply.reply, prompt)
     return repair(task, recorded, sandbox, dataclasses.replace(settings, iters=0),
                   langgraph=langgraph).outcome
