@@ -109,8 +109,10 @@ def test_a_primed_answer_is_the_chat_template_left_open_after_the_prompt_base(
     assert ids == model.tokenizer(text, add_special_tokens=False)["input_ids"]
     primed = model.continue_answer(MESSAGES, start, [], task)
     assert primed.prompt_tokens == len(ids) and primed.engine == "transformers"
-    # The model continues those tokens as it would continue the same text given raw.
-    assert primed.text == model.complete(text, [], task).text
+    # The model continues those tokens as it would continue the same text given raw (before
+    # any rule of where a function ends, which a completion adds and a primed answer does not).
+    raw = model.tokenizer(text, add_special_tokens=False, return_tensors="pt")
+    assert primed.text == model._run(raw, task, [], None).text
     assert primed.text != model.generate(MESSAGES, task).text
     # Cut at a stop word inside the continuation, as a completion is.
     word = primed.text[1:3]
