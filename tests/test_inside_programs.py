@@ -18,7 +18,7 @@ from pytest_humanfix.sandbox.program import PRELUDE
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ["child.py", "bootstrap.py", "warm_server.py", "network_probe.py", "prelude.py",
-            "guard.py", "toolchain.py"]
+            "guard.py", "toolchain.py", "explain.py"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

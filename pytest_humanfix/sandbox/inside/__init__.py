@@ -8,7 +8,8 @@ executor's fork server) and `network_probe.py` (which network isolation this mac
 each run after it, in the same program; `prelude.py` is the BigCode
 harness's imports, put before every candidate, verbatim: no docstring or comment, since its
 lines count in the line numbers of the candidate's tracebacks. `guard.py` goes between a fixed
-candidate and its tests for the guarded second run (agent/suspicion).
+candidate and its tests for the guarded second run (agent/suspicion); `explain.py` before tests
+whose asserts are explained (agent/feedback).
 """
 
 from __future__ import annotations
