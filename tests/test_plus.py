@@ -1,0 +1,111 @@
+"""HumanEvalFix+ (--humanfix-tests plus): the final candidate graded on HumanEval+ as well, both
+verdicts kept, pass@1 beside pass@1+ and the weak-test fixes in every view; the usage errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.reporting.html_report import summary_html
+
+PLUS = Path("/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz")
+NATIVE = PLUS.with_name("humanevalplus-v0.1.10.jsonl.gz")
+
+pytestmark = pytest.mark.skipif(not PLUS.exists(), reason="HumanEval+ data not here")
+
+# Right on greatest_common_divisor's four asserted inputs, wrong on most others.
+WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
+            "    return {(3, 7): 1, (10, 15): 5, (49, 14): 7, (144, 60): 12}.get((a, b), 1)\n")
+
+
+def replay(dataset: Path, path: Path) -> Path:
+    tasks = {t.task_id: t for t in load_tasks(str(dataset))}
+    rows = [{"task_id": "Python/0", "completion": f"```python\n{tasks['Python/0'].canonical_code}```"},
+            {"task_id": "Python/13", "completion": f"```python\n{WEAK_GCD}```"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def plus_run(pytester: pytest.Pytester, dataset: Path, *args: str) -> pytest.RunResult:
+    model = replay(dataset, pytester.path / "replay.jsonl")
+    return pytester.runpytest(f"--humanfix-model=replay:{model}", "--humanfix-task",
+                              "Python/0,Python/13", "--humanfix-tests", "plus",
+                              "--humanfix-plus-dataset", str(PLUS), *args)
+
+
+def test_weak_test_fix_passes_hidden_and_fails_plus(humanfix_pytester, dataset, read_records):
+    result = plus_run(humanfix_pytester, dataset)
+    result.assert_outcomes(passed=2)  # the items follow the hidden tests, as published figures do
+    records = {r["task_id"]: r for r in read_records()}
+    both, weak = records["Python/0"], records["Python/13"]
+    assert both["outcome"] == "fixed" and both["plus_outcome"] == "fixed"
+    assert both["plus_verdict"]["status"] == "passed"
+    assert weak["outcome"] == "fixed" and weak["plus_outcome"] == "unfixed"
+    assert weak["plus_verdict"]["status"] == "failed"
+    assert weak["plus_failure"].startswith("HumanEval+ input ")
+    assert "greatest_common_divisor(" in weak["plus_failure"]
+    assert both["protocol"]["tests"] == "plus"
+    assert both["plus_time_limit"]["reference_seconds"] is not None
+
+    summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+    plus = summary["plus"]
+    assert plus["pass_at_1"]["value"] == 1.0
+    assert plus["pass_at_1_plus"] == {**plus["pass_at_1_plus"], "value": 0.5, "tasks": 2}
+    assert plus["fixed_plus"] == 1
+    assert [row["task_id"] for row in plus["weak_test_fixes"]] == ["Python/13"]
+    result.stdout.fnmatch_lines([
+        "HumanEval+: pass@1 100.0% * on the hidden tests, pass@1+ 50.0% * (1/2 fixed on "
+        "HumanEval+ too)",
+        "weak-test fixes (pass the hidden tests, fail HumanEval+): 1",
+        "  Python/13: HumanEval+ input *"])
+    markdown = (humanfix_pytester.path / "reports" / "summary.md").read_text()
+    assert "pass@1+ 50.0%" in markdown and "weak-test fixes" in markdown
+    suite = ET.parse(humanfix_pytester.path / "reports" / "junit.xml").getroot().find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["humanfix_pass_at_1"] == "1.0000"
+    assert properties["humanfix_pass_at_1_plus"] == "0.5000"
+    assert properties["humanfix_weak_test_fixes"] == "1"
+    html = "".join(summary_html(summary))
+    assert "pass@1+ 50.0%" in html and "Python/13" in html
+
+
+def test_resume_keeps_both_verdicts(humanfix_pytester, dataset, read_records):
+    plus_run(humanfix_pytester, dataset).assert_outcomes(passed=2)
+    result = plus_run(humanfix_pytester, dataset, "--humanfix-resume")
+    records = {r["task_id"]: r for r in read_records()}
+    assert records["Python/13"]["plus_outcome"] == "unfixed"
+    assert records["Python/0"]["plus_outcome"] == "fixed"
+    result.stdout.fnmatch_lines(["HumanEval+: pass@1 100.0% *, pass@1+ 50.0% *"])
+
+
+def test_a_run_without_plus_keeps_its_records_and_fingerprint(humanfix_pytester, read_records):
+    humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1")
+    record = read_records()[0]
+    assert "tests" not in record["protocol"] and "plus_outcome" not in record
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--humanfix-language", "js", "--humanfix-dataset", "{dataset}"),
+     "*--humanfix-tests plus grades Python only*"),
+    (("--humanfix-plus-dataset", "{native}"), "*EvalPlus's native form*"),
+    (("--humanfix-plus-dataset", "{renamed}"), "*Python/0's entry point is 'renamed'*"),
+    (("--humanfix-plus-dataset", "{missing}"), "*--humanfix-plus-dataset *missing.jsonl.gz: "
+     "no such file*"),
+])
+def test_usage_errors(humanfix_pytester, dataset, tmp_path, args, message):
+    rows = [json.loads(line) for line in gzip.open(PLUS, "rt")]
+    rows[0]["entry_point"] = "renamed"
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    paths = {"dataset": str(dataset).replace("python", "js"), "native": str(NATIVE),
+             "renamed": str(renamed), "missing": str(tmp_path / "missing.jsonl.gz")}
+    result = humanfix_pytester.runpytest(
+        "--humanfix-model", "canonical", "--humanfix-tests", "plus",
+        *(arg.format(**paths) for arg in args))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
