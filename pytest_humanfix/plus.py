@@ -225,4 +225,34 @@ def load_plus(source: str, fix_tasks: Sequence[Task]) -> PlusData:
 # HumanEvalFix's canonical solutions that fail HumanEval+ (found by the canonical control with
 # --humanfix-tests plus; tests/test_plus.py checks the list is exactly what the data gives):
 # counted apart, shown, never in pass@1+.
-PLUS_KNOWN_FAILURES: dict[str, str] = {}
+SLOW = "too slow: over 40 s alone on HumanEval+'s inputs here (EvalPlus's reference is fast)"
+PLUS_KNOWN_FAILURES: dict[str, str] = {
+    "Python/22": "keeps bools as integers: filter_integers([True, False, None, 0, ...]) "
+                 "returns [True, False, 0, -10], HumanEval+ expects [0, -10]",
+    "Python/32": "find_zero([9450000, 9, -7, ...]) returns 5.8984893224, outside EvalPlus's "
+                 "oracle |poly(x)| <= 1e-4",
+    "Python/39": SLOW,
+    "Python/44": "change_base(0, 3) returns '', HumanEval+ expects '0'",
+    "Python/49": "modp(0, 1) returns 1, HumanEval+ expects 0",
+    "Python/55": SLOW,
+    "Python/63": SLOW,
+    "Python/64": "vowels_count raises IndexError (string index out of range) on a HumanEval+ "
+                 "input",
+    "Python/76": "is_simple_power(-2, -2) returns False, HumanEval+ expects True",
+    "Python/91": "is_bored(' I am wearing a blue shirt today. ...') returns 3, HumanEval+ "
+                 "expects 4",
+    "Python/95": "check_dict_case({'FIRST_NAME': 'John', ..., '1': 35}) returns True, "
+                 "HumanEval+ expects False",
+    "Python/96": SLOW,
+    "Python/97": "multiply(-6, -9) returns 4: Python's % of a negative, HumanEval+ expects 54",
+    "Python/111": "histogram('a b c  d ...') counts the empty word between two spaces",
+    "Python/122": "add_elements([-99, -88, ..., -11], 5) returns 0, HumanEval+ expects -385",
+    "Python/123": "get_odd_collatz(9999999999999999999999999999999999) returns another "
+                  "sequence than HumanEval+ expects",
+    "Python/124": "valid_date('12-31-1999') returns False, HumanEval+ expects True",
+    "Python/125": "split_words('as,words,,a') drops the empty word, HumanEval+ keeps it",
+    "Python/127": SLOW,
+    "Python/132": "is_nested('[][][]') returns True, HumanEval+ expects False",
+    "Python/140": "fix_spaces('  spaces  every  where  ') ends in '_', HumanEval+ expects '__'",
+    "Python/150": "x_or_y(-2, 0, 1) returns 0, HumanEval+ expects 1",
+}

@@ -25,7 +25,8 @@ WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
 
 def replay(dataset: Path, path: Path) -> Path:
     tasks = {t.task_id: t for t in load_tasks(str(dataset))}
-    rows = [{"task_id": "Python/0", "completion": f"```python\n{tasks['Python/0'].canonical_code}```"},
+    canonical = tasks["Python/0"].canonical_code
+    rows = [{"task_id": "Python/0", "completion": f"```python\n{canonical}```"},
             {"task_id": "Python/13", "completion": f"```python\n{WEAK_GCD}```"}]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
@@ -109,3 +110,26 @@ def test_usage_errors(humanfix_pytester, dataset, tmp_path, args, message):
         *(arg.format(**paths) for arg in args))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+@pytest.mark.slow
+def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
+        humanfix_pytester, dataset_rows, read_records):
+    """The canonical control fails HumanEval+ on exactly the listed tasks; the buggy control
+    fails it on every task."""
+    from pytest_humanfix.plus import PLUS_KNOWN_FAILURES
+
+    for model in ("canonical", "buggy"):
+        humanfix_pytester.runpytest("--humanfix-model", model, "-n", "2", "--humanfix-tests",
+                                    "plus", "--humanfix-plus-dataset", str(PLUS))
+        records = read_records()
+        assert len(records) == len(dataset_rows)
+        failed = {r["task_id"] for r in records if r["plus_verdict"]["status"] != "passed"}
+        if model == "canonical":
+            assert failed == set(PLUS_KNOWN_FAILURES)
+            assert {r["task_id"] for r in records if r.get("plus_known_failure")} == failed
+            summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+            assert summary["plus"]["pass_at_1_plus"]["value"] == 1.0
+            assert summary["plus"]["weak_test_fixes"] == []
+        else:
+            assert failed == {r["task_id"] for r in records}
