@@ -1,9 +1,11 @@
 """What --humanfix-tests plus costs: a full canonical control run with it against one without.
 
 Both runs go through pytest in subprocesses, one after the other, on the same tasks and the same
-report folder kind, with calibration cached beforehand (a first run with plus, not timed, times
-EvalPlus's reference on each HumanEval+ program once per machine, as every later run reuses).
-Printed: both wall times, their ratio, and pass@1 / pass@1+ of the plus run.
+report folder kind, with calibration cached beforehand (a first session with plus, collecting only
+and not timed, times EvalPlus's reference on each HumanEval+ program once per machine, as every
+later run reuses). Printed: both wall times and CPU times (the runs' processes and theirs: on a
+machine shared with other work, CPU time moves much less with the load than wall time), their
+ratios, the plus run's slowest HumanEval+ executions, and pass@1 / pass@1+ of the plus run.
 
     python benchmarks/bench_plus.py [--dataset PATH] [--plus PATH] [--max N] [-n WORKERS]
 """
@@ -19,12 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import add_dataset_argument
+from common import add_dataset_argument, cpu_seconds
 
 PLUS = "/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz"
 
 
-def run(args: argparse.Namespace, folder: Path, plus: bool) -> tuple[float, dict]:
+def run(args: argparse.Namespace, folder: Path, plus: bool, *extra: str
+        ) -> tuple[float, float, dict]:
     command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
                "-q", "--humanfix-model", "canonical", "--humanfix-dataset", str(args.dataset),
                "--humanfix-report-dir", str(folder), "-n", str(args.workers)]
@@ -32,10 +35,42 @@ def run(args: argparse.Namespace, folder: Path, plus: bool) -> tuple[float, dict
         command += ["--humanfix-max", str(args.max)]
     if plus:
         command += ["--humanfix-tests", "plus", "--humanfix-plus-dataset", args.plus]
-    started = time.perf_counter()
-    subprocess.run(command, cwd=folder, stdout=subprocess.DEVNULL, env=os.environ, check=False)
-    seconds = time.perf_counter() - started
-    return seconds, json.loads((folder / "summary.json").read_text())
+    started, cpu = time.perf_counter(), cpu_seconds()
+    subprocess.run([*command, *extra], cwd=folder, stdout=subprocess.DEVNULL, env=os.environ,
+                   check=False)
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    summary = folder / "summary.json"
+    return seconds, cpu, json.loads(summary.read_text()) if summary.exists() else {}
+
+
+def compile_cost(args: argparse.Namespace) -> str:
+    """CPU time to compile each task's HumanEval+ program (its inputs and outputs are Python
+    literals, compiled once per execution), with the canonical solution as the candidate."""
+    from pytest_humanfix.dataset import load_tasks
+    from pytest_humanfix.plus import load_plus
+
+    tasks = load_tasks(str(args.dataset))
+    plus = load_plus(args.plus, tasks)
+    times = []
+    for task in tasks:
+        program = plus.tasks[task.task_id].program(task.canonical_code)
+        started = time.process_time()
+        compile(program, task.task_id, "exec")
+        times.append((time.process_time() - started, len(program), task.task_id))
+    most = max(times)
+    return (f"compiling the HumanEval+ programs: {sum(t[0] for t in times):.2f} s of CPU for "
+            f"all {len(times)}, at most {most[0] * 1000:.0f} ms ({most[2]}, {most[1]:,} "
+            f"characters)")
+
+
+def slowest(folder: Path, count: int = 8) -> str:
+    records = [json.loads(line) for line in (folder / "humanfix.jsonl").read_text().splitlines()]
+    times = sorted(((r["plus_verdict"]["seconds"], r["plus_verdict"]["status"], r["task_id"])
+                    for r in records), reverse=True)
+    total = sum(seconds for seconds, _, _ in times)
+    return (f"HumanEval+ executions: {total:.1f} s in all; slowest "
+            + ", ".join(f"{task} {seconds:.1f} s ({status})"
+                        for seconds, status, task in times[:count]))
 
 
 def main() -> None:
@@ -49,12 +84,16 @@ def main() -> None:
         root = Path(tmp)
         for name in ("warm", "hidden", "plus"):
             (root / name).mkdir()
-        run(args, root / "warm", plus=True)  # calibration, cached per machine
-        hidden, _ = run(args, root / "hidden", plus=False)
-        plus, summary = run(args, root / "plus", plus=True)
+        run(args, root / "warm", True, "--collect-only")  # calibration, cached per machine
+        hidden, hidden_cpu, _ = run(args, root / "hidden", plus=False)
+        plus, plus_cpu, summary = run(args, root / "plus", plus=True)
+        executions = slowest(root / "plus")
     figures = summary["plus"]
     print(f"canonical control, {summary['tasks']['total']} tasks, -n {args.workers}: "
-          f"hidden {hidden:.1f} s, plus {plus:.1f} s, ratio {plus / hidden:.2f}")
+          f"hidden {hidden:.1f} s, plus {plus:.1f} s, ratio {plus / hidden:.2f} (CPU: "
+          f"{hidden_cpu:.1f} s, {plus_cpu:.1f} s, ratio {plus_cpu / hidden_cpu:.2f})")
+    print(executions)
+    print(compile_cost(args))
     print(f"pass@1 {figures['pass_at_1']['value']:.4f}, pass@1+ "
           f"{figures['pass_at_1_plus']['value']:.4f} "
           f"({figures['fixed_plus']}/{figures['pass_at_1_plus']['tasks']}), known failures "
