@@ -11,7 +11,7 @@ with it would first need every task's reference run on ~1,000 inputs in the sand
 outputs kept somewhere between runs, for the same expected values. Its `check` is not run as
 written: it drops the task's `atol` (always 0) and its find_zero oracle swaps its arguments
 and forgets `abs`. The program keeps its inputs and outputs as written (Python literals, one
-compile per execution: at most ~60 ms of CPU, Python/33's, and ~2 s for all 164, as
+compile per execution: at most ~50-60 ms of CPU for the largest, ~2 s for all 164, as
 benchmarks/bench_plus.py prints) and compares them as EvalPlus's `unsafe_execute` does
 (`CHECKER`). Six tasks (Python/14, 15, 83, 100, 130, 139) hold no outputs: their `ref_func`
 computes each expected one at run time, as EvalPlus's own check does.
