@@ -67,7 +67,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
         runner = item.config.stash[RUNNER]
         runner.preload()
-        apply_item_timeout(item, runner.settings, runner.limit_for(item.task))
+        apply_item_timeout(item, runner.settings, runner.limit_for(item.task),
+                           runner.plus_limit_for(item.task) if runner.workload.plus else None)
     return (yield)
 
 

@@ -114,6 +114,12 @@ class TaskResult:
     # The item timeout stopped the task (an error outcome, not scored): the run's clock, not a
     # harness fault; the summary counts it apart and says what it would do to pass@1.
     item_timeout: bool = False
+    # --humanfix-tests plus (None without it): the final candidate's verdict on HumanEval+,
+    # and its outcome there, fixed only when the hidden tests fixed it too (EvalPlus's pass@1+
+    # counts a program that passes the base inputs and the plus ones).
+    plus_outcome: str | None = None
+    plus_verdict: dict[str, Any] | None = None
+    plus_failure: str = ""
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:
@@ -151,6 +157,9 @@ class TaskResult:
         data = asdict(self)
         data["tokens"] = {"prompt": self.prompt_tokens, "completion": self.completion_tokens}
         data["n"], data["n_fixed"] = self.n, self.n_fixed
+        if self.plus_outcome is None:  # a run without HumanEval+ writes the records it always did
+            for key in ("plus_outcome", "plus_verdict", "plus_failure"):
+                del data[key]
         return data
 
     @classmethod
@@ -176,13 +185,15 @@ class Sample:
     seconds: float = 0.0
     flags: list[str] = field(default_factory=list)
     fixed_round: int | None = None  # as TaskResult's; None in records written before it
+    plus_outcome: str | None = None  # as TaskResult's
 
     @classmethod
     def of(cls, result: TaskResult) -> Sample:
         return cls(outcome=result.outcome, code=result.code, failure=result.failure,
                    error=result.error, prompt_tokens=result.prompt_tokens,
                    completion_tokens=result.completion_tokens, seconds=result.seconds,
-                   flags=result.flags, fixed_round=result.fixed_round)
+                   flags=result.flags, fixed_round=result.fixed_round,
+                   plus_outcome=result.plus_outcome)
 
 
 def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,9 @@ import pytest
 from .dataset import HUB_DATASET, LANGUAGE_FIELD
 from .languages import LANGUAGES, NAMES, parse_languages
 
+# Not imported from .plus, which imports the sandbox: settings stays light.
+HUB_PLUS_DATASET = "evalplus/humanevalplus"
+
 
 def user_cache_dir(kind: str) -> Path:
     """Where pytest-humanfix keeps what it made once for this user and machine (a dequantized
@@ -200,6 +203,14 @@ OPTIONS: tuple[Option, ...] = (
            "(chat where the model has a template; default)",
            default="auto", convert=_choice("auto", "chat", "primed", "completion"),
            metavar="auto|chat|primed|completion"),
+    Option("tests", "what grades the final candidate: hidden (the task's hidden tests; "
+           "default) or plus (those, and HumanEval+'s inputs as well, Python only: the summary "
+           "gives pass@1 beside pass@1+; the repair rounds still see only what the variant "
+           "allows)", default="hidden", convert=_choice("hidden", "plus"),
+           metavar="hidden|plus"),
+    Option("plus-dataset", "HumanEval+ for --humanfix-tests plus: EvalPlus's OriginFmt as a "
+           f".jsonl or .jsonl.gz file, or a Hub dataset id (default {HUB_PLUS_DATASET})",
+           default=HUB_PLUS_DATASET, metavar="SRC"),
     Option("strict", "score fixes flagged as defeating the tests (an always-equal return value, "
            "writes to builtins or the test's globals, frame or gc walking, patching what the "
            "test calls, reading the test source) as not fixed; by default they stay fixed, "
@@ -274,7 +285,7 @@ OPTIONS: tuple[Option, ...] = (
            "(default <report-dir>/humanfix.jsonl)", metavar="PATH"),
 )
 
-PATH_OPTIONS = frozenset({"dataset", "report-dir", "jsonl", "baseline"})
+PATH_OPTIONS = frozenset({"dataset", "report-dir", "jsonl", "baseline", "plus-dataset"})
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -307,14 +318,14 @@ def _raw_value(config: pytest.Config, option: Option) -> tuple[Any, Path | None]
 
 
 def _resolve_path(value: str, base: Path | None) -> str:
-    if value == HUB_DATASET or base is None:
+    if value in (HUB_DATASET, HUB_PLUS_DATASET) or base is None:
         return value
     path = Path(value).expanduser()
     if path.is_absolute():
         return str(path)
     candidate = base / path
     # A Hub id such as "org/name" has no file behind it; keep it as written.
-    if (candidate.exists() or path.suffix in (".jsonl", ".json", ".parquet")
+    if (candidate.exists() or path.suffix in (".jsonl", ".json", ".parquet", ".gz")
             or value.startswith(".")):
         return str(candidate)
     return value
@@ -347,6 +358,8 @@ class Settings:
     engine_args: tuple[str, ...] = ()
     sandbox: str = "auto"
     strict: bool = False
+    tests: str = "hidden"  # plus: the final candidate graded on HumanEval+ as well
+    plus_dataset: str = HUB_PLUS_DATASET
     repeat_check: int | None = None
     repeat_with: str | None = None
     timeout: float | None = None  # None: the language's own (BigCode's LANGUAGE_TO_TIMEOUT)
@@ -375,6 +388,8 @@ class Settings:
             "variant": self.variant, "iters": self.iters, "samples": self.samples,
             "temperature": self.temperature, **budget, "timeout": self.timeout_for(language),
             "prompt": self.prompt, "strict": self.strict, "language": language}
+        if self.tests == "plus":  # only then: records before it keep their fingerprint
+            protocol["tests"] = "plus"
         if self.iters:  # without repair rounds they decide nothing
             protocol.update(round_temperature=list(self.round_temperature),
                             resample_temperature=list(self.resample_temperature))

@@ -78,6 +78,9 @@ class RepairContext:
     model: Model
     sandbox: Sandbox
     settings: Settings
+    # --humanfix-tests plus: runs a candidate on HumanEval+ (None without it). Only `finish`
+    # calls it: the repair rounds never see HumanEval+.
+    plus: Callable[[str], Verdict] | None = None
 
     @property
     def base(self) -> str:
@@ -286,12 +289,31 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     # Recorded here, where the outcome is decided, so that pass@1 by round needs no reading
     # of attempts afterwards.
     fixed_round = attempt_round(vars(attempts[index]), index) if fixed else None
+    plus: dict[str, Any] = {}
+    if ctx.plus is not None:
+        # Run whatever the hidden verdict: a candidate that failed them still shows whether
+        # HumanEval+ tells it apart (the buggy control must fail every task there).
+        on_plus = ctx.plus(code)
+        plus = {"plus_verdict": on_plus.to_dict(),
+                "plus_outcome": "fixed" if fixed and on_plus.passed else "unfixed",
+                "plus_failure": "" if on_plus.passed else plus_failure(on_plus)}
     result = TaskResult(
         task_id=ctx.task.task_id, entry_point=ctx.task.entry_point, bug_type=ctx.task.bug_type,
         outcome="fixed" if fixed else "unfixed", code=code,
         diff=attempts[index].diff, verdict=graded, failure=failure, attempts=attempts,
-        final_attempt=index, fixed_round=fixed_round, flags=flags)
+        final_attempt=index, fixed_round=fixed_round, flags=flags, **plus)
     return {"result": result, "attempts": attempts}
+
+
+def plus_failure(verdict: Verdict) -> str:
+    """What failed on HumanEval+: the input, the output and the expected one (the checker's own
+    message, without the statement that raised it), else the candidate's own error."""
+    failure = verdict.first_failure()
+    marker = "AssertionError: HumanEval+ input "
+    for line in failure.splitlines():
+        if line.startswith(marker):
+            return line.removeprefix("AssertionError: ")
+    return failure
 
 
 def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:
@@ -390,11 +412,12 @@ def walk(state: RepairState, context: RepairContext, limit: int) -> RepairState:
 
 
 def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
-           langgraph: bool = True) -> TaskResult:
+           langgraph: bool = True, plus: Callable[[str], Verdict] | None = None) -> TaskResult:
     """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
     the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
-    context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings)
+    context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings,
+                            plus=plus)
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
                           "attempts": [], "rounds_left": settings.iters + 1, "round": 0,
                           "resamples": 0, "repeat_turns": [], "result": None}

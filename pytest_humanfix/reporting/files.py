@@ -19,6 +19,7 @@ from .terminal import (
     item_timeout_lines,
     known_failure_lines,
     pct,
+    plus_lines,
     repairs_text,
     repeat_lines,
     server_lines,
@@ -93,6 +94,8 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += bug_type_rows(summary["by_bug_type"])
     if summary.get("known_failures"):
         lines += ["", *known_failure_lines(summary)]
+    if summary.get("plus"):
+        lines += ["", *(f"- {line.strip()}" for line in plus_lines(summary))]
     if summary.get("flagged"):
         lines += ["", f"**fixed, flagged: {tasks['flagged']}** (passed in a way that may defeat "
                   "the tests):", "",

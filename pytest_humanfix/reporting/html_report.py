@@ -15,7 +15,7 @@ import json
 from html import escape
 from typing import Any
 
-from .terminal import coverage_lines, interval, pass_line, round_lines
+from .terminal import coverage_lines, interval, pass_line, plus_lines, round_lines
 
 
 def _pre(label: str, text: str, css_class: str) -> str:
@@ -71,5 +71,7 @@ def summary_html(summary: dict[str, Any]) -> list[str]:
             + "".join(f"<p>{escape(line)}</p>" for line in round_lines(summary))
             + f"<p>pass@1 {escape(interval(summary['pass_at_1']))} (95% Wilson interval)</p>"
             + "".join(f"<p>{escape(line)}</p>" for line in coverage_lines(summary))
+            + "".join(f'<p class="humanfix-plus">{escape(line)}</p>'
+                      for line in plus_lines(summary))
             + '<table class="humanfix-bug-types"><tr><th>bug type</th><th>fixed</th>'
             f"<th>scored</th><th>errors</th><th>pass@1 [95% CI]</th></tr>{rows}</table></div>"]

@@ -146,6 +146,44 @@ def if_timeouts_failed(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             "fixed": sum(r["outcome"] == "fixed" for r in counted)}
 
 
+def plus_run(records: list[dict[str, Any]]) -> bool:
+    """The records were graded on HumanEval+ as well (--humanfix-tests plus)."""
+    return any((r.get("protocol") or {}).get("tests") == "plus" for r in records)
+
+
+def _plus_counts(record: dict[str, Any]) -> tuple[int, int]:
+    samples = record.get("samples") or []
+    if samples:
+        return len(samples), sum(s.get("plus_outcome") == "fixed" for s in samples)
+    return 1, int(record.get("plus_outcome") == "fixed")
+
+
+def plus(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """HumanEvalFix+ (None for a run without it): pass@1 on the hidden tests (the run's
+    pass@1, comparable with published HumanEvalFix figures) beside pass@1+ (fixed on the hidden
+    tests and HumanEval+ alike), over the same scored tasks less those whose reference solution
+    fails HumanEval+ (`plus_known_failure`, counted apart); and the weak-test fixes, which pass
+    the hidden tests and fail HumanEval+."""
+    if not plus_run(records):
+        return None
+    counted = [r for r in records if scored(r) and not r.get("plus_known_failure")]
+    counts = [_plus_counts(r) for r in counted]
+    value = mean_pass_at_k(counts, 1) or 0.0
+    low, high = wilson_interval(value * len(counts), len(counts))
+    weak = [r for r in counted if r["outcome"] == "fixed" and r.get("plus_outcome") != "fixed"]
+    return {
+        "pass_at_1": rate(records),
+        "pass_at_1_plus": {"value": value, "ci95": [low, high], "tasks": len(counts)},
+        "fixed_plus": sum(r.get("plus_outcome") == "fixed" for r in counted),
+        "weak_test_fixes": [{"task_id": r["task_id"], "failure": r.get("plus_failure", "")}
+                            for r in weak],
+        "known_failures": [{"task_id": r["task_id"], "outcome": r["outcome"],
+                            "plus_outcome": r.get("plus_outcome"),
+                            "reason": r["plus_known_failure"]}
+                           for r in records if r.get("plus_known_failure")],
+    }
+
+
 def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
     """The shard a run's records were dealt (its task list stays in the records)."""
     if not shard:
@@ -352,6 +390,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "coverage": coverage(records, selection),
         "samples": samples,
         "pass_at_1": rate(records),
+        "plus": plus(records),
         "pass_at_1_if_timeouts_failed": if_timeouts_failed(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
         "by_round": by_round(records),
@@ -399,8 +438,21 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_known_failures", str(tasks["known_failures"])),
             *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
               for row in summary["by_language"]),
+            *plus_properties(summary),
             *round_properties(summary),
             *repeat_properties(summary)]
+
+
+def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """pass@1+ and the weak-test fixes, for a run graded on HumanEval+ too."""
+    figures = summary.get("plus")
+    if not figures:
+        return []
+    return [("humanfix_pass_at_1_plus", f"{figures['pass_at_1_plus']['value']:.4f}"),
+            ("humanfix_fixed_plus", str(figures["fixed_plus"])),
+            ("humanfix_scored_plus", str(figures["pass_at_1_plus"]["tasks"])),
+            ("humanfix_weak_test_fixes", str(len(figures["weak_test_fixes"]))),
+            ("humanfix_plus_known_failures", str(len(figures["known_failures"])))]
 
 
 def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:

@@ -50,6 +50,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines.extend(item_timeout_lines(summary))
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
+    lines.extend(plus_lines(summary))
     languages = summary.get("by_language") or []
     if len(languages) > 1:
         for language in languages:
@@ -119,6 +120,28 @@ def known_failure_lines(summary: dict[str, Any]) -> list[str]:
     return [f"known failures: {len(known)} task(s) whose reference solution cannot pass on "
             "this machine's toolchain, not in pass@1 (README, \"Languages\"):",
             *(f"  {row['task_id']} ({row['outcome']}): {row['reason']}" for row in known)]
+
+
+def plus_lines(summary: dict[str, Any]) -> list[str]:
+    """HumanEvalFix+: pass@1 on the hidden tests beside pass@1+ on HumanEval+, the weak-test
+    fixes and the tasks whose reference solution fails HumanEval+."""
+    figures = summary.get("plus")
+    if not figures:
+        return []
+    plus_rate, weak = figures["pass_at_1_plus"], figures["weak_test_fixes"]
+    lines = [f"HumanEval+: pass@1 {interval(figures['pass_at_1'])} on the hidden tests, "
+             f"pass@1+ {interval(plus_rate)} ({figures['fixed_plus']}/{plus_rate['tasks']} "
+             "fixed on HumanEval+ too)",
+             f"weak-test fixes (pass the hidden tests, fail HumanEval+): {len(weak)}",
+             *(f"  {row['task_id']}: {row['failure'].splitlines()[0] if row['failure'] else ''}"
+               for row in weak)]
+    known = figures["known_failures"]
+    if known:
+        lines.append(f"HumanEval+ known failures: {len(known)} task(s) whose HumanEvalFix "
+                     "reference solution fails HumanEval+, not in pass@1+:")
+        lines += [f"  {row['task_id']} ({row['outcome']}, on HumanEval+ {row['plus_outcome']}): "
+                  f"{row['reason']}" for row in known]
+    return lines
 
 
 def flagged_lines(summary: dict[str, Any]) -> list[str]:

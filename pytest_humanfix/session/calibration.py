@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -62,16 +62,20 @@ def machine() -> str:
     return f"{os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}"
 
 
-def measure(tasks: Sequence[Task], sandbox: Sandbox, timeout: float) -> dict[str, float]:
-    """Seconds each canonical solution takes on its tests in the sandbox (the limit, if it
-    does not finish within it)."""
-    return {task.task_id: sandbox.run(build_program(task.canonical_code, task.test,
-                                                    task.test_setup), timeout).seconds
-            for task in tasks}
+def canonical_program(task: Task) -> str:
+    return build_program(task.canonical_code, task.test, task.test_setup)
+
+
+def measure(tasks: Sequence[Task], sandbox: Sandbox, timeout: float,
+            program: Callable[[Task], str] = canonical_program) -> dict[str, float]:
+    """Seconds each reference program (by default the canonical solution on its tests) takes
+    in the sandbox (the limit, if it does not finish within it)."""
+    return {task.task_id: sandbox.run(program(task), timeout).seconds for task in tasks}
 
 
 def calibrate(tasks: Sequence[Task], sandbox: Sandbox, cache: Cache, timeout: float,
-              anew: bool = False) -> dict[str, float]:
+              anew: bool = False,
+              program: Callable[[Task], str] = canonical_program) -> dict[str, float]:
     """The canonical solution's seconds for each task, from the cache or measured now (all of
     them when `anew`)."""
     by_machine = cache.load()
@@ -79,7 +83,7 @@ def calibrate(tasks: Sequence[Task], sandbox: Sandbox, cache: Cache, timeout: fl
     here = dict(kept) if isinstance(kept, dict) and not anew else {}
     missing = [task for task in tasks if not isinstance(here.get(task.task_id), (int, float))]
     if missing:
-        here.update(measure(missing, sandbox, timeout))
+        here.update(measure(missing, sandbox, timeout, program))
         cache.store({**by_machine, machine(): here})
     return {task.task_id: float(here[task.task_id]) for task in tasks}
 

@@ -45,6 +45,9 @@ from .xdist import XdistHooks
 if TYPE_CHECKING:
     from _pytest.junitxml import LogXML
 
+# The most seconds a reference solution is timed for on its HumanEval+ program.
+PLUS_CALIBRATION_LIMIT = 300.0
+
 
 def junit_writer(config: pytest.Config) -> LogXML | None:
     """pytest's JUnit writer of this run, if it writes one. It is reached through a private
@@ -125,10 +128,21 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             sandbox_choice.sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
             max(python, LANGUAGES["python"].timeout) * settings.timeout_factor,
             anew=bool(config.getoption("cacheclear", False)))
+        plus_seconds = {}
+        if workload.plus is not None:
+            # EvalPlus times its own reference solution on the inputs; so does this, once per
+            # machine and HumanEval+ data, with room for its slowest tasks (~25 s alone here).
+            plus = workload.plus
+            plus_seconds = calibrate(
+                [t for t in workload.tasks if t.task_id not in resumed],
+                sandbox_choice.sandbox, CalibrationFile("plus-" + plus.hash),
+                PLUS_CALIBRATION_LIMIT, anew=bool(config.getoption("cacheclear", False)),
+                program=lambda task: plus.tasks[task.task_id].reference_program)
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
                     device=device, resumed=resumed, canonical_seconds=canonical_seconds,
+                    plus_seconds=plus_seconds,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
     controller = Controller(config, runner, baseline,
                             serving.facts() if serving is not None else None)

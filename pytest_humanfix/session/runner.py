@@ -22,9 +22,10 @@ from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.specs import CONTROLS, load_model
+from ..plus import PLUS_KNOWN_FAILURES
 from ..records import Sample, TaskResult
 from ..sandbox.choose import Choice, Start, make_sandbox
-from ..sandbox.environment import Limits, Sandbox, SandboxError
+from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .calibration import task_limit
@@ -59,7 +60,8 @@ class Runner:
                  sandbox_choice: Choice | None = None, device: str | None = None,
                  endpoint: dict[str, str] | None = None,
                  resumed: dict[str, dict[str, Any]] | None = None,
-                 canonical_seconds: dict[str, float] | None = None) -> None:
+                 canonical_seconds: dict[str, float] | None = None,
+                 plus_seconds: dict[str, float] | None = None) -> None:
         self.settings = settings
         self.run_id = run_id
         # Given ones stand in for the cached properties below.
@@ -77,6 +79,9 @@ class Runner:
         # The canonical solution's seconds per task on this machine (session/calibration),
         # timed by the controller; a task without one runs under --humanfix-timeout.
         self.canonical_seconds: dict[str, float] = canonical_seconds or {}
+        # --humanfix-tests plus: EvalPlus's reference solution's seconds on each task's
+        # HumanEval+ program, timed the same way.
+        self.plus_seconds: dict[str, float] = plus_seconds or {}
         self._toolchains: dict[str, Sandbox] = {}
         self._model: Model | None = None
         self._model_error: str | None = None
@@ -231,13 +236,28 @@ class Runner:
         return task_limit(self.settings.timeout_for(task.language), self.settings.timeout_factor,
                           self.canonical_seconds.get(task.task_id))
 
+    def plus_limit_for(self, task: Task) -> float:
+        """The wall-clock limit of the task's HumanEval+ execution."""
+        return task_limit(self.settings.timeout_for(task.language), self.settings.timeout_factor,
+                          self.plus_seconds.get(task.task_id))
+
+    def plus_grader(self, task: Task) -> Callable[[str], Verdict] | None:
+        """Runs a candidate on the task's HumanEval+ program, under its own calibrated limit
+        (None without --humanfix-tests plus)."""
+        plus = self.workload.plus
+        if plus is None:
+            return None
+        program = plus.tasks[task.task_id].program
+        sandbox = TaskSandbox(self.sandbox_for(task.language), self.plus_limit_for(task))
+        return lambda code: sandbox.run(program(code))
+
     def evaluate_once(self, task: Task) -> TaskResult:
         started = time.monotonic()
         try:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
             # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
             return repair(task, OffClock(self.model()), sandbox, self.settings,
-                          langgraph=self.uses_langgraph)
+                          langgraph=self.uses_langgraph, plus=self.plus_grader(task))
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)
         except Exception as exc:  # a harness bug must not pass for "not fixed"
@@ -276,6 +296,12 @@ class Runner:
                            "canonical_seconds": self.canonical_seconds.get(result.task_id),
                            "factor": self.settings.timeout_factor,
                            "floor": self.settings.timeout_for(task.language)},
+            **({"plus_known_failure": PLUS_KNOWN_FAILURES[task.task_id]}
+               if self.workload.plus and task.task_id in PLUS_KNOWN_FAILURES else {}),
+            **({"plus_time_limit": {
+                "seconds": self.plus_limit_for(task),
+                "reference_seconds": self.plus_seconds.get(result.task_id)}}
+               if self.workload.plus else {}),
             "model_error": self._model_error,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),
@@ -295,4 +321,6 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         error=f"sample {results.index(failed) + 1}: {failed.error}" if failed else "",
         attempts=first.attempts, final_attempt=first.final_attempt,
         fixed_round=first.fixed_round, seconds=round(sum(r.seconds for r in results), 4),
-        samples=[Sample.of(r) for r in results], flags=first.flags)
+        samples=[Sample.of(r) for r in results], flags=first.flags,
+        plus_outcome=first.plus_outcome, plus_verdict=first.plus_verdict,
+        plus_failure=first.plus_failure)

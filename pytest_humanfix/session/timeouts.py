@@ -38,7 +38,8 @@ TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_
 HARNESS_SECONDS = 60.0
 
 
-def item_timeout(settings: Settings, limit: float | None = None) -> float:
+def item_timeout(settings: Settings, limit: float | None = None,
+                 plus_limit: float | None = None) -> float:
     """Seconds one task may take, generation excluded: the user's --humanfix-item-timeout,
     else an execution for every reply of every sample, plus two grading runs per sample (the
     graded run holds the guard; a run the guard stops, or a test it cannot sit in, costs a
@@ -46,7 +47,9 @@ def item_timeout(settings: Settings, limit: float | None = None) -> float:
     again among them), and HARNESS_SECONDS. An execution may take its limit (`limit`, the
     task's calibrated one, else the Python floor) twice: a timeout is re-run once. Where the
     alarm cannot be stopped while a reply is generated (no SIGALRM), each reply also gets a
-    request timeout. (The model is loaded before the timer starts.)"""
+    request timeout. With --humanfix-tests plus (`plus_limit`, the limit of the task's
+    HumanEval+ execution), each sample's final candidate also runs there, twice if it times
+    out. (The model is loaded before the timer starts.)"""
     if settings.item_timeout is not None:
         return settings.item_timeout
     execution = 2 * (settings.timeout_for("python") if limit is None else limit)
@@ -54,6 +57,8 @@ def item_timeout(settings: Settings, limit: float | None = None) -> float:
     total = replies * execution + 2 * settings.samples * execution + HARNESS_SECONDS
     if settings.repeat_check:
         total += 4 * execution
+    if plus_limit is not None:
+        total += 2 * plus_limit * settings.samples
     if METHOD != "signal":
         total += (replies + bool(settings.repeat_check)) * settings.request_timeout
     return total
@@ -101,12 +106,14 @@ def user_timeout_given(config: pytest.Config) -> bool:
             or bool(config.getini("timeout")))
 
 
-def apply_item_timeout(item: pytest.Item, settings: Settings, limit: float) -> None:
+def apply_item_timeout(item: pytest.Item, settings: Settings, limit: float,
+                       plus_limit: float | None = None) -> None:
     config = item.config
     if not config.pluginmanager.hasplugin("timeout") or user_timeout_given(config) \
             or item.get_closest_marker("timeout") is not None:
         return
-    item.add_marker(pytest.mark.timeout(item_timeout(settings, limit), method=METHOD))
+    item.add_marker(pytest.mark.timeout(item_timeout(settings, limit, plus_limit),
+                                        method=METHOD))
 
 
 def fired(exc: BaseException) -> bool:

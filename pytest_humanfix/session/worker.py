@@ -32,7 +32,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
                         sandbox_choice=choose_sandbox(settings, workload, start), device=device,
                         endpoint=workerinput.get("humanfix_endpoint"),
                         resumed=workerinput.get("humanfix_resumed", {}),
-                        canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}))
+                        canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}),
+                        plus_seconds=workerinput.get("humanfix_plus_seconds", {}))
         if device is not None:
             pin(device)
     except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:

@@ -26,6 +26,7 @@ from ..dataset import (
     select,
 )
 from ..languages import NAMES
+from ..plus import PlusData, load_plus
 from ..settings import Settings
 
 
@@ -76,6 +77,8 @@ class Workload:
     dataset_hashes: dict[str, str]
     sources: dict[str, str]
     shard: dict[str, Any] | None = None
+    # --humanfix-tests plus: HumanEval+ for the run's tasks, checked against them.
+    plus: PlusData | None = None
 
     @functools.cached_property
     def _by_id(self) -> dict[str, Task]:
@@ -91,20 +94,29 @@ class Workload:
     @property
     def files(self) -> tuple[str, ...]:
         """The local dataset files, which a candidate must not read."""
-        return tuple(dict.fromkeys(s for s in self.sources.values() if is_local(s)))
+        sources = [*self.sources.values(), *([self.plus.source] if self.plus else [])]
+        return tuple(dict.fromkeys(s for s in sources if is_local(s)))
 
     @classmethod
     def load(cls, settings: Settings) -> Workload:
         by_language, sources = language_tasks(settings)
         all_tasks = [task for tasks in by_language.values() for task in tasks]
         hashes = {name: content_hash(tasks) for name, tasks in by_language.items()}
+        plus = None
+        if settings.tests == "plus":
+            other = [name for name in by_language if name != "python"]
+            if other:
+                raise DatasetError(f"--humanfix-tests plus grades Python only (HumanEval+ is "
+                                   f"Python), but the run's languages include "
+                                   f"{', '.join(other)}: use --humanfix-language python.")
+            plus = load_plus(settings.plus_dataset, by_language["python"])
         chosen = select(all_tasks, None, settings.task)
         # --humanfix-max takes the first tasks of each language.
         selected = [task for name in by_language
                     for task in select([t for t in chosen if t.language == name],
                                        settings.max, None)]
         if settings.shard is None:
-            return cls(all_tasks, selected, hashes, sources)
+            return cls(all_tasks, selected, hashes, sources, plus=plus)
         index, count = settings.shard
         if count > len(selected):
             raise DatasetError(f"--humanfix-shard {index}/{count}: the selection has only "
@@ -114,4 +126,4 @@ class Workload:
         shard = {"index": index, "count": count, "tasks": [t.task_id for t in tasks],
                  "selected": len(selected),
                  "selection": ids_hash(t.task_id for t in selected)}
-        return cls(all_tasks, tasks, hashes, sources, shard)
+        return cls(all_tasks, tasks, hashes, sources, shard, plus)
