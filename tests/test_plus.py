@@ -145,20 +145,13 @@ def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
 def test_merge_keeps_both_verdicts(humanfix_pytester, dataset, tmp_path):
     """Shards run with plus, merged by `humanfix-report merge`, give the records and the
     HumanEval+ figures of one unsharded run."""
-    from test_shards import comparable, records_of, run_shards, run_subprocess
-
-    from pytest_humanfix.reporting.cli import main as report_main
+    from test_shards import merged_beside_single, records_of
 
     model = replay(dataset, humanfix_pytester.path / "replay.jsonl")
     args = (f"--humanfix-model=replay:{model}", "--humanfix-task=Python/0,Python/13",
             "--humanfix-tests=plus", f"--humanfix-plus-dataset={PLUS}")
-    run_subprocess(humanfix_pytester, *args, "--humanfix-jsonl=single.jsonl")
-    single = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
     out = tmp_path / "merged"
-    assert report_main(["merge", *map(str, run_shards(humanfix_pytester, 2, *args)),
-                        "--out", str(out)]) == 0
-    merged = json.loads((out / "summary.json").read_text())
-    assert comparable(merged) == comparable(single)
+    merged = merged_beside_single(humanfix_pytester, out, *args)
     assert merged["plus"]["pass_at_1_plus"]["value"] == 0.5
     assert [row["task_id"] for row in merged["plus"]["weak_test_fixes"]] == ["Python/13"]
     keys = ("task_id", "outcome", "plus_outcome", "plus_failure")

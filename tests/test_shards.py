@@ -42,6 +42,18 @@ def run_shards(pytester: pytest.Pytester, count: int, *args: str) -> list[Path]:
     return paths
 
 
+def merged_beside_single(pytester: pytest.Pytester, out: Path, *args: str) -> dict:
+    """Runs `args` once whole and once as two shards merged into `out`; the merged summary,
+    after checking that it equals the whole run's but for its times."""
+    run_subprocess(pytester, *args, "--humanfix-jsonl=single.jsonl")
+    single = json.loads((pytester.path / "reports" / "summary.json").read_text())
+    assert report_main(["merge", *map(str, run_shards(pytester, 2, *args)),
+                        "--out", str(out)]) == 0
+    merged = json.loads((out / "summary.json").read_text())
+    assert comparable(merged) == comparable(single)
+    return merged
+
+
 def records_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -111,13 +123,7 @@ def test_merged_shards_of_mixed_samples_give_the_summary_of_one_run(humanfix_pyt
     replay.write_text(replay_lines(dataset, plan))
     args = (f"--humanfix-model=replay:{replay}", "--humanfix-max=6", "--humanfix-samples=2",
             "--humanfix-temperature=0.8")
-    run_subprocess(humanfix_pytester, *args, "--humanfix-jsonl=single.jsonl")
-    single = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
-    out = tmp_path / "merged"
-    assert report_main(["merge", *map(str, run_shards(humanfix_pytester, 2, *args)),
-                        "--out", str(out)]) == 0
-    merged = json.loads((out / "summary.json").read_text())
-    assert comparable(merged) == comparable(single)
+    merged = merged_beside_single(humanfix_pytester, tmp_path / "merged", *args)
     # Mixed indeed: three first samples fixed; pass@1 (1 + 0 + 1 + 2 + 1 + 1) / 12.
     assert merged["tasks"]["fixed"] == 3
     assert merged["pass_at_k"]["1"] == pytest.approx(6 / 12)
