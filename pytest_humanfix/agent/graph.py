@@ -15,12 +15,11 @@ turn: the attempt's code (not the whole reply) and what happened. `finish` grade
 candidate on the full hidden `test`, reusing an execution of the same code where there is one.
 
 `settings.iters` is the number of repair rounds after the first attempt. A reply that repeats
-code that already failed is asked for again within its round (`resample`), told that it
-repeated itself, at each of `settings.resample_temperature` in turn, before the round counts: a
-greedy model that repeats itself would repeat itself again. A rejected reply, or a repeat once
-those asks are spent, costs its round like any other. The first attempt is sampled at
-`settings.temperature` (greedy by default, so round 0 is strict pass@1) and repair round k at
-`settings.temperature_of(k)`.
+code that already failed is asked for again within its round (`resample`), at each of
+`settings.resample_temperature` in turn, before the round counts: a greedy model that repeats
+itself would repeat itself again. A rejected reply, or a repeat once those asks are spent, costs
+its round like any other. The first attempt is sampled at `settings.temperature` (greedy by
+default, so round 0 is strict pass@1) and repair round k at `settings.temperature_of(k)`.
 
 The graph is written down once, as data (`NODES`, `NEXT`). `repair_graph` compiles it with
 LangGraph; `walk` runs the same nodes and routers as plain calls, for the control models: their
@@ -107,7 +106,6 @@ class RepairState(TypedDict):
     rounds_left: int                # rounds still allowed after the latest one
     round: int                      # the round of the next reply (0: the first attempt)
     resamples: int                  # asks again spent in that round
-    repeat_turns: list[dict[str, str]]  # what those asks again added to the round's chat
     result: TaskResult | None       # set by `finish`
 
 
@@ -153,17 +151,16 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     began = time.monotonic()
     kind = ctx.model.prompt
     temperature = ctx.settings.temperature_of(state["round"], state["resamples"])
-    messages = [*state["messages"], *state["repeat_turns"]]
     if kind == "completion":
         generation = ctx.model.complete(
-            prompts.completion_prompt(messages, ctx.base), prompts.stop_words(ctx.task),
+            prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
             ctx.task, temperature=temperature)
     elif kind == "primed":
         generation = ctx.model.continue_answer(
-            messages, prompts.answer_start(ctx.task, ctx.settings.variant),
+            state["messages"], prompts.answer_start(ctx.task, ctx.settings.variant),
             prompts.stop_words(ctx.task), ctx.task, temperature=temperature)
     else:
-        generation = ctx.model.generate(messages, ctx.task, temperature=temperature)
+        generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature)
     code = _code_of(ctx, generation.text, continued=kind != "chat")
     seconds = generation.seconds or time.monotonic() - began
     attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
@@ -210,29 +207,9 @@ def _failure_of(attempt: Attempt) -> str:
 
 
 def resample(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
-    """Ask again, within the round, for a reply that repeated failed code: the repeat and a turn
-    that says so join the round's chat, and `propose` samples the next reply at the next of the
-    resample temperatures. Measured on qwen-coder, the same chat asked again hotter mostly gave
-    the same code again; told that it repeated itself, the model changes it. The next round's
-    chat leaves these turns out: it goes on from the round's last reply and its feedback."""
-    ctx = runtime.context
-    attempts = state["attempts"]
-    latest = attempts[-1]
-    feedback = _repeat_feedback(ctx, attempts)
-    turns = [*state["repeat_turns"],
-             {"role": "assistant",
-              "content": prompts.attempt_turn(ctx.task, latest.code, latest.reply,
-                                              ctx.model.prompt)},
-             {"role": "user", "content": feedback}]
-    return {"resamples": state["resamples"] + 1, "repeat_turns": turns,
-            "attempts": _replace_last(attempts, feedback=feedback)}
-
-
-def _repeat_feedback(ctx: RepairContext, attempts: list[Attempt]) -> str:
-    latest = attempts[-1]
-    assert latest.repeat_of is not None  # `check` names the earlier attempt
-    return prompts.repeat_feedback(ctx.task, latest.repeat_of,
-                                   _failure_of(attempts[latest.repeat_of - 1]), ctx.model.prompt)
+    """Ask again, within the round, for a reply that repeated failed code: `propose` samples it
+    at the next of the resample temperatures, from the same conversation."""
+    return {"resamples": state["resamples"] + 1}
 
 
 def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
@@ -243,7 +220,9 @@ def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     if latest.status == "rejected":
         feedback = prompts.rejection_feedback(ctx.task, latest.check, kind)
     elif latest.status == "repeat":
-        feedback = _repeat_feedback(ctx, attempts)
+        assert latest.repeat_of is not None  # `check` names the earlier attempt
+        feedback = prompts.repeat_feedback(
+            ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]), kind)
     else:
         feedback = prompts.failure_feedback(ctx.task, _failure_of(latest),
                                             example_only=latest.tests == "example_test",
@@ -252,7 +231,7 @@ def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
                     ctx.task, latest.code, latest.reply, kind)},
                 {"role": "user", "content": feedback}]
     return {"messages": messages, "attempts": _replace_last(attempts, feedback=feedback),
-            "round": state["round"] + 1, "resamples": 0, "repeat_turns": []}
+            "round": state["round"] + 1, "resamples": 0}
 
 
 def final_candidate(attempts: list[Attempt]) -> int:
@@ -420,7 +399,7 @@ def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
                             plus=plus)
     state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
                           "attempts": [], "rounds_left": settings.iters + 1, "round": 0,
-                          "resamples": 0, "repeat_turns": [], "result": None}
+                          "resamples": 0, "result": None}
     limit = recursion_limit(settings.iters, len(settings.resample_temperature))
     final: RepairState
     if langgraph:
