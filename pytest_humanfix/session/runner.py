@@ -244,6 +244,10 @@ class Runner:
     def plus_grader(self, task: Task) -> Callable[[str], Verdict] | None:
         """Runs a candidate on the task's HumanEval+ program, under its own calibrated limit
         (None without --humanfix-tests plus)."""
+        # Asked first: the workload loads the dataset, which a Runner built for one task (the
+        # repeat check's, a test's) need not have.
+        if self.settings.tests != "plus":
+            return None
         plus = self.workload.plus
         if plus is None:
             return None
