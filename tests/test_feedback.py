@@ -3,7 +3,6 @@ sandbox, and an exception's type, message and the candidate's own frames, bounde
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -129,4 +128,3 @@ def test_every_humanevalfix_test_is_explained(dataset: Path):
         assert explained != task.test, task.task_id
         check = explained[explained.index("def check("):]
         assert "    assert " not in check, task.task_id
-        json.dumps(explained)

@@ -49,7 +49,7 @@ def _humanfix_explain(text: str, shown: str | None, *message: object) -> str:
         lines.append(f"assert {shown}")
     for call, value in _humanfix_calls[-_HUMANFIX_WHERE_SHOWN:]:
         lines.append(f" +  where {_humanfix_repr(value)} = {call}")
-    lines += [f"message: {_humanfix_repr(text)}" for text in message]
+    lines += [f"message: {_humanfix_repr(said)}" for said in message]
     return "\n".join(lines)
 
 
