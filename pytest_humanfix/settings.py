@@ -180,12 +180,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("temperature", "sampling temperature; 0 is greedy (default)", default="0",
            convert=_non_negative_float, metavar="T"),
     Option("round-temperature", "sampling temperature of each repair round, as a comma list: "
-           "round k takes the k-th value and later rounds the last (default 0: greedy rounds; "
-           "the first attempt keeps --humanfix-temperature)", default="0",
+           "round k takes the k-th value and later rounds the last (default 1.0; the first "
+           "attempt keeps --humanfix-temperature)", default="1.0",
            convert=_temperatures, metavar="T[,T...]"),
     Option("resample-temperature", "when a reply repeats code that already failed, ask again "
-           "before the round counts, once per value, at these temperatures (default 0.6,1.0; "
-           "none: the repeat costs its round)", default="0.6,1.0", convert=_temperatures,
+           "before the round counts, once per value, at these temperatures (default 1.2; "
+           "none: the repeat costs its round)", default="1.2", convert=_temperatures,
            metavar="T[,T...]|none"),
     # No default here, so that from_config can tell it was given (Settings holds the 512).
     Option("max-new-tokens", "most tokens generated per reply (default 512); excludes "
@@ -343,8 +343,8 @@ class Settings:
     iters: int = 0
     samples: int = 1
     temperature: float = 0.0
-    round_temperature: tuple[float, ...] = (0.0,)
-    resample_temperature: tuple[float, ...] = (0.6, 1.0)
+    round_temperature: tuple[float, ...] = (1.0,)
+    resample_temperature: tuple[float, ...] = (1.2,)
     max_new_tokens: int = 512
     max_length: int | None = None  # prompt and reply together; max_new_tokens unused when set
     seed: int = 0

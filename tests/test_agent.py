@@ -190,7 +190,7 @@ def test_asks_again_are_bounded_and_then_the_repeat_costs_its_round(tmp_path, ta
     result, _ = run(task, model, iters=2, resample_temperature=(0.6, 1.0))
     assert statuses(result) == ["failed", "repeat", "repeat", "repeat", "passed"]
     assert [a.round for a in result.attempts] == [0, 1, 1, 1, 2]
-    assert [a.temperature for a in result.attempts] == [0.0, 0.0, 0.6, 1.0, 0.0]
+    assert [a.temperature for a in result.attempts] == [0.0, 1.0, 0.6, 1.0, 1.0]
     assert "same as your attempt 1" in result.attempts[3].feedback
     assert result.fixed_round == 2
 
@@ -434,20 +434,20 @@ def test_trajectory_in_the_record_is_plain_json(task, dataset):
     record = json.loads(json.dumps(runner.record(runner.evaluate(task))))
     first, second, *asked_again = record["attempts"]
     assert first["status"] == "failed" and second["status"] == "repeat"
-    # The round's reply repeated the first: asked again at each resample temperature.
-    assert [a["status"] for a in asked_again] == ["repeat", "repeat"]
-    assert [a["temperature"] for a in record["attempts"]] == [0.0, 0.0, 0.6, 1.0]
-    assert [a["round"] for a in record["attempts"]] == [0, 1, 1, 1]
+    # The round's reply repeated the first: asked again at the resample temperature.
+    assert [a["status"] for a in asked_again] == ["repeat"]
+    assert [a["temperature"] for a in record["attempts"]] == [0.0, 1.0, 1.2]
+    assert [a["round"] for a in record["attempts"]] == [0, 1, 1]
     assert first["reply"].startswith("Here is the fixed function")
     assert "elem - elem2 - 1" in first["code"]
     assert first["diff"].startswith("--- buggy") and "+                distance = elem - elem2 - 1" in first["diff"]
     assert first["verdict"]["status"] == "failed" and first["execute_seconds"] > 0
     assert first["feedback"] and first["generate_seconds"] == 0.5
-    assert [a["prompt_tokens"] for a in record["attempts"]] == [100, 300, 300, 300]
-    assert record["tokens"] == {"prompt": 1000, "completion": 28}
+    assert [a["prompt_tokens"] for a in record["attempts"]] == [100, 300, 300]
+    assert record["tokens"] == {"prompt": 700, "completion": 21}
     assert record["protocol"]["iters"] == 1 and record["protocol"]["variant"] == "tests"
-    assert record["protocol"]["round_temperature"] == [0.0]
-    assert record["protocol"]["resample_temperature"] == [0.6, 1.0]
+    assert record["protocol"]["round_temperature"] == [1.0]
+    assert record["protocol"]["resample_temperature"] == [1.2]
 
 
 def test_model_failure_mid_loop_is_an_error_not_unfixed(tmp_path, task, tasks, dataset, replies):

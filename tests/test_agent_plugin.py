@@ -42,15 +42,15 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
     line = (f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto strict=False "
-            "language=python round_temperature=[0.0] resample_temperature=[0.6, 1.0]]")
+            "language=python round_temperature=[1.0] resample_temperature=[1.2]]")
     assert line in result.outlines
     got = records_by_task()
     for record in got.values():
         assert record["protocol"] == {"variant": variant, "iters": 2, "samples": 1,
                                       "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0,
                                       "prompt": "auto", "strict": False, "language": "python",
-                                      "round_temperature": [0.0],
-                                      "resample_temperature": [0.6, 1.0]}
+                                      "round_temperature": [1.0],
+                                      "resample_temperature": [1.2]}
         assert {(a["prompt"], a["engine"], a["finish_reason"]) for a in record["attempts"]} \
             == {("chat", "replay", "stop")}
     fixed, unfixed = got["Python/0"], got["Python/2"]
@@ -58,12 +58,12 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     assert [a["status"] for a in fixed["attempts"]] == ["failed", "passed"]
     assert (fixed["fixed_round"], unfixed["fixed_round"]) == (1, None)  # xdist carries it too
     assert fixed["attempts"][0]["feedback"] and fixed["attempts"][0]["diff"]
-    # The buggy code every time: executed once; in each round asked again at the two resample
-    # temperatures, then the round is spent (docs: on the examples).
+    # The buggy code every time: executed once; in each round asked again at the resample
+    # temperature, then the round is spent (docs: on the examples).
     assert unfixed["outcome"] == "unfixed"
-    assert [a["status"] for a in unfixed["attempts"]] == ["failed", *["repeat"] * 6]
-    assert [a["round"] for a in unfixed["attempts"]] == [0, 1, 1, 1, 2, 2, 2]
-    assert [a["temperature"] for a in unfixed["attempts"]] == [0.0, *[0.0, 0.6, 1.0] * 2]
+    assert [a["status"] for a in unfixed["attempts"]] == ["failed", *["repeat"] * 4]
+    assert [a["round"] for a in unfixed["attempts"]] == [0, 1, 1, 2, 2]
+    assert [a["temperature"] for a in unfixed["attempts"]] == [0.0, *[1.0, 1.2] * 2]
     expected_tests = "test" if variant == "tests" else "example_test"
     assert unfixed["attempts"][0]["tests"] == expected_tests
 
@@ -110,15 +110,15 @@ def test_item_timeout_is_derived_from_the_budget():
     # Generation is off the clock: each of 3 replies may take a sandbox run; then one grading
     # run. Each execution may run twice (a timeout is re-run); two grading runs per sample
     # (agent's guard: a run it stops is graded again without it); and the harness's own time.
-    # A round's reply may be asked again once per resample temperature (two by default): 1 + 2
-    # rounds x 3 replies.
+    # A round's reply may be asked again once per resample temperature (one by default): 1 + 2
+    # rounds x 2 replies.
     harness = HARNESS_SECONDS
     assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) \
-        == 7 * 20 + 2 * 20 + harness
+        == 5 * 20 + 2 * 20 + harness
     assert item_timeout(Settings(iters=2, timeout=10, resample_temperature=())) \
         == 3 * 20 + 2 * 20 + harness
     assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) \
-        == 14 * 10 + 4 * 10 + harness
+        == 10 * 10 + 4 * 10 + harness
     assert item_timeout(Settings(iters=0, timeout=10, request_timeout=300), limit=30) \
         == 60 + 2 * 60 + harness
     assert item_timeout(Settings(iters=5, item_timeout=42.0)) == 42.0
