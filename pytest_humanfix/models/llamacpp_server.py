@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .stopping import stop_point, valid_rule
+from .stopping import StopScanner, stop_point, valid_rule
 
 # A request field of ours, beside OpenAI's: the rule of `stopping` that ends a completion where
 # it leaves the function, as BigCode's `check_fn` ends it ("indent" or "braces:N").
@@ -69,10 +69,11 @@ class Job:
     temperature: float
     top_p: float
     seed: int
-    function_end: str | None = None  # a completion's end where it leaves the function
     special: bool = False  # special tokens rendered in the text (completions, as BigCode's)
     tokens: list[int] = field(default_factory=list)
-    text: bytes = b""
+    # Its stop words and where it leaves the function (a completion's `FUNCTION_END_FIELD`),
+    # looked for as the reply grows; None when there are neither.
+    scanner: StopScanner | None = None
     finish_reason: str = ""
     error: str = ""
     slot: int = -1
@@ -229,9 +230,7 @@ class BatchedModel:
             self.finish(job, "stop")
             return False
         job.tokens.append(token)
-        job.text += self.text.detokenize([token], special=job.special)
-        if (job.stop or job.function_end) and stop_point(
-                job.text.decode("utf-8", errors="ignore"), job.stop, job.function_end) is not None:
+        if job.scanner and job.scanner.feed(self.text.detokenize([token], special=job.special)):
             self.finish(job, "stop")
             return False
         if len(job.tokens) >= job.max_tokens or len(job.prompt) + len(job.tokens) >= self.context:
@@ -297,8 +296,8 @@ def new_job(model: BatchedModel, body: dict[str, Any], prompt: list[int], stop: 
                                          and valid_rule(function_end)):
         raise RequestError(f"`{FUNCTION_END_FIELD}` is \"indent\" or \"braces:N\", for "
                            f"/v1/completions only; got {function_end!r}")
-    return Job(prompt, max_tokens, stop, temperature, top_p, seed, function_end=function_end,
-               special=completion)
+    return Job(prompt, max_tokens, stop, temperature, top_p, seed, special=completion,
+               scanner=StopScanner(stop, function_end) if stop or function_end else None)
 
 
 def chat_layout(body: dict[str, Any]) -> dict[str, bool]:
