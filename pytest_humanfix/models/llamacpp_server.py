@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .lookup import NgramIndex
 from .stopping import StopScanner, stop_point, valid_rule
 
 # A request field of ours, beside OpenAI's: the rule of `stopping` that ends a completion where
@@ -78,13 +79,18 @@ class Job:
     error: str = ""
     slot: int = -1
     sampler: Any = None
+    cached: int = 0  # prompt tokens whose cells the slot held already
+    lookup: NgramIndex | None = None  # where drafts come from; None: not drafted
+    drafted: int = 0
+    accepted: int = 0  # drafts the model's own argmax confirmed
     done: threading.Event = field(default_factory=threading.Event)
 
 
 class BatchedModel:
     """One model and one context of `slots` sequences; a single thread (`run`) evaluates."""
 
-    def __init__(self, path: str, context: int, threads: int, slots: int, batch: int) -> None:
+    def __init__(self, path: str, context: int, threads: int, slots: int, batch: int,
+                 prefix_cache: bool = True, draft: int = 0, draft_ngram: int = 3) -> None:
         import llama_cpp
 
         self.lc = llama_cpp
@@ -96,7 +102,8 @@ class BatchedModel:
         self.vocab = llama_cpp.llama_model_get_vocab(self.model)
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = context * slots  # without kv_unified, each slot gets an equal share
-        params.n_batch = params.n_ubatch = batch
+        # A batch holds a prompt chunk, every slot's token, or one slot's token and drafts.
+        params.n_batch = params.n_ubatch = max(batch, slots, draft + 1)
         params.n_seq_max = slots
         params.kv_unified = False
         # As llama-cpp-python's Llama has it, so a reply here is the one it gives greedily.
@@ -111,7 +118,11 @@ class BatchedModel:
         self.text = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
         self.context = context
         self.batch_size = batch
-        self.batch = llama_cpp.llama_batch_init(max(batch, slots), 0, 1)
+        self.batch = llama_cpp.llama_batch_init(params.n_batch, 0, 1)
+        self.prefix_cache = prefix_cache
+        self.draft = draft
+        self.draft_ngram = draft_ngram
+        self.kept: list[list[int]] = [[] for _ in range(slots)]  # each slot's last prompt
         self.free = list(range(slots))[::-1]
         self.active: list[Job] = []
         self.waiting: deque[Job] = deque()
@@ -169,7 +180,7 @@ class BatchedModel:
 
     def run(self) -> None:
         """The evaluation loop: admits waiting jobs to free slots, one prompt at a time, then
-        decodes one token of every busy slot in one batch."""
+        decodes every busy slot's next token (and its drafts) in one batch."""
         while True:
             with self.wake:
                 while not self.waiting and not self.active:
@@ -177,7 +188,7 @@ class BatchedModel:
                 admitted = []
                 while self.waiting and self.free:
                     job = self.waiting.popleft()
-                    job.slot = self.free.pop()
+                    self.place(job)
                     admitted.append(job)
             try:
                 for job in admitted:
@@ -191,25 +202,84 @@ class BatchedModel:
                         self.finish(job, "error")
                 self.active.clear()
 
+    def place(self, job: Job) -> None:
+        """Gives the job the free slot that holds the most of its prompt (the one freed last
+        among equals). A prefix held by a busy slot is not copied over: across slots (streams,
+        with `kv_unified` off) llama.cpp's `llama_memory_seq_cp` copies only a whole stream."""
+        reuse = {slot: self.reusable(slot, job.prompt) for slot in self.free}
+        job.slot = max(reversed(self.free), key=reuse.__getitem__)
+        job.cached = reuse[job.slot]
+        self.free.remove(job.slot)
+
+    def reusable(self, slot: int, prompt: list[int]) -> int:
+        """How many of `prompt`'s first tokens have in `slot` the cells a fresh evaluation would
+        compute: the whole chunks of the prefix it shares with the prompt the slot evaluated
+        last (a reply's cells were computed a token at a time, a prompt's a chunk at a time),
+        and never the prompt's last token, whose logits are wanted."""
+        if not self.prefix_cache:
+            return 0
+        kept = self.kept[slot]
+        limit = min(len(kept), len(prompt) - 1)
+        common = next((i for i in range(limit) if kept[i] != prompt[i]), limit)
+        return common - common % self.batch_size
+
     def start(self, job: Job) -> None:
-        """Evaluates the prompt alone, in chunks counted from its first token, and samples the
-        reply's first token."""
+        """Evaluates the prompt in chunks counted from its first token, from the first chunk
+        whose cells the slot does not already hold, and samples the reply's first token."""
         job.sampler = self.new_sampler(job)
-        for first in range(0, len(job.prompt), self.batch_size):
+        self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), job.slot, job.cached, -1)
+        self.kept[job.slot] = []  # until the prompt's cells are all there
+        for first in range(job.cached, len(job.prompt), self.batch_size):
             chunk = job.prompt[first:first + self.batch_size]
             last = first + len(chunk) == len(job.prompt)
             self.decode([(token, first + offset, job.slot, last and offset == len(chunk) - 1)
                          for offset, token in enumerate(chunk)])
+        self.kept[job.slot] = job.prompt
+        if job.temperature <= 0 and self.draft:
+            job.lookup = NgramIndex(self.draft_ngram)
         if self.accept(job, self.lc.llama_sampler_sample(job.sampler, self.ctx, -1)):
             self.active.append(job)
 
     def step(self) -> None:
-        jobs = list(self.active)
-        self.decode([(job.tokens[-1], len(job.prompt) + len(job.tokens) - 1, job.slot, True)
-                     for job in jobs])
-        for index, job in enumerate(jobs):
-            if not self.accept(job, self.lc.llama_sampler_sample(job.sampler, self.ctx, index)):
+        """Decodes every busy slot's last token in one batch; with drafting, each slot's last
+        token and its drafts (greedy replies only) in a batch of their own, so that how a
+        slot's tokens are split into llama.cpp's micro-batches (equal counts per sequence) does
+        not depend on another slot's drafts. Then as many tokens per slot as the model's own
+        argmax confirms."""
+        if not self.draft:
+            self.decode([(job.tokens[-1], len(job.prompt) + len(job.tokens) - 1, job.slot, True)
+                         for job in self.active])
+            for index, job in enumerate(list(self.active)):
+                self.verify(job, index, [])
+            return
+        for job in list(self.active):
+            position = len(job.prompt) + len(job.tokens) - 1
+            drafts = job.lookup.draft(job.prompt + job.tokens, min(
+                self.draft, job.max_tokens - len(job.tokens),
+                self.context - 1 - position)) if job.lookup else []
+            self.decode([(token, position + offset, job.slot, True)
+                         for offset, token in enumerate([job.tokens[-1], *drafts])])
+            self.verify(job, 0, drafts)
+
+    def verify(self, job: Job, index: int, drafts: list[int]) -> None:
+        """Takes the job's next token from the logits at `index` of the last decode, and the
+        drafts after it while each is the token the model chose; drops the cells of the rest."""
+        accepted = 0
+        while True:
+            token = self.lc.llama_sampler_sample(job.sampler, self.ctx, index + accepted)
+            if not self.accept(job, token):
                 self.active.remove(job)
+                break
+            if accepted == len(drafts) or token != drafts[accepted]:
+                break
+            accepted += 1
+        job.drafted += len(drafts)
+        job.accepted += accepted
+        if accepted < len(drafts) and not job.done.is_set():
+            # The next step writes its token where the first rejected draft was.
+            first_rejected = len(job.prompt) + len(job.tokens) - 1
+            self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), job.slot,
+                                        first_rejected, -1)
 
     def decode(self, entries: list[tuple[int, int, int, bool]]) -> None:
         batch = self.batch
@@ -239,11 +309,18 @@ class BatchedModel:
         return True
 
     def finish(self, job: Job, reason: str) -> None:
+        """Ends the job; its slot keeps its prompt's cells for a later prompt that begins so
+        (`reusable`), unless the job failed and they are not known to be whole."""
         job.finish_reason = reason
-        self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), job.slot, -1, -1)
+        if reason == "error":
+            self.kept[job.slot] = []
         if job.sampler is not None:
             self.lc.llama_sampler_free(job.sampler)
             job.sampler = None
+        print(json.dumps({"prompt_tokens": len(job.prompt), "cached_tokens": job.cached,
+                          "completion_tokens": len(job.tokens), "drafted": job.drafted,
+                          "accepted": job.accepted, "finish_reason": reason}),
+              file=sys.stderr, flush=True)
         with self.wake:
             self.free.append(job.slot)
         job.done.set()
@@ -335,7 +412,9 @@ def answer(job: Job, model: BatchedModel, kind: str, name: str) -> dict[str, Any
             "object": "chat.completion" if kind == "chat" else "text_completion",
             "choices": [choice],
             "usage": {"prompt_tokens": len(job.prompt), "completion_tokens": len(job.tokens),
-                      "total_tokens": len(job.prompt) + len(job.tokens)}}
+                      "total_tokens": len(job.prompt) + len(job.tokens),
+                      # OpenAI's name for the prompt tokens a cache held.
+                      "prompt_tokens_details": {"cached_tokens": job.cached}}}
 
 
 def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPRequestHandler]:
@@ -432,6 +511,14 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n_ctx", type=int, default=8192, help="tokens per slot")
     parser.add_argument("--n_batch", type=int, default=512, help="prompt tokens per step")
     parser.add_argument("--parallel", type=int, default=1, help="slots decoded together")
+    parser.add_argument("--prefix_cache", choices=("on", "off"), default="on",
+                        help="reuse the whole chunks of a prompt's prefix that a free slot "
+                             "evaluated last (the reply is the same either way)")
+    parser.add_argument("--draft", type=int, default=0,
+                        help="tokens drafted per step from the prompt and reply (greedy "
+                             "requests only; 0: none)")
+    parser.add_argument("--draft_ngram", type=int, default=3,
+                        help="the longest n-gram a draft is looked up by")
     parser.add_argument("--seed", type=int, default=0, help="for requests that name none")
     arguments = parser.parse_args(argv)
     if arguments.n_threads_batch not in (None, arguments.n_threads):
@@ -447,7 +534,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     model = BatchedModel(arguments.model, arguments.n_ctx, arguments.n_threads,
-                         arguments.parallel, arguments.n_batch)
+                         arguments.parallel, arguments.n_batch,
+                         prefix_cache=arguments.prefix_cache == "on", draft=arguments.draft,
+                         draft_ngram=arguments.draft_ngram)
     threading.Thread(target=model.run, name="llama.cpp", daemon=True).start()
     server = ThreadingHTTPServer((arguments.host, arguments.port),
                                  handler_for(model, arguments.model_alias or arguments.model,
