@@ -136,3 +136,19 @@ def test_a_sampled_reply_is_never_drafted(drafting):
                                                  "seed": 3}, prompt, stop, 0)
     serve_together(drafting, sampled)
     assert sampled.lookup is None and sampled.drafted == 0 and len(sampled.tokens) > 1
+
+
+@pytest.mark.slow
+def test_qwen_coder_replies_the_same_to_a_round_with_its_prefix_reused():
+    """On the real coder model (its Q4_K_M matrices take llamafile's sgemm for a chunk and
+    another path for one token): a repair round reuses the first round's chunks and replies as
+    a fresh evaluation does."""
+    path = resolve_spec("qwen-coder").gguf_path
+    assert path is not None, "qwen-coder's GGUF is not installed (see README, Models)"
+    plain, reuse = (model(path, prefix_cache=cache) for cache in (False, True))
+    (first,) = serve_together(plain, job(plain, FIRST))
+    assert serve_together(reuse, job(reuse, FIRST)) == [first]
+    follow_up = job(reuse, next_round(FIRST, first))
+    assert serve_together(reuse, follow_up) == serve_together(plain, job(plain, next_round(
+        FIRST, first)))
+    assert follow_up.cached > 0

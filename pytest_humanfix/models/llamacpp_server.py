@@ -9,10 +9,14 @@ in each step, on llama-cpp-python's bindings.
 
 A reply must not depend on what else the engine serves, or on what it served before (a worker's
 tasks come in xdist's order). Three rules keep it so:
-- Each prompt is evaluated alone, from its first token, in the same chunks. Nothing is kept from
-  an earlier request: a kept prefix leaves the rest to be evaluated as a batch of its own, whose
-  sums round otherwise; under llama_cpp.server, the same prompt sent twice in a row got another
-  reply for 8 of 40 tasks.
+- Each prompt is evaluated alone, from its first token, in the same chunks (`--n_batch`). A
+  slot keeps the cells of the prompt it evaluated last, and a prompt that begins as that one did
+  (a repair round's prompt is the last round's, its reply, and feedback) reuses only the whole
+  chunks of the common prefix, counted from the first token: those cells are the ones a fresh
+  evaluation computes, in the same batch shape, and the rest is evaluated in the chunks it would
+  have had. (llama_cpp.server keeps a prefix to the token and evaluates the rest as a batch of
+  its own, whose sums round otherwise: the same prompt sent twice in a row got another reply
+  for 8 of 40 tasks.)
 - Each slot has its own KV cells (`kv_unified` off), so attention never sees another sequence.
 - Slots share a step only on one thread: on two threads the work is split by batch shape, and a
   sequence decoded beside another gave other tokens than alone for 5 of 6 prompts here; on one
@@ -28,11 +32,18 @@ an assistant turn (trims it, drops a thinking block) cannot move where the answe
 templates whose assistant turn is the generation prompt followed by the content (ChatML: SmolLM2,
 Qwen2.5) the two give the same text.
 
+Greedy replies can be drafted (`--draft K`, `lookup.py`): up to K tokens guessed from where the
+reply's last n-gram occurred earlier in the prompt or reply, checked in one decode of the slot
+alone. The reply is still a function of its prompt, but llama.cpp's CPU matrix product sums a
+batch of two or more tokens in another order (llamafile's sgemm) than one token, so it is not
+always plain greedy's reply.
+
 Greedy (temperature 0) is the argmax. llama_cpp.server applied a repeat penalty of 1.1 to every
 request that did not name one, which neither the transformers engines nor vLLM do.
 
     python -m pytest_humanfix.models.llamacpp_server --model FILE.gguf [--parallel N]
-        [--n_threads T] [--n_ctx C] [--host H] [--port P] [--model_alias NAME] [--seed S]
+        [--n_threads T] [--n_ctx C] [--n_batch B] [--prefix_cache on|off] [--draft K]
+        [--draft_ngram N] [--host H] [--port P] [--model_alias NAME] [--seed S]
 """
 
 from __future__ import annotations
