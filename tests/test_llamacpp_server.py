@@ -73,7 +73,7 @@ def test_a_reply_does_not_depend_on_what_else_the_slots_decode(engine_url):
     with ThreadPoolExecutor(len(PROMPTS)) as pool:  # more requests than slots: some wait
         together = [reply(body) for body in pool.map(lambda p: chat(engine_url, p), PROMPTS)]
     assert together == alone
-    # Sent again right after itself: nothing is kept from the request before.
+    # Sent again right after itself: its slot holds its prompt, and the reply is the same.
     assert [reply(chat(engine_url, PROMPTS[0])) for _ in range(2)] == [alone[0]] * 2
 
 
