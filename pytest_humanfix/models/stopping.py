@@ -18,6 +18,7 @@ Only the standard library here: the llama.cpp engine's process imports this modu
 
 from __future__ import annotations
 
+import codecs
 import string
 from collections.abc import Sequence
 
@@ -71,6 +72,57 @@ def stop_point(text: str, stop: Sequence[str], rule: str | None = None) -> int |
     if end is not None:
         cuts.append(end)
     return min(cuts, default=None)
+
+
+class StopScanner:
+    """`stop_point(...) is not None` on a reply fed a piece at a time, at a cost bounded by the
+    piece: the text decoded so far is only ever appended to, and each check looks only where a
+    new stop could be (a stop word ending in the new piece; for "indent", the lines the piece
+    completed or began; for "braces:N", the piece's braces on a running depth). Checking the
+    whole text at every token was quadratic in the reply's length.
+
+    Fed bytes (a token's piece may end inside a UTF-8 character): the text is what
+    `bytes.decode("utf-8", errors="ignore")` gives for all the bytes fed so far.
+    """
+
+    def __init__(self, stop: Sequence[str], rule: str | None = None) -> None:
+        if rule is not None and not valid_rule(rule):
+            raise ValueError(f"no such rule for a function's end: {rule!r} (indent or braces:N)")
+        self.stop = [word for word in stop if word]
+        self.reach = max((len(word) for word in self.stop), default=0)
+        self.rule = rule
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        self.text = ""
+        self.line_start = 0  # "indent": where the first line not yet passed over starts
+        # "braces:N": the depth after the text so far; `function_end` has a point once it is 0.
+        self.depth = int(rule.removeprefix(BRACES)) if rule and rule != INDENT else 0
+
+    def feed(self, piece: bytes) -> bool:
+        """Adds `piece`; True once the text so far has a stop point."""
+        old = len(self.text)
+        self.text += self.decoder.decode(piece)
+        if self.reach and any(word in self.text[max(old - self.reach + 1, 0):]
+                              for word in self.stop):
+            return True
+        if self.rule == INDENT:
+            return self.left_by_indent()
+        if self.rule:
+            added = self.text[old:]
+            self.depth += added.count("{") - added.count("}")
+            return self.depth == 0
+        return False
+
+    def left_by_indent(self) -> bool:
+        """A line leaves the function once it holds something and starts with neither a space
+        nor a tab (`function_end`); a finished line that has not left never will."""
+        while True:
+            end = self.text.find("\n", self.line_start)
+            line = self.text[self.line_start:] if end == -1 else self.text[self.line_start:end]
+            if line.strip() and line[0] not in " \t":
+                return True
+            if end == -1:
+                return False
+            self.line_start = end + 1
 
 
 def function_end_stops(rule: str | None) -> list[str]:
