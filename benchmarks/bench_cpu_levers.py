@@ -262,7 +262,8 @@ def report(results: dict[str, tuple[float, list[dict]] | str], configs: dict[str
             line += (f" {plain_seconds / seconds:6.2f} {completion / seconds / plain_rate:7.2f}"
                      f"  {counts['differ']}/{counts['replies']} differ, "
                      f"{counts['lost'] + counts['gained']} flips (-{counts['lost']} "
-                     f"+{counts['gained']}), {counts['errors']} errors")
+                     f"+{counts['gained']}), {counts['errors']} errors, "
+                     f"{counts['prompts_differ']} prompt lengths differ")
         print(line, flush=True)
 
 

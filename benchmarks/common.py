@@ -82,19 +82,24 @@ def replies(record: dict[str, Any]) -> list[str]:
 
 def agreement(reference: list[dict], other: list[dict]) -> dict[str, int]:
     """How far OTHER's replies are from REFERENCE's on the tasks both ran: replies compared
-    attempt by attempt (`replies`, a missing one differs), and outcomes that flip (fixed <->
+    attempt by attempt (`replies`, a missing one differs), prompts whose token counts differ
+    (another engine's chat template or tokenizer at work), and outcomes that flip (fixed <->
     not fixed) with the side that fixed; a task with an error on either side is not compared."""
     by_task = {r["task_id"]: r for r in other}
     pairs = [(r, by_task[r["task_id"]]) for r in reference if r["task_id"] in by_task]
     errors = sum("error" in (a["outcome"], b["outcome"]) for a, b in pairs)
     pairs = [(a, b) for a, b in pairs if "error" not in (a["outcome"], b["outcome"])]
-    compared = differ = 0
+    compared = differ = prompts_differ = 0
     for a, b in pairs:
         mine, theirs = replies(a), replies(b)
         compared += max(len(mine), len(theirs))
         differ += abs(len(mine) - len(theirs)) + sum(
             x != y for x, y in zip(mine, theirs, strict=False))
+        prompts_differ += sum(x.get("prompt_tokens") != y.get("prompt_tokens") for x, y in
+                              zip(a.get("attempts") or [], b.get("attempts") or [],
+                                  strict=False))
     return {"tasks": len(pairs), "replies": compared, "differ": differ, "errors": errors,
+            "prompts_differ": prompts_differ,
             "lost": sum(a["outcome"] == "fixed" and b["outcome"] == "unfixed" for a, b in pairs),
             "gained": sum(a["outcome"] == "unfixed" and b["outcome"] == "fixed"
                           for a, b in pairs)}
