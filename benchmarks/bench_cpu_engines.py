@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import REPO, add_dataset_argument
+from common import add_dataset_argument, agreement, project_run, read_records
 
 from pytest_humanfix.reporting.stats import mcnemar_exact
 
@@ -42,49 +39,26 @@ ENGINES = {
 def run_engine(name: str, dataset: Path, tasks: int, max_new_tokens: int,
                folder: Path) -> tuple[float, list[dict]]:
     arguments, workers = ENGINES[name]
-    project = folder / name
-    project.mkdir(parents=True)
-    (project / "pytest.ini").write_text("[pytest]\n")
-    env = dict(os.environ, HUMANFIX_DATASET=str(dataset),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "--humanfix-model", "smollm2", "--humanfix-max", str(tasks),
-               "--humanfix-max-new-tokens", str(max_new_tokens), "-n", str(workers), *arguments]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=project, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{name}: pytest exited {done.returncode}:\n{done.stdout[-3000:]}")
-    records = [json.loads(line) for line in
-               (project / "reports" / "humanfix.jsonl").read_text().splitlines()]
-    return seconds, records
+    return project_run(folder / name, ["--humanfix-model", "smollm2", "--humanfix-max",
+                                       str(tasks), "--humanfix-max-new-tokens",
+                                       str(max_new_tokens), "-n", str(workers), *arguments],
+                       dataset)
 
 
 def reused(project: Path) -> tuple[float, list[dict]]:
     reports = project / "reports"
     summary = json.loads((reports / "summary.json").read_text())
     print(f"{project.name}: reused from {reports}")
-    records = [json.loads(line) for line in (reports / "humanfix.jsonl").read_text().splitlines()]
-    return float(summary["run"]["wall_seconds"]), records
+    return float(summary["run"]["wall_seconds"]), read_records(reports / "humanfix.jsonl")
 
 
-def first_reply(record: dict) -> str:
-    attempts = record.get("attempts") or []
-    return attempts[0]["reply"] if attempts else ""
-
-
-def agreement(reference: list[dict], other: list[dict]) -> str:
-    """Replies that differ, outcomes that flip (fixed <-> not fixed), and McNemar's p."""
-    by_task = {r["task_id"]: r for r in other}
-    pairs = [(r, by_task[r["task_id"]]) for r in reference if r["task_id"] in by_task]
-    differ = sum(first_reply(a) != first_reply(b) for a, b in pairs)
-    lost = sum(a["outcome"] == "fixed" and b["outcome"] == "unfixed" for a, b in pairs)
-    gained = sum(a["outcome"] == "unfixed" and b["outcome"] == "fixed" for a, b in pairs)
-    errors = sum("error" in (a["outcome"], b["outcome"]) for a, b in pairs)
-    return (f"{differ}/{len(pairs)} replies differ, {lost + gained} outcomes flip "
-            f"({lost} fixed only by the reference, {gained} only by this engine), "
-            f"{errors} with an error, McNemar two-sided p = "
+def described(reference: list[dict], other: list[dict]) -> str:
+    """`agreement` in words, with McNemar's exact two-sided p on the flips."""
+    counts = agreement(reference, other)
+    lost, gained = counts["lost"], counts["gained"]
+    return (f"{counts['differ']}/{counts['replies']} replies differ, {lost + gained} outcomes "
+            f"flip ({lost} fixed only by the reference, {gained} only by this engine), "
+            f"{counts['errors']} with an error, McNemar two-sided p = "
             f"{mcnemar_exact(lost, gained, 'two-sided'):.3f}")
 
 
@@ -127,7 +101,7 @@ def main() -> None:
         for name, (seconds, records) in results.items():
             if name != "transformers":
                 print(f"{name} vs transformers: wall ratio {reference_seconds / seconds:.2f}x "
-                      f"faster; {agreement(reference, records)}")
+                      f"faster; {described(reference, records)}")
 
 
 if __name__ == "__main__":

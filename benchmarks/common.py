@@ -1,4 +1,5 @@
-"""What the benchmarks share: where the dataset is, and one full control run through pytest."""
+"""What the benchmarks share: where the dataset is, one full control run through pytest, a model
+run in a fresh project, and how far two runs' replies agree."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
@@ -34,13 +36,70 @@ def canonical_run(dataset: Path, workers: int, folder: Path) -> tuple[float, flo
     """Wall seconds and CPU seconds of the control run, `pytest --humanfix-model canonical
     -n WORKERS` from the checkout root (so the checkout's configuration applies), its reports in
     FOLDER; and the records it wrote."""
-    env = dict(os.environ, HUMANFIX_DATASET=str(dataset),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = tree_env(dataset)
     started, cpu_before = time.perf_counter(), cpu_seconds()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                     "--humanfix-model", "canonical", "-n", str(workers),
                     f"--humanfix-report-dir={folder}"],
                    cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
     seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before
-    records = [json.loads(line) for line in (folder / "humanfix.jsonl").read_text().splitlines()]
-    return seconds, cpu, records
+    return seconds, cpu, read_records(folder / "humanfix.jsonl")
+
+
+def tree_env(dataset: Path, **extra: str) -> dict[str, str]:
+    """The environment of a pytest run of this checkout's plugin on `dataset`."""
+    return dict(os.environ, HUMANFIX_DATASET=str(dataset), **extra,
+                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                         os.environ.get("PYTHONPATH")])))
+
+
+def project_run(project: Path, arguments: list[str], dataset: Path) -> tuple[float, list[dict]]:
+    """`pytest ARGUMENTS` in the fresh project folder PROJECT (made here, with an empty
+    pytest.ini, so no other configuration applies): its wall seconds, engine start and model
+    load included as a user waits for them, and the records it wrote."""
+    project.mkdir(parents=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=project, env=tree_env(dataset), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{project.name}: pytest exited {done.returncode}:\n"
+                         f"{done.stdout[-3000:]}")
+    return seconds, read_records(project / "reports" / "humanfix.jsonl")
+
+
+def read_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def replies(record: dict[str, Any]) -> list[str]:
+    """Every reply of a task's attempts, the first and each repair round's, in order."""
+    return [attempt.get("reply", "") for attempt in record.get("attempts") or []]
+
+
+def agreement(reference: list[dict], other: list[dict]) -> dict[str, int]:
+    """How far OTHER's replies are from REFERENCE's on the tasks both ran: replies compared
+    attempt by attempt (`replies`, a missing one differs), prompts whose token counts differ
+    (another engine's chat template or tokenizer at work), and outcomes that flip (fixed <->
+    not fixed) with the side that fixed; a task with an error on either side is not compared."""
+    by_task = {r["task_id"]: r for r in other}
+    pairs = [(r, by_task[r["task_id"]]) for r in reference if r["task_id"] in by_task]
+    errors = sum("error" in (a["outcome"], b["outcome"]) for a, b in pairs)
+    pairs = [(a, b) for a, b in pairs if "error" not in (a["outcome"], b["outcome"])]
+    compared = differ = prompts_differ = 0
+    for a, b in pairs:
+        mine, theirs = replies(a), replies(b)
+        compared += max(len(mine), len(theirs))
+        differ += abs(len(mine) - len(theirs)) + sum(
+            x != y for x, y in zip(mine, theirs, strict=False))
+        prompts_differ += sum(x.get("prompt_tokens") != y.get("prompt_tokens") for x, y in
+                              zip(a.get("attempts") or [], b.get("attempts") or [],
+                                  strict=False))
+    return {"tasks": len(pairs), "replies": compared, "differ": differ, "errors": errors,
+            "prompts_differ": prompts_differ,
+            "lost": sum(a["outcome"] == "fixed" and b["outcome"] == "unfixed" for a, b in pairs),
+            "gained": sum(a["outcome"] == "unfixed" and b["outcome"] == "fixed"
+                          for a, b in pairs)}
