@@ -133,6 +133,19 @@ def test_a_repeated_call_is_asked_again_hotter_then_told_it_repeats(tmp_path, ta
     assert len(sandbox.programs) == 2 and result.fixed_round == 2
 
 
+def test_a_call_written_as_fenced_json_is_run_as_a_call(tmp_path, task, replies, calls, run):
+    written = "```json\n" + json.dumps({"name": task.entry_point, "arguments": {
+        "code": code_of(replies.wrong[0])}}, indent=2) + "\n```"
+    model = replay(tmp_path, TASK_ID, [written, calls["fixed"]])
+    result, sandbox = tools_run(run, task, model, iters=1)
+    assert statuses(result) == ["failed", "passed"]
+    assert [a.tool_calls for a in result.attempts] == [1, 1]
+    assert result.attempts[0].reply == written  # as it was written, for a replay to read again
+    # It stands in the conversation as a call of the tool, in the template's form.
+    assert model.chats[1][1]["tool_calls"][0]["function"]["name"] == "run_tests"
+    assert result.fixed_round == 1
+
+
 def test_a_call_that_fails_the_check_is_answered_with_why(tmp_path, task, replies, calls, run):
     no_code = '<tool_call>\n{"name": "run_tests", "arguments": {"source": "x"}}\n</tool_call>'
     syntax = called(code_of(replies.syntax_error))

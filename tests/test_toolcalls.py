@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pytest_humanfix.models.toolcalls import (
-    ToolCall, parse_tool_calls, render_tool_calls, reply_text, split_reply)
+    ToolCall, fenced_calls, parse_tool_calls, render_tool_calls, reply_text, split_reply)
 
 CODE = "def f(x):\n    return x + 1\n"
 
@@ -87,3 +87,16 @@ def test_a_known_reply_is_split_only_when_it_was_offered_tools():
     assert split_reply(text, None) == (text, [])
     content, [call] = split_reply(text, [{"type": "function", "function": {"name": "run_tests"}}])
     assert content == "" and call.argument("code") == CODE
+
+
+def test_a_call_written_as_fenced_json_is_read_as_a_call():
+    # As Qwen2.5-Coder-0.5B writes it: named after the function it fixes, in a json block.
+    written = ("```json\n" + json.dumps({"name": "f", "arguments": {"code": CODE}}, indent=2)
+               + "\n```")
+    [call] = fenced_calls("Let me test it.\n" + written + "\nDone.")
+    assert call.name == "f" and call.argument("code") == CODE
+    assert parse_tool_calls(written) == (written, [])  # not the template's form: no server's call
+    # Fenced code that is no call, and a JSON object of another shape, are none.
+    assert fenced_calls("```python\n" + CODE + "\n```") == []
+    assert fenced_calls('```json\n{"name": "f", "arguments": ["x"]}\n```') == []
+    assert fenced_calls('```json\n{"result": 3}\n```') == []

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Generation, Message, Model, PromptKind
-from ..models.toolcalls import reply_text
+from ..models.toolcalls import fenced_calls, reply_text
 from ..records import Attempt, TaskResult, attempt_round
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
@@ -207,19 +207,21 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 def call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """The function-calling agent's reply: the code of its first call (a call without a `code`
     text holds no code, which `check` rejects), else the code in what it said. Further calls
-    in the same reply are counted, not run: one call is one round."""
+    in the same reply are counted, not run: one call is one round. A reply whose server found
+    no call may hold one written as fenced JSON (`fenced_calls`), which counts as a call."""
     ctx = runtime.context
     began = time.monotonic()
     temperature = ctx.settings.temperature_of(state["round"], state["resamples"])
     generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
                                     tools=[prompts.run_tests_tool(ctx.settings.variant)])
-    if generation.tool_calls:
-        code = generation.tool_calls[0].argument("code")
+    calls = generation.tool_calls or fenced_calls(generation.text)
+    if calls:
+        code = calls[0].argument("code")
         code = _code_of(ctx, code, continued=False) if isinstance(code, str) else ""
     else:
         code = _code_of(ctx, generation.text, continued=False)
     return _asked(ctx, state, generation, code, "chat", temperature, began,
-                  tool_calls=len(generation.tool_calls))
+                  tool_calls=len(calls))
 
 
 def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+# A call written as a JSON object in a fenced block, the way a small model writes one.
+FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})[ \t]*\n?```", re.S)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,14 @@ def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
         end = match.end()
     kept.append(text[end:])
     return ("".join(kept).strip() if calls else text), calls
+
+
+def fenced_calls(text: str) -> list[ToolCall]:
+    """Calls written in a reply's text as fenced JSON objects of the same shape, `{"name": ...,
+    "arguments": {...}}`, rather than in the template's form: Qwen2.5-Coder-0.5B, offered a
+    tool, writes its call so (named after the function it fixes, in a ```json block) and not
+    as `<tool_call>`. No server parses these; the function-calling agent reads them."""
+    return [call for call in map(_call_of, FENCED_JSON.findall(text)) if call is not None]
 
 
 def render_tool_calls(calls: list[ToolCall]) -> str:
