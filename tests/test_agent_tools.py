@@ -199,3 +199,33 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
         ["failed", "repeat", "repeat", "repeat"]
     assert all(a["tool_calls"] == 1 for r in records for a in r["attempts"])
     assert Settings(iters=3).protocol_for("python").get("agent") is None
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    # The in-process engine does not answer tool calls: a served model does.
+    (["--humanfix-model=smollm2"], "*--humanfix-agent tools needs a server that answers tool "
+     "calls, and the in-process transformers engine does not: add --humanfix-serve*"),
+    (["--humanfix-model=canonical", "--humanfix-prompt=completion"],
+     "*--humanfix-agent tools talks with the model through the chat API, and "
+     "--humanfix-prompt completion does not: use --humanfix-prompt chat*"),
+    (["--humanfix-model=canonical", "--humanfix-iters=1", "--humanfix-agent=planner"],
+     "*--humanfix-agent / humanfix_agent: 'planner' must be one of repair, tools*"),
+])
+def test_what_the_tools_agent_cannot_run_is_a_usage_error(humanfix_pytester, arguments,
+                                                          message):
+    agent = [] if any(a.startswith("--humanfix-agent") for a in arguments) else \
+        ["--humanfix-agent=tools"]
+    result = humanfix_pytester.runpytest(*arguments, *agent)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_the_agent_is_read_from_the_ini_file_and_recorded(humanfix_pytester, read_records):
+    humanfix_pytester.makeini("[pytest]\naddopts = -p no:randomly\nhumanfix_agent = tools\n")
+    result = humanfix_pytester.runpytest("--humanfix-model=canonical", "--humanfix-max=2",
+                                         "--humanfix-iters=1")
+    assert result.ret == pytest.ExitCode.OK
+    records = read_records()
+    assert [r["protocol"]["agent"] for r in records] == ["tools", "tools"]
+    assert all(a["tool_calls"] == 1 for r in records for a in r["attempts"])
