@@ -133,13 +133,16 @@ def test_a_repeated_call_is_asked_again_hotter_then_told_it_repeats(tmp_path, ta
     assert len(sandbox.programs) == 2 and result.fixed_round == 2
 
 
-def test_a_call_written_as_fenced_json_is_run_as_a_call(tmp_path, task, replies, calls, run):
+def test_calls_written_as_bare_json_are_run_as_calls(tmp_path, task, replies, calls, run):
+    # As Qwen2.5-Coder-0.5B writes them: first in a json block named after the function, then
+    # as a bare line, twice.
     written = "```json\n" + json.dumps({"name": task.entry_point, "arguments": {
         "code": code_of(replies.wrong[0])}}, indent=2) + "\n```"
-    model = replay(tmp_path, TASK_ID, [written, calls["fixed"]])
+    line = json.dumps({"name": "run_tests", "arguments": {"code": code_of(replies.fixed)}})
+    model = replay(tmp_path, TASK_ID, [written, line + "\n" + line])
     result, sandbox = tools_run(run, task, model, iters=1)
     assert statuses(result) == ["failed", "passed"]
-    assert [a.tool_calls for a in result.attempts] == [1, 1]
+    assert [a.tool_calls for a in result.attempts] == [1, 2]
     assert result.attempts[0].reply == written  # as it was written, for a replay to read again
     # It stands in the conversation as a call of the tool, in the template's form.
     assert model.chats[1][1]["tool_calls"][0]["function"]["name"] == "run_tests"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pytest_humanfix.models.toolcalls import (
-    ToolCall, fenced_calls, parse_tool_calls, render_tool_calls, reply_text, split_reply)
+    ToolCall, parse_tool_calls, render_tool_calls, reply_text, split_reply, written_calls)
 
 CODE = "def f(x):\n    return x + 1\n"
 
@@ -89,14 +89,21 @@ def test_a_known_reply_is_split_only_when_it_was_offered_tools():
     assert content == "" and call.argument("code") == CODE
 
 
-def test_a_call_written_as_fenced_json_is_read_as_a_call():
-    # As Qwen2.5-Coder-0.5B writes it: named after the function it fixes, in a json block.
-    written = ("```json\n" + json.dumps({"name": "f", "arguments": {"code": CODE}}, indent=2)
-               + "\n```")
-    [call] = fenced_calls("Let me test it.\n" + written + "\nDone.")
+def test_a_call_written_as_bare_json_is_read_as_a_call():
+    # As Qwen2.5-Coder-0.5B writes its first call: named after the function it fixes, in a
+    # json block ...
+    fenced = ("```json\n" + json.dumps({"name": "f", "arguments": {"code": CODE}}, indent=2)
+              + "\n```")
+    [call] = written_calls("Let me test it.\n" + fenced + "\nDone.")
     assert call.name == "f" and call.argument("code") == CODE
-    assert parse_tool_calls(written) == (written, [])  # not the template's form: no server's call
-    # Fenced code that is no call, and a JSON object of another shape, are none.
-    assert fenced_calls("```python\n" + CODE + "\n```") == []
-    assert fenced_calls('```json\n{"name": "f", "arguments": ["x"]}\n```') == []
-    assert fenced_calls('```json\n{"result": 3}\n```') == []
+    assert parse_tool_calls(fenced) == (fenced, [])  # not the template's form: no server's call
+    # ... and its later ones: bare lines, the same call twice, a raw newline in a string.
+    line = json.dumps({"name": "run_tests", "arguments": {"code": CODE}})
+    assert [c.argument("code") for c in written_calls(line + "\n" + line)] == [CODE, CODE]
+    raw = '{"name": "run_tests", "arguments": {"code": "def f(x):\n    return x + 1\n"}}'
+    assert [c.argument("code") for c in written_calls(raw)] == [CODE]
+    # Fenced code that is no call, JSON of another shape, and a call cut short are none.
+    assert written_calls("```python\n" + CODE + "\n```") == []
+    assert written_calls('```json\n{"name": "f", "arguments": ["x"]}\n```') == []
+    assert written_calls('{"result": 3}') == []
+    assert written_calls(line[:-10]) == []

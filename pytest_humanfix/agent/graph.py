@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Generation, Message, Model, PromptKind
-from ..models.toolcalls import fenced_calls, reply_text
+from ..models.toolcalls import reply_text, written_calls
 from ..records import Attempt, TaskResult, attempt_round
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
@@ -208,13 +208,13 @@ def call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """The function-calling agent's reply: the code of its first call (a call without a `code`
     text holds no code, which `check` rejects), else the code in what it said. Further calls
     in the same reply are counted, not run: one call is one round. A reply whose server found
-    no call may hold one written as fenced JSON (`fenced_calls`), which counts as a call."""
+    no call may hold one written as bare JSON (`written_calls`), which counts as a call."""
     ctx = runtime.context
     began = time.monotonic()
     temperature = ctx.settings.temperature_of(state["round"], state["resamples"])
     generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
                                     tools=[prompts.run_tests_tool(ctx.settings.variant)])
-    calls = generation.tool_calls or fenced_calls(generation.text)
+    calls = generation.tool_calls or written_calls(generation.text)
     if calls:
         code = calls[0].argument("code")
         code = _code_of(ctx, code, continued=False) if isinstance(code, str) else ""

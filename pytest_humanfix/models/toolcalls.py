@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-# A call written as a JSON object in a fenced block, the way a small model writes one.
-FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(\{.*?\})[ \t]*\n?```", re.S)
+# Where a call written as a bare JSON object may begin.
+CALL_OBJECT = re.compile(r'\{\s*"name"\s*:')
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,10 @@ def _call_of(block: str) -> ToolCall | None:
         value = json.loads(block, strict=False)
     except ValueError:
         return None
+    return _call_from(value)
+
+
+def _call_from(value: Any) -> ToolCall | None:
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return None
     arguments = value.get("arguments", {})
@@ -88,12 +92,26 @@ def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     return ("".join(kept).strip() if calls else text), calls
 
 
-def fenced_calls(text: str) -> list[ToolCall]:
-    """Calls written in a reply's text as fenced JSON objects of the same shape, `{"name": ...,
-    "arguments": {...}}`, rather than in the template's form: Qwen2.5-Coder-0.5B, offered a
-    tool, writes its call so (named after the function it fixes, in a ```json block) and not
-    as `<tool_call>`. No server parses these; the function-calling agent reads them."""
-    return [call for call in map(_call_of, FENCED_JSON.findall(text)) if call is not None]
+def written_calls(text: str) -> list[ToolCall]:
+    """Calls written in a reply's text as bare JSON objects of the same shape, `{"name": ...,
+    "arguments": {...}}`, anywhere (in a ```json block or not), rather than in the template's
+    form. Qwen2.5-Coder-0.5B, offered a tool, writes its first call so (in a ```json block,
+    named after the function it fixes), and later ones as bare JSON lines, never as
+    `<tool_call>`. No server parses these; the function-calling agent reads them."""
+    decoder = json.JSONDecoder(strict=False)
+    calls: list[ToolCall] = []
+    end = 0
+    for match in CALL_OBJECT.finditer(text):
+        if match.start() < end:
+            continue  # inside the call read before
+        try:
+            value, end = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        call = _call_from(value)
+        if call is not None:
+            calls.append(call)
+    return calls
 
 
 def render_tool_calls(calls: list[ToolCall]) -> str:
