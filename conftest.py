@@ -1,5 +1,5 @@
 """This checkout's own defaults, for runs started from the repository root: what it needs to
-evaluate itself, so README's main job is `pytest --humanfix-model canonical -n 2` with nothing
+evaluate itself, so the control run is `pytest --humanfix-model canonical -n 2` with nothing
 else to give. Test helpers live in tests/conftest.py, not here.
 
 (Plugins to leave out, such as langsmith's, go in pyproject's `addopts`: they load before any

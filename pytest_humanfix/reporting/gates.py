@@ -2,7 +2,8 @@
 
 The baseline gate is McNemar's exact test on the discordant tasks, one-sided: the question a CI
 job asks is "did repair get worse?", so only a significant drop fails the run; a significant
-gain is reported, never punished. The README explains why the test is paired.
+gain is reported, never punished. docs/reports.md, "Why a paired test", explains why the test is
+paired.
 """
 
 from __future__ import annotations

@@ -397,8 +397,8 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "repairs": repairs(records),
         "by_bug_type": by_bug_type(records),
         "by_language": by_language(records),
-        # Tasks whose reference solution cannot pass on this machine's toolchain (README,
-        # "Languages"): run and shown, never in pass@1.
+        # Tasks whose reference solution cannot pass on this machine's toolchain
+        # (docs/languages.md): run and shown, never in pass@1.
         "known_failures": [{"task_id": r["task_id"], "outcome": r["outcome"],
                             "reason": r["known_failure"]}
                            for r in records if r.get("known_failure")],

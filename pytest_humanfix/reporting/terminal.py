@@ -118,7 +118,7 @@ def known_failure_lines(summary: dict[str, Any]) -> list[str]:
     if not known:
         return []
     return [f"known failures: {len(known)} task(s) whose reference solution cannot pass on "
-            "this machine's toolchain, not in pass@1 (README, \"Languages\"):",
+            "this machine's toolchain, not in pass@1 (docs/languages.md):",
             *(f"  {row['task_id']} ({row['outcome']}): {row['reason']}" for row in known)]
 
 

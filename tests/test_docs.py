@@ -1,0 +1,370 @@
+"""The documentation is true of the code: the option reference is what settings.OPTIONS gives,
+the commands a test can run are run (or taken from the test that runs them), and the record
+schema names every field, with its type, that real runs write.
+
+Fenced command blocks in docs/*.md and README.md are marked on the line before the fence:
+`<!-- docs-test: run -->` runs each command of the block here, in order, from a copy of the
+checkout's root (its conftest.py and the shared data beside it), one folder per page;
+`<!-- docs-test: tests/FILE.py::NAME -->` says which test runs it, and that test's source must
+hold the command's options and model. A control, a replay or a `humanfix-report` verb in an
+unmarked block fails the check: every such command can be run, so one is.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+PAGES = [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
+PLUS = Path("/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz")
+
+MARK = re.compile(r"<!--\s*docs-test:\s*(.+?)\s*-->")
+FENCE = re.compile(r"^(\s*)```(.*)$")
+# Commands that need no model: the controls, a replay, and humanfix-report's verbs.
+RUNNABLE = re.compile(
+    r"^(humanfix-report\b|pytest\b.*--humanfix-model[ =](canonical|buggy|replay:))")
+SHELL = {"", "sh", "bash", "console", "shell"}
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int
+    info: str
+    marker: str | None
+    commands: list[str]
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+
+def fenced_blocks(page: Path) -> list[Block]:
+    """Each fenced block of a page: its info string, its marker, and the pytest and
+    humanfix-report commands in it (backslash continuations joined)."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    blocks, index = [], 0
+    while index < len(lines):
+        opened = FENCE.match(lines[index])
+        if not opened:
+            index += 1
+            continue
+        start = index
+        index += 1
+        body = []
+        while index < len(lines) and not FENCE.match(lines[index]):
+            body.append(lines[index])
+            index += 1
+        index += 1  # the closing fence
+        before = next((line for line in reversed(lines[:start]) if line.strip()), "")
+        marker = MARK.fullmatch(before.strip())
+        text = re.sub(r"\\\n\s*", "", "\n".join(body))
+        commands = [line.strip() for line in text.split("\n")
+                    if re.match(r"(pytest|humanfix-report)\b", line.strip())]
+        blocks.append(Block(page, start + 1, opened.group(2).strip().split(" ")[0],
+                            marker.group(1) if marker else None, commands))
+    return blocks
+
+
+BLOCKS = [block for page in PAGES for block in fenced_blocks(page)]
+
+
+def test_the_options_page_is_generated_from_the_option_table():
+    spec = importlib.util.spec_from_file_location("options_page",
+                                                  REPO / "scripts" / "options_page.py")
+    assert spec and spec.loader
+    options_page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(options_page)
+    assert (DOCS / "options.md").read_text(encoding="utf-8") == options_page.render(), (
+        "docs/options.md is not what pytest_humanfix/settings.py's option table gives: "
+        "run `python scripts/options_page.py`")
+
+
+def test_ci_runs_the_test_command_readme_shows():
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
+          if line.startswith("pytest ")]
+    shown = {command for block in fenced_blocks(REPO / "README.md") for command in block.commands}
+    assert len(ci) == 1 and ci[0] in shown, (
+        f".ci/run runs {ci}, README shows {sorted(shown)}: keep them the same command")
+
+
+def test_the_checks_below_find_the_marked_commands():
+    """The parser finds the blocks it is meant to check (a parser that found nothing would let
+    every check below pass)."""
+    marked = [block for block in BLOCKS if block.marker]
+    assert {block.page.name for block in marked if block.marker == "run"} >= {
+        "getting-started.md", "reports.md", "beyond.md", "languages.md"}
+    assert all(block.commands for block in marked), [b.where for b in marked if not b.commands]
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.info in SHELL and not b.marker],
+                         ids=lambda b: b.where)
+def test_an_unmarked_block_holds_no_command_a_test_can_run(block):
+    runnable = [command for command in block.commands if RUNNABLE.match(command)]
+    assert not runnable, (
+        f"{block.where}: {runnable[0]!r} needs no model, so a test can run it: mark the block "
+        "with <!-- docs-test: run --> (tests/test_docs.py runs it) or with "
+        "<!-- docs-test: tests/FILE.py::TEST --> naming the test that runs it")
+
+
+def source_of_test(reference: str) -> str:
+    path, _, name = reference.partition("::")
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment((REPO / path).read_text(encoding="utf-8"), node) or ""
+    raise AssertionError(f"{reference} names no test function")
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.marker and b.marker != "run"],
+                         ids=lambda b: b.where)
+def test_a_command_taken_from_a_test_is_what_that_test_runs(block):
+    source = source_of_test(block.marker or "")
+    for command in block.commands:
+        words = command.split()
+        options = [word.split("=")[0] for word in words if word.startswith("-")]
+        model = words[words.index("--humanfix-model") + 1] if "--humanfix-model" in words \
+            else None
+        verb = words[1] if words[0] == "humanfix-report" and not words[1].startswith("-") \
+            and not words[1].endswith(".jsonl") else None
+        missing = [word for word in [*options, model, verb] if word and f'"{word}' not in source]
+        assert not missing, f"{block.where}: {block.marker} does not run {missing} of {command!r}"
+
+
+def checkout_folder(root: Path, dataset: Path) -> Path:
+    """A copy of the repository root as a command in the docs sees it: the root conftest.py,
+    the checkout's pytest options, and the shared data beside it."""
+    checkout = root / "checkout"
+    checkout.mkdir(parents=True)
+    shutil.copy(REPO / "conftest.py", checkout / "conftest.py")
+    (checkout / "pytest.ini").write_text(
+        "[pytest]\naddopts = -p no:langsmith_plugin -p no:anyio -p no:randomly\n")
+    (root / "shared").mkdir()
+    (root / "shared" / "data").symlink_to(dataset.parent)
+    return checkout
+
+
+def shell_environment() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("HUMANFIX_DATASET", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+@dataclass
+class Ran:
+    block: Block
+    command: str
+    folder: Path
+    returncode: int
+    output: str
+
+
+@pytest.fixture(scope="module")
+def docs_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> list[Ran]:
+    """Every command of every block marked `run`, run in order, a folder per page."""
+    ran = []
+    folders: dict[Path, Path] = {}
+    for block in [b for b in BLOCKS if b.marker == "run"]:
+        if block.page not in folders:
+            folders[block.page] = checkout_folder(
+                tmp_path_factory.mktemp(block.page.stem), dataset)
+        for command in block.commands:
+            done = subprocess.run(command, shell=True, cwd=folders[block.page],
+                                  env=shell_environment(), capture_output=True, text=True,
+                                  timeout=600)
+            ran.append(Ran(block, command, folders[block.page], done.returncode,
+                           done.stdout + done.stderr))
+    return ran
+
+
+def test_the_marked_commands_run(docs_runs):
+    assert docs_runs
+    for run in docs_runs:
+        # 0, or 1 where the tasks fail or a gate does (the buggy control): never a usage
+        # error (4), an internal error (3) or humanfix-report's bad input (2).
+        assert run.returncode in (0, 1), (
+            f"{run.block.where}: {run.command!r} exited {run.returncode}:\n{run.output[-3000:]}")
+        assert "pass@1" in run.output, f"{run.block.where}: {run.command!r}:\n{run.output[-3000:]}"
+        assert "Traceback" not in run.output, f"{run.block.where}: {run.command!r}:\n{run.output}"
+
+
+# The record schema ----------------------------------------------------------------------------
+
+JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
+
+
+@dataclass
+class Field:
+    path: str
+    types: set[str]
+    meaning: str
+
+
+def schema_tables() -> dict[str, dict[str, Field]]:
+    """The schema page's fields, by the file they describe (`humanfix.jsonl`, `summary.json`)."""
+    tables: dict[str, dict[str, Field]] = {}
+    section = ""
+    for line in (DOCS / "schema.md").read_text(encoding="utf-8").split("\n"):
+        if line.startswith("## "):
+            section = line[3:].strip()
+            tables[section] = {}
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if section and len(cells) == 3 and re.fullmatch(r"`[^`]+`", cells[0]):
+            path = cells[0].strip("`")
+            types = set(re.findall(r"[a-z]+", cells[1]))
+            assert types <= JSON_TYPES, f"schema.md: {path} has type {cells[1]}"
+            tables[section][path] = Field(path, types, cells[2])
+    return tables
+
+
+def pattern(path: str) -> re.Pattern[str]:
+    return re.compile("".join(".+" if part.startswith("<") else re.escape(part)
+                              for part in re.split(r"(<[^>]+>)", path)))
+
+
+def documented(path: str, table: str, tables: dict[str, dict[str, Field]]) -> Field | None:
+    """The field that documents `path`: the row naming it, else one whose `<key>` stands for
+    its key; a row that says its fields are "as `OTHER.<field>`" documents them as OTHER does."""
+    fields = tables[table]
+    field = fields.get(path)
+    if field is None:
+        # The most specific row: `servers.<base_url>.requests` before `servers.<base_url>`.
+        matching = [candidate for candidate in fields.values()
+                    if "<" in candidate.path and pattern(candidate.path).fullmatch(path)]
+        field = max(matching, key=lambda f: len(re.sub(r"<[^>]+>", "", f.path)), default=None)
+    if field is None:
+        return None
+    alias = re.search(r"as (the record's )?`([^`]*<[^>]+>[^`]*)`", field.meaning)
+    if alias and "<" in field.path:
+        key = path[len(field.path.split("<")[0]):]
+        other = re.sub(r"<[^>]+>$", lambda _: key, alias.group(2))
+        resolved = documented(other, "humanfix.jsonl" if alias.group(1) else table, tables)
+        if resolved is None:
+            return None
+        return Field(path, field.types or resolved.types, resolved.meaning)
+    return field
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "integer", float: "number", str: "string", list: "array",
+            dict: "object"}[type(value)]
+
+
+def undocumented(value: Any, table: str, tables: dict[str, dict[str, Field]], path: str = "",
+                 ) -> Iterator[str]:
+    """`path: type` for each field in `value`, at any depth, that the table does not name
+    with that type."""
+    if isinstance(value, list):
+        for element in value:
+            yield from undocumented(element, table, tables, path + "[]")
+        return
+    if not isinstance(value, dict):
+        return
+    for key, inner in value.items():
+        here = f"{path}.{key}" if path else key
+        field = documented(here, table, tables)
+        kind = json_type(inner)
+        types = field.types if field else set()
+        if field is None or not (kind in types or (kind == "integer" and "number" in types)):
+            yield f"{here}: {kind}"
+        yield from undocumented(inner, table, tables, here)
+
+
+def replay_file(dataset: Path, path: Path, tasks: int) -> Path:
+    """Replies that make every attempt status: prose (rejected), the buggy code (failed), the
+    same again (a repeat), then the fix; enough of them for samples and a repeat check."""
+    rows = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines()]
+    replies = []
+    for row in rows[:tasks]:
+        buggy = row["declaration"] + row["buggy_solution"]
+        fixed = row["declaration"] + row["canonical_solution"]
+        for reply in ["I cannot help with that.", f"```python\n{buggy}```",
+                      f"```python\n{buggy}```", f"```python\n{fixed}```"] * 3:
+            replies.append({"task_id": row["task_id"], "completion": reply})
+    path.write_text("".join(json.dumps(reply) + "\n" for reply in replies))
+    return path
+
+
+@pytest.fixture(scope="module")
+def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
+    """Runs that write the fields the docs' commands do not: repair rounds, samples, a repeat
+    check, HumanEval+, a shard, a baseline, reruns, a reference solution that cannot pass, a
+    fleet with a server out of rotation, a model that cannot load."""
+    from openai_stub import StubServer
+
+    root = tmp_path_factory.mktemp("schema")
+    checkout = checkout_folder(root, dataset)
+    replies = replay_file(dataset, checkout / "replies.jsonl", 3)
+    cpp = dataset.with_name(dataset.name.replace("-python.", "-cpp."))
+    dead = "http://127.0.0.1:9/v1"
+    with StubServer() as stub:
+        runs = [
+            ["--humanfix-model", f"replay:{replies}", "--humanfix-max", "3", "-n", "2",
+             "--humanfix-iters", "2", "--humanfix-samples", "2", "--humanfix-temperature",
+             "0.5", "--humanfix-repeat-check", "2", "--humanfix-tests", "plus",
+             f"--humanfix-plus-dataset={PLUS}", "--humanfix-shard", "1/1",
+             "--humanfix-report-dir=rounds"],
+            ["--humanfix-model", "buggy", "--humanfix-max", "2", "--reruns", "1",
+             "--humanfix-report-dir=reruns"],
+            ["--humanfix-model", "canonical", f"--humanfix-dataset={cpp}", "--humanfix-task",
+             "CPP/23", "--humanfix-report-dir=known"],
+            ["--humanfix-model", "openai:stub", f"--humanfix-base-url={dead},{stub.base_url}",
+             "--humanfix-max", "1", "--humanfix-report-dir=fleet"],
+            ["--humanfix-model", "openai:stub", f"--humanfix-base-url={dead}",
+             "--humanfix-max", "1", "--humanfix-report-dir=errors"],
+        ]
+        for args in runs:
+            done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=checkout,
+                                  env=shell_environment(), capture_output=True, text=True,
+                                  timeout=600)
+            assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    baseline = subprocess.run(
+        ["humanfix-report", "rounds/humanfix.jsonl", "--baseline=rounds/humanfix.jsonl",
+         "--out=baseline"], cwd=checkout, env=shell_environment(), capture_output=True,
+        text=True, timeout=600)
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    return root
+
+
+def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs):
+    tables = schema_tables()
+    folders = {run.folder for run in docs_runs} | {more_runs / "checkout"}
+    records = [json.loads(line) for folder in folders
+               for path in folder.rglob("humanfix.jsonl")
+               for line in path.read_text(encoding="utf-8").splitlines()]
+    summaries = [json.loads(path.read_text(encoding="utf-8")) for folder in folders
+                 for path in folder.rglob("summary.json")]
+    # What the runs were meant to write, so that the check covers it.
+    assert {"plus_verdict", "repeat_check", "reruns", "known_failure", "shard"} <= \
+        {key for record in records for key in record if record[key]}
+    assert any(a.get("server") for record in records for a in record["attempts"])
+    assert any(record["outcome"] == "error" for record in records)
+    assert all(any(summary.get(key) for summary in summaries) for key in
+               ("baseline", "plus", "repeat_check", "repairs", "servers", "servers_out"))
+    assert any(summary["run"].get("merged") for summary in summaries)
+    missing = sorted({line for record in records
+                      for line in undocumented(record, "humanfix.jsonl", tables)})
+    assert not missing, f"docs/schema.md does not name these record fields so: {missing}"
+    missing = sorted({line for summary in summaries
+                      for line in undocumented(summary, "summary.json", tables)})
+    assert not missing, f"docs/schema.md does not name these summary.json fields so: {missing}"
