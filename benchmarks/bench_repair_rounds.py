@@ -10,7 +10,9 @@ tree under test). With `--run LABEL -- ARGS...` the script first runs `pytest AR
 --humanfix-report-dir=<tmp>` itself and adds it last. Printed per run: fixed within each round,
 the repair replies that repeated failed code and the rounds that ended on a repeat, prompt and
 completion tokens per task, wall time, and against the first run: tasks fixed by one and not the
-other and McNemar's exact two-sided p. Every figure is the summary's own (reporting/summary.py).
+other and McNemar's exact two-sided p. Every figure is the summary's own (reporting/summary.py),
+but for the function-calling agent's (`--humanfix-agent tools`): of the replies offered the tool,
+how many called it ("-" for a run of the other agent).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def row(label: str, records: list[dict[str, Any]], first: dict[str, str] | None)
     prompt = sum(int((r.get("tokens") or {}).get("prompt", 0)) for r in counted)
     completion = sum(int((r.get("tokens") or {}).get("completion", 0)) for r in counted)
     seconds = sum(float(r.get("seconds") or 0) for r in counted)
+    offered = [a.get("tool_calls") for r in counted for a in r.get("attempts") or []
+               if a.get("tool_calls") is not None]
+    calls = f"{sum(n > 0 for n in offered)}/{len(offered)}" if offered else "-"
     versus = ""
     if first is not None:
         outcomes = {r["task_id"]: r["outcome"] for r in counted}
@@ -50,7 +55,7 @@ def row(label: str, records: list[dict[str, Any]], first: dict[str, str] | None)
     return [label, str(len(counted)), rounds,
             f"{repaired.get('repeated', 0)}/{repaired.get('replies', 0)}",
             f"{repaired.get('wasted_rounds', 0)}/{repaired.get('rounds', 0)}",
-            f"{prompt / tasks:.0f}/{completion / tasks:.0f}", f"{seconds:.0f}", versus]
+            f"{prompt / tasks:.0f}/{completion / tasks:.0f}", f"{seconds:.0f}", calls, versus]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("name at least one LABEL=PATH, or --run LABEL -- PYTEST ARGS")
     first = {r["task_id"]: r["outcome"] for r in runs[0][1] if scored(r)}
     table = [["run", "tasks", "fixed within round k", "repeated replies", "rounds on a repeat",
-              "tokens/task prompt/completion", "task seconds", "vs first (McNemar)"]]
+              "tokens/task prompt/completion", "task seconds", "replies calling the tool",
+              "vs first (McNemar)"]]
     table += [row(label, records, None if index == 0 else first)
               for index, (label, records) in enumerate(runs)]
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]

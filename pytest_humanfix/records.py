@@ -62,6 +62,10 @@ class Attempt:
     # where each reply was a round of its own (`attempt_round`).
     round: int | None = None
     temperature: float | None = None
+    # The function-calling agent's replies (--humanfix-agent tools): how many tool calls the
+    # reply made (0: it answered without one, which ends the repair; only the first call is
+    # run). None for a reply that was not offered tools.
+    tool_calls: int | None = None
 
 
 def attempt_round(attempt: dict[str, Any], index: int) -> int:

@@ -175,6 +175,13 @@ OPTIONS: tuple[Option, ...] = (
            convert=_choice("tests", "docs"), metavar="tests|docs"),
     Option("iters", "repair rounds after the first attempt (default 0: strict pass@1)",
            default="0", convert=_non_negative_int, metavar="N"),
+    Option("agent", "the repair agent: repair (each round, the model answers with code and is "
+           "told what it did; default) or tools (the model is given a run_tests(code) tool "
+           "through the OpenAI tools API, each call runs its code on the tests the variant "
+           "allows, and a reply without a call ends the repair; --humanfix-iters counts the "
+           "calls after the first; needs a server: --humanfix-serve, or openai:<model> on a "
+           "server that serves tool calls)", default="repair",
+           convert=_choice("repair", "tools"), metavar="repair|tools"),
     Option("samples", "independent attempts per task, for pass@k (default 1)", default="1",
            convert=_positive_int, metavar="N"),
     Option("temperature", "sampling temperature; 0 is greedy (default)", default="0",
@@ -341,6 +348,7 @@ class Settings:
     shard: tuple[int, int] | None = None
     variant: str = "tests"
     iters: int = 0
+    agent: str = "repair"
     samples: int = 1
     temperature: float = 0.0
     round_temperature: tuple[float, ...] = (1.0,)
@@ -390,6 +398,8 @@ class Settings:
             "prompt": self.prompt, "strict": self.strict, "language": language}
         if self.tests == "plus":  # only then: records before it keep their fingerprint
             protocol["tests"] = "plus"
+        if self.agent != "repair":  # likewise
+            protocol["agent"] = self.agent
         if self.iters:  # without repair rounds they decide nothing
             protocol.update(round_temperature=list(self.round_temperature),
                             resample_temperature=list(self.resample_temperature))
@@ -448,6 +458,11 @@ class Settings:
                 "--humanfix-max-length (prompt and reply together, BigCode's budget) and "
                 "--humanfix-max-new-tokens (the reply alone) are two budgets for the same "
                 "thing: give one of them (command line or ini).")
+        if values.get("agent") == "tools" and values.get("prompt") in ("completion", "primed"):
+            raise pytest.UsageError(
+                f"--humanfix-agent tools talks with the model through the chat API, and "
+                f"--humanfix-prompt {values['prompt']} does not: use --humanfix-prompt chat "
+                "(or auto), or --humanfix-agent repair.")
         if values.get("repeat_with") and not values.get("repeat_check"):
             raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
                                     "check: give --humanfix-repeat-check N too.")

@@ -67,14 +67,16 @@ class Recording:
         self.model = model
         self.spec = model.spec
         self.prompt = model.prompt
-        self.chats: list[list[dict[str, str]]] = []
+        self.chats: list[list[dict]] = []
         self.temperatures: list[float | None] = []
         self.stops: list[list[str]] = []
+        self.tools: list[list[dict] | None] = []
 
-    def generate(self, messages, task, temperature=None):
+    def generate(self, messages, task, temperature=None, tools=None):
         self.chats.append([dict(m) for m in messages])
         self.temperatures.append(temperature)
-        return self.model.generate(messages, task, temperature=temperature)
+        self.tools.append(tools)
+        return self.model.generate(messages, task, temperature=temperature, tools=tools)
 
     def complete(self, prompt, stop, task, temperature=None):
         self.chats.append([{"role": "completion", "content": prompt}])
@@ -422,7 +424,7 @@ class TokenModel:
     spec = "tokens"
     prompt = "chat"
 
-    def generate(self, messages, task, temperature=None):
+    def generate(self, messages, task, temperature=None, tools=None):
         wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")
         return Generation(text=fenced(wrong), prompt_tokens=100 * len(messages),
                           completion_tokens=7, seconds=0.5)

@@ -266,3 +266,13 @@ def test_a_model_that_cannot_load_is_reported_once(humanfix_pytester: pytest.Pyt
     assert len(failed_lines) == 1
     assert "3 task(s) errored without retrying" in failed_lines[0]
     assert "no file named model.safetensors" in failed_lines[0]
+
+
+def test_offered_tools_the_in_process_engine_names_the_fix(tiny_model: Path, task) -> None:
+    from pytest_humanfix.agent.prompts import run_tests_tool
+    from pytest_humanfix.models.base import ModelLoadError
+    from pytest_humanfix.models.specs import TOOLS_UNSERVED
+
+    with pytest.raises(ModelLoadError, match="add --humanfix-serve") as raised:
+        tiny(tiny_model).generate(MESSAGES, task, tools=[run_tests_tool("tests")])
+    assert str(raised.value) == TOOLS_UNSERVED

@@ -103,6 +103,17 @@ def test_vllm_is_preferred_with_a_gpu(monkeypatch):
     assert "--port" in command and "8123" in command
 
 
+def test_vllm_parses_tool_calls_only_for_the_tools_agent():
+    vllm = server.ServedModel("vllm", "org/model", "org/model")
+    flags = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    command = server.engine_command(vllm, 8123, "0", seed=0, tools=True)
+    assert command[-3:] == flags
+    assert "--tool-call-parser" not in server.engine_command(vllm, 8123, "0", seed=0)
+    # The user's arguments still come last, to override ours.
+    assert server.engine_command(vllm, 8123, "0", seed=0, engine_args=("--x",),
+                                 tools=True)[-4:] == [*flags, "--x"]
+
+
 def test_an_engine_that_is_not_installed_names_its_extra(monkeypatch):
     pretend_installed(monkeypatch, "transformers")
     for engine, install in (("llamacpp", "pytest-humanfix[llamacpp]"),

@@ -3,7 +3,8 @@ model written as a GGUF file.
 
 Its replies are gibberish; it exists so the real loading and generation code (from_pretrained,
 chat templates, GGUF files, generate, transformers serve) runs end to end without downloading
-weights. `chat_template=False` makes a base model: a tokenizer with no chat template.
+weights. `chat_template=False` makes a base model: a tokenizer with no chat template; `template`
+gives it another one (QWEN25_TEMPLATE, for tool calls).
 """
 
 from __future__ import annotations
@@ -15,6 +16,64 @@ CHAT_TEMPLATE = (
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# Qwen2.5-Coder-Instruct's template as its GGUF files carry it: it lays out OpenAI's `tools`
+# and asks for calls in Hermes `<tool_call>` blocks.
+QWEN25_TEMPLATE = (
+    '{%- if tools %}\n'
+    "    {{- '<|im_start|>system\\n' }}\n"
+    "    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- messages[0]['content'] }}\n"
+    '    {%- else %}\n'
+    "        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}\n"
+    '    {%- endif %}\n'
+    '    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}\n'
+    '    {%- for tool in tools %}\n'
+    '        {{- "\\n" }}\n'
+    '        {{- tool | tojson }}\n'
+    '    {%- endfor %}\n'
+    '    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}\n'
+    '{%- else %}\n'
+    "    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+    '    {%- else %}\n'
+    "        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}\n"
+    '    {%- endif %}\n'
+    '{%- endif %}\n'
+    '{%- for message in messages %}\n'
+    '    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}\n'
+    "        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}\n"
+    '    {%- elif message.role == "assistant" %}\n'
+    "        {{- '<|im_start|>' + message.role }}\n"
+    '        {%- if message.content %}\n'
+    "            {{- '\\n' + message.content }}\n"
+    '        {%- endif %}\n'
+    '        {%- for tool_call in message.tool_calls %}\n'
+    '            {%- if tool_call.function is defined %}\n'
+    '                {%- set tool_call = tool_call.function %}\n'
+    '            {%- endif %}\n'
+    '            {{- \'\\n<tool_call>\\n{"name": "\' }}\n'
+    '            {{- tool_call.name }}\n'
+    '            {{- \'", "arguments": \' }}\n'
+    '            {{- tool_call.arguments | tojson }}\n'
+    "            {{- '}\\n</tool_call>' }}\n"
+    '        {%- endfor %}\n'
+    "        {{- '<|im_end|>\\n' }}\n"
+    '    {%- elif message.role == "tool" %}\n'
+    '        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}\n'
+    "            {{- '<|im_start|>user' }}\n"
+    '        {%- endif %}\n'
+    "        {{- '\\n<tool_response>\\n' }}\n"
+    '        {{- message.content }}\n'
+    "        {{- '\\n</tool_response>' }}\n"
+    '        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}\n'
+    "            {{- '<|im_end|>\\n' }}\n"
+    '        {%- endif %}\n'
+    '    {%- endif %}\n'
+    '{%- endfor %}\n'
+    '{%- if add_generation_prompt %}\n'
+    "    {{- '<|im_start|>assistant\\n' }}\n"
+    '{%- endif %}\n'
+)
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CORPUS = [
     "def has_close_elements(numbers, threshold):\n    return False\n",
@@ -24,7 +83,8 @@ CORPUS = [
 ]
 
 
-def build_tiny_model(folder: Path, seed: int = 0, chat_template: bool = True) -> Path:
+def build_tiny_model(folder: Path, seed: int = 0, chat_template: bool = True,
+                     template: str = CHAT_TEMPLATE) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -40,7 +100,7 @@ def build_tiny_model(folder: Path, seed: int = 0, chat_template: bool = True) ->
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         bos_token=None, unk_token=None)
     if chat_template:
-        tokenizer.chat_template = CHAT_TEMPLATE
+        tokenizer.chat_template = template
     tokenizer.save_pretrained(folder)
 
     torch.manual_seed(seed)

@@ -21,9 +21,27 @@ itself would repeat itself again. A rejected reply, or a repeat once those asks 
 its round like any other. The first attempt is sampled at `settings.temperature` (greedy by
 default, so round 0 is strict pass@1) and repair round k at `settings.temperature_of(k)`.
 
-The graph is written down once, as data (`NODES`, `NEXT`). `repair_graph` compiles it with
-LangGraph; `walk` runs the same nodes and routers as plain calls, for the control models: their
-replies are known, and importing LangGraph is over a second of a run that otherwise takes one.
+The function-calling agent (`--humanfix-agent tools`) is the same loop told through OpenAI's
+tools API, as the repair agents that call a `run_code` tool are:
+
+    call -> check -> execute -> (fixed or budget spent) -> finish
+      ^      |  |  |       |
+      |      |  |  +-------+--> reflect -> call            (while calls are left)
+      |      |  +--> finish                                (a reply without a call)
+      +- resample <-+
+
+`call` asks the model with the `run_tests(code)` tool declared; the code of its first call is
+the attempt, checked and run as `propose`'s is, and `reflect` puts the call (its code) and the
+tool's answer (what the code did) into the conversation. A reply without a call ends the repair:
+its code, where it has any, is the final candidate, else the code of the latest call
+(`final_candidate`). A passing call ends it too, as a passing round does. Round k is the k-th
+call after the first, so `settings.iters` bounds the calls and pass@1 by round means the same
+for both agents.
+
+Each graph is written down once, as data (`GRAPHS`: its nodes and what follows each).
+`repair_graph` compiles one with LangGraph; `walk` runs the same nodes and routers as plain
+calls, for the control models: their replies are known, and importing LangGraph is over a second
+of a run that otherwise takes one.
 """
 
 from __future__ import annotations
@@ -31,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +57,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from ..dataset import Task
 from ..languages import LANGUAGES
-from ..models.base import Model
+from ..models.base import Generation, Message, Model, PromptKind
+from ..models.toolcalls import reply_text, written_calls
 from ..records import Attempt, TaskResult, attempt_round
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
@@ -101,7 +121,7 @@ class RepairRuntime(Protocol):
 
 
 class RepairState(TypedDict):
-    messages: list[dict[str, str]]  # the chat so far, ending with a user turn before `propose`
+    messages: list[Message]  # the chat so far, ending with a user (or tool) turn before a reply
     attempts: list[Attempt]         # one per reply, in order
     rounds_left: int                # rounds still allowed after the latest one
     round: int                      # the round of the next reply (0: the first attempt)
@@ -146,6 +166,25 @@ def _code_of(ctx: RepairContext, text: str, continued: bool) -> str:
                           ctx.base + ctx.task.buggy_solution, language)
 
 
+def _asked(ctx: RepairContext, state: RepairState, generation: Generation, code: str,
+           kind: PromptKind, temperature: float, began: float,
+           tool_calls: int | None = None) -> dict[str, Any]:
+    """The state's update for a reply: its attempt appended, and its round counted."""
+    seconds = generation.seconds or time.monotonic() - began
+    attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
+                      prompt_tokens=generation.prompt_tokens,
+                      completion_tokens=generation.completion_tokens,
+                      generate_seconds=round(seconds, 4),
+                      reply=reply_text(generation.text, generation.tool_calls),
+                      prompt=kind, finish_reason=generation.finish_reason,
+                      engine=generation.engine, server=generation.server,
+                      round=state["round"], temperature=temperature, tool_calls=tool_calls)
+    # An ask again belongs to the round it repeats: the round was counted at its first reply.
+    spent = 0 if state["resamples"] else 1
+    return {"attempts": [*state["attempts"], attempt],
+            "rounds_left": state["rounds_left"] - spent}
+
+
 def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
@@ -161,19 +200,28 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
             prompts.stop_words(ctx.task), ctx.task, temperature=temperature)
     else:
         generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature)
-    code = _code_of(ctx, generation.text, continued=kind != "chat")
-    seconds = generation.seconds or time.monotonic() - began
-    attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
-                      prompt_tokens=generation.prompt_tokens,
-                      completion_tokens=generation.completion_tokens,
-                      generate_seconds=round(seconds, 4), reply=generation.text,
-                      prompt=kind, finish_reason=generation.finish_reason,
-                      engine=generation.engine, server=generation.server,
-                      round=state["round"], temperature=temperature)
-    # An ask again belongs to the round it repeats: the round was counted at its first reply.
-    spent = 0 if state["resamples"] else 1
-    return {"attempts": [*state["attempts"], attempt],
-            "rounds_left": state["rounds_left"] - spent}
+    return _asked(ctx, state, generation, _code_of(ctx, generation.text, continued=kind != "chat"),
+                  kind, temperature, began)
+
+
+def call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    """The function-calling agent's reply: the code of its first call (a call without a `code`
+    text holds no code, which `check` rejects), else the code in what it said. Further calls
+    in the same reply are counted, not run: one call is one round. A reply whose server found
+    no call may hold one written as bare JSON (`written_calls`), which counts as a call."""
+    ctx = runtime.context
+    began = time.monotonic()
+    temperature = ctx.settings.temperature_of(state["round"], state["resamples"])
+    generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
+                                    tools=[prompts.run_tests_tool(ctx.settings.variant)])
+    calls = generation.tool_calls or written_calls(generation.text)
+    if calls:
+        code = calls[0].argument("code")
+        code = _code_of(ctx, code, continued=False) if isinstance(code, str) else ""
+    else:
+        code = _code_of(ctx, generation.text, continued=False)
+    return _asked(ctx, state, generation, code, "chat", temperature, began,
+                  tool_calls=len(calls))
 
 
 def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
@@ -182,7 +230,8 @@ def check(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     # A completion's code follows the prompt base with its last newline stripped.
     base = ctx.base.rstrip()
     empty = latest.code.startswith(base) and not latest.code[len(base):].strip()
-    reason = "the reply holds no code." if empty else check_candidate(latest.code, ctx.task)
+    reason = "the reply holds no code." if empty or not latest.code.strip() else \
+        check_candidate(latest.code, ctx.task)
     if reason:
         return {"attempts": _replace_last(state["attempts"], status="rejected", check=reason)}
     for number, attempt in enumerate(earlier, 1):
@@ -234,6 +283,31 @@ def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
                     ctx.task, latest.code, latest.reply, kind)},
                 {"role": "user", "content": feedback}]
     return {"messages": messages, "attempts": _replace_last(attempts, feedback=feedback),
+            "round": state["round"] + 1, "resamples": 0}
+
+
+def reflect_call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    """The function-calling agent's turn after a call that did not pass: the call, as the code
+    it ran (not the whole reply), and the tool's answer: what that code did."""
+    attempts = state["attempts"]
+    latest = attempts[-1]
+    if latest.status == "rejected":
+        detail = latest.check
+    elif latest.status == "repeat":
+        assert latest.repeat_of is not None  # `check` names the earlier attempt
+        detail = _failure_of(attempts[latest.repeat_of - 1])
+    else:
+        detail = _failure_of(latest)
+    result = prompts.tool_result(latest.status, detail, latest.tests == "example_test")
+    # Numbered by the attempt: unique in the conversation, and the same in every run.
+    call_id = f"call_{len(attempts)}"
+    messages = [*state["messages"],
+                {"role": "assistant", "content": "", "tool_calls": [{
+                    "id": call_id, "type": "function", "function": {
+                        "name": prompts.RUN_TESTS,
+                        "arguments": json.dumps({"code": latest.code.strip()})}}]},
+                {"role": "tool", "tool_call_id": call_id, "content": result}]
+    return {"messages": messages, "attempts": _replace_last(attempts, feedback=result),
             "round": state["round"] + 1, "resamples": 0}
 
 
@@ -325,6 +399,13 @@ def after_check(state: RepairState, runtime: RepairRuntime) -> str:
     return "execute"
 
 
+def after_call_check(state: RepairState, runtime: RepairRuntime) -> str:
+    """A reply without a call is the model's last word; a call goes on as a round's reply."""
+    if not state["attempts"][-1].tool_calls:
+        return "finish"
+    return after_check(state, runtime)
+
+
 def after_execute(state: RepairState, runtime: Any) -> str:
     if state["attempts"][-1].status == "passed" or state["rounds_left"] == 0:
         return "finish"
@@ -335,32 +416,54 @@ def after_execute(state: RepairState, runtime: Any) -> str:
 Node = Callable[[RepairState, Any], dict[str, Any]]
 Router = Callable[[RepairState, Any], str]
 
-FIRST = "propose"
-NODES: dict[str, Node] = {"propose": propose, "check": check, "execute": execute,
-                          "resample": resample, "reflect": reflect, "finish": finish}
-# What follows each node: the next node, a router and the nodes it may choose, or None (the end).
-NEXT: dict[str, str | tuple[Router, tuple[str, ...]] | None] = {
-    "propose": "check",
-    "check": (after_check, ("execute", "resample", "reflect", "finish")),
-    "execute": (after_execute, ("reflect", "finish")),
-    "resample": "propose",
-    "reflect": "propose",
-    "finish": None,
+# What follows a node: the next node, a router and the nodes it may choose, or None (the end).
+After = str | tuple[Router, tuple[str, ...]] | None
+
+
+@dataclass(frozen=True)
+class Graph:
+    first: str
+    nodes: dict[str, Node]
+    next: dict[str, After]
+
+
+# By --humanfix-agent.
+GRAPHS: dict[str, Graph] = {
+    "repair": Graph("propose", {
+        "propose": propose, "check": check, "execute": execute, "resample": resample,
+        "reflect": reflect, "finish": finish}, {
+        "propose": "check",
+        "check": (after_check, ("execute", "resample", "reflect", "finish")),
+        "execute": (after_execute, ("reflect", "finish")),
+        "resample": "propose",
+        "reflect": "propose",
+        "finish": None}),
+    "tools": Graph("call", {
+        "call": call, "check": check, "execute": execute, "resample": resample,
+        "reflect": reflect_call, "finish": finish}, {
+        "call": "check",
+        "check": (after_call_check, ("execute", "resample", "reflect", "finish")),
+        "execute": (after_execute, ("reflect", "finish")),
+        "resample": "call",
+        "reflect": "call",
+        "finish": None}),
 }
 
 
 @functools.cache
-def repair_graph() -> CompiledStateGraph[RepairState, RepairContext, RepairState, RepairState]:
-    """The compiled graph, built once per process; langgraph is imported only here."""
+def repair_graph(agent: str = "repair"
+                 ) -> CompiledStateGraph[RepairState, RepairContext, RepairState, RepairState]:
+    """The agent's compiled graph, built once per process; langgraph is imported only here."""
     from langgraph.graph import END, START, StateGraph
 
+    spec = GRAPHS[agent]
     graph = StateGraph(RepairState, context_schema=RepairContext)
-    for name, node in NODES.items():
+    for name, node in spec.nodes.items():
         # The nodes take a RepairRuntime, the protocol of the Runtime LangGraph passes; its
         # overloads name only its own Runtime class.
         graph.add_node(name, node)  # type: ignore[call-overload]
-    graph.add_edge(START, FIRST)
-    for name, after in NEXT.items():
+    graph.add_edge(START, spec.first)
+    for name, after in spec.next.items():
         if after is None:
             graph.add_edge(name, END)
         elif isinstance(after, str):
@@ -383,10 +486,11 @@ def walk(state: RepairState, context: RepairContext, limit: int) -> RepairState:
     update replacing the keys it returns (the state has no reducers), and the same step limit
     (LangGraph's recursion limit allows limit - 1 node runs)."""
     runtime = PlainRuntime(context)
-    name = FIRST
+    spec = GRAPHS[context.settings.agent]
+    name = spec.first
     for _ in range(limit - 1):
-        state = cast(RepairState, {**state, **NODES[name](state, runtime)})
-        after = NEXT[name]
+        state = cast(RepairState, {**state, **spec.nodes[name](state, runtime)})
+        after = spec.next[name]
         if after is None:
             return state
         name = after if isinstance(after, str) else after[0](state, runtime)
@@ -400,14 +504,15 @@ def repair(task: Task, model: Model, sandbox: Sandbox, settings: Settings, *,
     started = time.monotonic()
     context = RepairContext(task=task, model=model, sandbox=sandbox, settings=settings,
                             plus=plus)
-    state: RepairState = {"messages": prompts.first_messages(task, settings.variant),
+    first = prompts.first_tool_messages if settings.agent == "tools" else prompts.first_messages
+    state: RepairState = {"messages": first(task, settings.variant),
                           "attempts": [], "rounds_left": settings.iters + 1, "round": 0,
                           "resamples": 0, "result": None}
     limit = recursion_limit(settings.iters, len(settings.resample_temperature))
     final: RepairState
     if langgraph:
-        final = cast(RepairState, repair_graph().invoke(state, {"recursion_limit": limit},
-                                                        context=context))
+        final = cast(RepairState, repair_graph(settings.agent).invoke(
+            state, {"recursion_limit": limit}, context=context))
     else:
         final = walk(state, context, limit)
     result = final["result"]

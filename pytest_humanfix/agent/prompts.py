@@ -22,13 +22,19 @@ start depends on its prompt kind (`Model.prompt`):
 Repair rounds of a primed model go on as a chat whose every answer is begun again with the
 prompt base: an attempt stands in the conversation as the function it wrote, unfenced, as it
 wrote it.
+
+The function-calling agent (`--humanfix-agent tools`) asks the same first turn, told to test its
+fix with the `run_tests` tool (`RUN_TESTS`, declared through OpenAI's tools API); each call is
+answered by a tool message that says what the code did (`tool_result`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..dataset import Task
 from ..languages import LANGUAGES
-from ..models.base import PromptKind
+from ..models.base import Message, PromptKind
 
 VARIANTS = ("tests", "docs")
 # BigCode's stop words for Python (LANGUAGE_TO_STOP_WORDS, and the end-of-text token it adds).
@@ -65,11 +71,45 @@ def first_prompt(task: Task, variant: str) -> str:
     return (context + "\n" + instruction(task)).strip()
 
 
-def first_messages(task: Task, variant: str) -> list[dict[str, str]]:
+def first_messages(task: Task, variant: str) -> list[Message]:
     return [{"role": "user", "content": first_prompt(task, variant)}]
 
 
-def completion_prompt(messages: list[dict[str, str]], base: str) -> str:
+RUN_TESTS = "run_tests"
+
+
+def run_tests_tool(variant: str) -> dict[str, Any]:
+    """The tool of the function-calling agent, as OpenAI's API declares a function."""
+    which = "the examples from the docstring" if variant == "docs" else "the tests"
+    return {"type": "function", "function": {
+        "name": RUN_TESTS,
+        "description": f"Runs a version of the function on {which} and says what failed, "
+                       "with the values compared, or that they passed.",
+        "parameters": {"type": "object", "required": ["code"], "properties": {"code": {
+            "type": "string",
+            "description": "the complete corrected function, with the imports it needs"}}}}}
+
+
+def first_tool_messages(task: Task, variant: str) -> list[Message]:
+    """The first turn of the function-calling agent: the repair prompt, and the tool to use."""
+    return [{"role": "user", "content": first_prompt(task, variant)
+             + f" Call {RUN_TESTS} with the complete corrected function to test it."}]
+
+
+def tool_result(status: str, detail: str, example_only: bool) -> str:
+    """The tool's answer to a call whose code was run and failed (`status` failed), was not run
+    (rejected: `detail` says why), or repeats code that failed (repeat: `detail` is how)."""
+    if status == "rejected":
+        said = f"Not run: {detail}"
+    elif status == "repeat":
+        said = "Not run: the code is the same as an earlier call, which failed:\n" + detail
+    else:
+        which = "the examples from the docstring" if example_only else "the tests"
+        said = f"The code fails {which}:\n{detail}"
+    return said.strip() + f"\n\nChange the code and call {RUN_TESTS} again."
+
+
+def completion_prompt(messages: list[Message], base: str) -> str:
     """The conversation as one text for a model that continues text: the turns one after the
     other, then the prompt base. For the first turn alone this is BigCode's `instruct` prompt;
     after it, each attempt is the whole function it produced and each user turn the feedback."""

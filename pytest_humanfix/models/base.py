@@ -14,14 +14,18 @@ transformers' chat templates and vLLM).
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from ..dataset import Task
+from .toolcalls import ToolCall
 
 PromptKind = Literal["chat", "completion", "primed"]
 # Why a reply ended: the model stopped (end of sequence or a stop word), or it ran out of tokens.
 FinishReason = Literal["stop", "length"]
+# A chat message as OpenAI's API has it: role and content, and for the function-calling agent an
+# assistant's `tool_calls` and a tool result's `tool_call_id`.
+Message = dict[str, Any]
 
 
 class ModelSpecError(Exception):
@@ -41,16 +45,20 @@ class Generation:
     finish_reason: FinishReason = "stop"
     engine: str = ""  # what produced it: transformers, a server's engine, control, replay
     server: str = ""  # the base URL of the server that answered, for a server's reply
+    # The tools the reply called, when it was asked with tools (`text` is then what it said
+    # beside them).
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 class Model(Protocol):
     spec: str
     prompt: PromptKind
 
-    def generate(self, messages: list[dict[str, str]], task: Task,
-                 temperature: float | None = None) -> Generation:
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> Generation:
         """The reply to a conversation (chat prompting), sampled at `temperature` (None: the
-        run's --humanfix-temperature)."""
+        run's --humanfix-temperature); given `tools` (OpenAI's declarations), the reply may
+        call them (`Generation.tool_calls`)."""
         ...
 
     def complete(self, prompt: str, stop: list[str], task: Task,
@@ -58,7 +66,7 @@ class Model(Protocol):
         """The continuation of `prompt`, ended before the first of `stop` (completion prompting)."""
         ...
 
-    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
                         task: Task, temperature: float | None = None) -> Generation:
         """The continuation of `start`, the beginning of the model's answer to the conversation
         (primed prompting), ended before the first of `stop`; `start` itself is not repeated."""

@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..records import JsonlError, read_jsonl
-from .base import Generation, ModelLoadError, ModelSpecError, cut_at_stop, settle_prompt
+from .base import Generation, Message, ModelLoadError, ModelSpecError, cut_at_stop, settle_prompt
+from .toolcalls import split_reply
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
 
 class ControlModel:
-    """Answers with a known solution, in the shape a chat model would reply, or, prompted for a
-    completion or a primed answer, as a model would continue the prompt base: the function's
-    body."""
+    """Answers with a known solution, in the shape a chat model would reply (offered tools, as
+    a call of the first with the solution as its `code`), or, prompted for a completion or a
+    primed answer, as a model would continue the prompt base: the function's body."""
 
     def __init__(self, spec: str, target: str, settings: Settings) -> None:
         self.spec = spec
         self.solution = target  # "canonical" or "buggy"
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
 
-    def generate(self, messages: list[dict[str, str]], task: Task,
-                 temperature: float | None = None) -> Generation:
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
         if task.language != "python":
             # BigCode's reference solution (`get_reference(get_solution=True)`): the prompt,
@@ -33,6 +35,10 @@ class ControlModel:
             body = task.canonical_solution if self.solution == "canonical" else \
                 task.buggy_solution
             code = task.prompt + body
+        if tools:
+            call = {"name": tools[0]["function"]["name"], "arguments": {"code": code}}
+            content, calls = split_reply(f"<tool_call>\n{json.dumps(call)}\n</tool_call>", tools)
+            return Generation(text=content, tool_calls=calls, engine="control")
         fence = LANGUAGES[task.language].fence
         return Generation(text=f"Here is the fixed function:\n\n```{fence}\n{code}```\n",
                           engine="control")
@@ -43,7 +49,7 @@ class ControlModel:
         # The prompt ends at the prompt base with its last newline stripped, as BigCode's does.
         return Generation(text=cut_at_stop("\n" + body, stop), engine="control")
 
-    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
                         task: Task, temperature: float | None = None) -> Generation:
         # The answer begins as the completion prompt ends: the prompt base, stripped.
         return self.complete(start, stop, task, temperature)
@@ -70,22 +76,25 @@ class ReplayModel:
                 raise ModelSpecError(f"replay file {path}: line {number} has no task_id.")
             self.replies.setdefault(row["task_id"], []).extend(_recorded_replies(row, path, number))
 
-    def generate(self, messages: list[dict[str, str]], task: Task,
-                 temperature: float | None = None) -> Generation:
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> Generation:
+        """The task's next recorded reply; offered tools, the calls written in it are its
+        calls (`toolcalls`: a recorded reply keeps them in the Hermes form)."""
         replies = self.replies.get(task.task_id)
         if not replies:
             raise ModelLoadError(f"replay file has no reply for {task.task_id}")
         served = self._served.get(task.task_id, 0)
         self._served[task.task_id] = served + 1
         # Past the last recorded reply the model keeps saying the same thing.
-        return Generation(text=replies[min(served, len(replies) - 1)], engine="replay")
+        text, calls = split_reply(replies[min(served, len(replies) - 1)], tools)
+        return Generation(text=text, tool_calls=calls, engine="replay")
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
         """A recorded continuation, replayed as it was recorded."""
         return self.generate([], task)
 
-    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
                         task: Task, temperature: float | None = None) -> Generation:
         """A recorded continuation of a primed answer, replayed as it was recorded."""
         return self.generate([], task)

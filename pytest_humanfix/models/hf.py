@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..settings import Settings
-from .base import Generation, ModelLoadError, sample_seed, settle_prompt
-from .specs import ResolvedSpec, gguf_unavailable
+from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
+from .specs import TOOLS_UNSERVED, ResolvedSpec, gguf_unavailable
 from .stopping import stop_point
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class TransformersModel:
             if gen_config.pad_token_id is not None else self.tokenizer.pad_token_id
         self._replies: Counter[str] = Counter()
 
-    def prompt_ids(self, messages: list[dict[str, str]],
+    def prompt_ids(self, messages: list[Message],
                    start: str | None = None) -> BatchEncoding:
         """The conversation through the chat template, ready for the model's answer, or with
         the answer begun by `start`, left open for the model to continue (the template's
@@ -141,8 +141,10 @@ class TransformersModel:
         # return_dict=True gives a BatchEncoding; transformers' annotation does not narrow on it.
         return cast("BatchEncoding", encoded).to(self.device)
 
-    def generate(self, messages: list[dict[str, str]], task: Task,
-                 temperature: float | None = None) -> Generation:
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> Generation:
+        if tools:
+            raise ModelLoadError(TOOLS_UNSERVED)
         return self._run(self.prompt_ids(messages), task, [], temperature)
 
     def complete(self, prompt: str, stop: list[str], task: Task,
@@ -150,7 +152,7 @@ class TransformersModel:
         return self._run(self.tokenizer(prompt, return_tensors="pt").to(self.device), task, stop,
                          temperature, function_end=LANGUAGES[task.language].function_end)
 
-    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
                         task: Task, temperature: float | None = None) -> Generation:
         return self._run(self.prompt_ids(messages, start), task, stop, temperature)
 

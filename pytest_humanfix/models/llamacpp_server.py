@@ -39,6 +39,14 @@ batch of two or more tokens in another order (llamafile's sgemm) than one token,
 always plain greedy's reply. It is off by default: on a CPU, a decode of several tokens costs
 several times one token's (measured in `--draft`'s comment), so drafts do not pay there.
 
+A chat request may offer `tools` (OpenAI's declarations): they are laid out by the GGUF's chat
+template, which says how to call them (Qwen2.5's asks for Hermes `<tool_call>` blocks), and the
+calls in the reply come back as OpenAI's `message.tool_calls` with `finish_reason: "tool_calls"`
+(`toolcalls`; a malformed call stays in the reply's text). The conversation may hold the calls
+(an assistant message's `tool_calls`, their arguments as OpenAI's JSON text, which the template
+is given as the object they write, as vLLM gives it) and their results (`tool` messages). A
+template without a place for tools is a 400 that says so.
+
 Greedy (temperature 0) is the argmax. llama_cpp.server applied a repeat penalty of 1.1 to every
 request that did not name one, which neither the transformers engines nor vLLM do.
 
@@ -62,6 +70,7 @@ from typing import Any
 
 from .lookup import NgramIndex
 from .stopping import StopScanner, stop_point, valid_rule
+from .toolcalls import parse_tool_calls
 
 # A request field of ours, beside OpenAI's: the rule of `stopping` that ends a completion where
 # it leaves the function, as BigCode's `check_fn` ends it ("indent" or "braces:N").
@@ -143,17 +152,22 @@ class BatchedModel:
     # -- text ---------------------------------------------------------------------------------
 
     def chat_text(self, messages: list[dict[str, Any]], generation_prompt: bool = True,
-                  continue_final: bool = False) -> tuple[str, list[str], bool]:
+                  continue_final: bool = False, tools: list[dict[str, Any]] | None = None
+                  ) -> tuple[str, list[str], bool]:
         """The prompt's text through the chat template stored in the file, its stop strings,
         and whether the template wrote the special tokens itself. `continue_final` leaves the
         final (assistant) message open: the messages before it, the generation prompt, then
-        its content as it is."""
+        its content as it is. `tools` are laid out where the template puts them."""
         from llama_cpp import llama_chat_format
 
         template = self.text.metadata.get("tokenizer.chat_template")
         if not template:
             raise RequestError("the model has no chat template: ask /v1/completions instead "
                                "(--humanfix-prompt completion)")
+        if tools and "tools" not in template:
+            raise RequestError("the model's chat template has no place for tools: send the "
+                               "request without `tools` (--humanfix-agent repair)")
+        messages = [with_call_objects(message) for message in messages]
         begun = ""
         if continue_final:
             *messages, final = messages
@@ -165,16 +179,19 @@ class BatchedModel:
             bos_token=self.text._model.token_get_text(bos) if bos != -1 else "",
             add_generation_prompt=generation_prompt or continue_final)
         try:
-            formatted = formatter(messages=messages)  # type: ignore[arg-type]  # plain dicts
+            # Plain dicts, which llama-cpp-python annotates as its TypedDicts.
+            formatted = formatter(messages=messages, tools=tools)  # type: ignore[arg-type]
         except Exception as exc:  # the template's own error, in its own words
             raise RequestError(f"the chat template cannot lay out these messages: {exc}") from None
         stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or ""]
         return formatted.prompt + begun, [s for s in stop if s], formatted.added_special
 
     def chat_prompt(self, messages: list[dict[str, Any]], generation_prompt: bool = True,
-                    continue_final: bool = False) -> tuple[list[int], list[str]]:
+                    continue_final: bool = False, tools: list[dict[str, Any]] | None = None
+                    ) -> tuple[list[int], list[str]]:
         """The prompt's tokens and stop strings (`chat_text`)."""
-        text, stop, added_special = self.chat_text(messages, generation_prompt, continue_final)
+        text, stop, added_special = self.chat_text(messages, generation_prompt, continue_final,
+                                                   tools)
         return self.text.tokenize(text.encode(), add_bos=not added_special, special=True), stop
 
     def completion_prompt(self, prompt: str) -> list[int]:
@@ -408,15 +425,61 @@ def chat_layout(body: dict[str, Any]) -> dict[str, bool]:
     return {"generation_prompt": generation_prompt, "continue_final": continue_final}
 
 
+def with_call_objects(message: Any) -> Any:
+    """An assistant message's tool calls with their arguments as the object they write, not
+    OpenAI's JSON text: templates write them with `tojson` (vLLM converts them the same way)."""
+    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+        return message
+    calls = []
+    for call in message["tool_calls"]:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise RequestError("each of `tool_calls` is {\"type\": \"function\", "
+                               "\"function\": {\"name\": ..., \"arguments\": ...}}")
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                raise RequestError("a tool call's `arguments` is not JSON text") from None
+        calls.append({**call, "function": {**function, "arguments": arguments}})
+    return {**message, "content": message.get("content") or "", "tool_calls": calls}
+
+
+def offered_tools(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The request's `tools`, checked; None when it offers none. Only `tool_choice` auto (the
+    default with tools) is served: the model decides whether it calls one."""
+    tools = body.get("tools")
+    if tools is None or tools == []:
+        return None
+    if not isinstance(tools, list) or not all(
+            isinstance(tool, dict) and tool.get("type") == "function"
+            and isinstance(tool.get("function"), dict)
+            and isinstance(tool["function"].get("name"), str) for tool in tools):
+        raise RequestError("`tools` is a list of {\"type\": \"function\", \"function\": "
+                           "{\"name\": ..., \"parameters\": ...}}")
+    if body.get("tool_choice", "auto") != "auto":
+        raise RequestError("only `tool_choice` auto is served: send it so, or without it")
+    return tools
+
+
 def field_or(body: dict[str, Any], name: str, default: float) -> Any:
     value = body.get(name)
     return default if value is None else value
 
 
-def answer(job: Job, model: BatchedModel, kind: str, name: str) -> dict[str, Any]:
+def answer(job: Job, model: BatchedModel, kind: str, name: str,
+           tools: bool = False) -> dict[str, Any]:
+    """The OpenAI answer to a finished job; offered `tools`, a chat reply's calls are parsed
+    out of its text."""
     text = model.reply_text(job)
     choice: dict[str, Any] = {"index": 0, "finish_reason": job.finish_reason, "logprobs": None}
-    if kind == "chat":
+    content, calls = parse_tool_calls(text) if tools else (text, [])
+    if kind == "chat" and calls:
+        choice["message"] = {"role": "assistant", "content": content or None,
+                             "tool_calls": [call.to_message() for call in calls]}
+        choice["finish_reason"] = "tool_calls"
+    elif kind == "chat":
         choice["message"] = {"role": "assistant", "content": text}
     else:
         choice["text"] = text
@@ -455,9 +518,10 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                     return
                 if not isinstance(body, dict):
                     raise RequestError("the body must be a JSON object")
+                tools = offered_tools(body) if kind == "chat" else None
                 if kind == "chat":
                     prompt, stop = model.chat_prompt(body.get("messages") or [],
-                                                     **chat_layout(body))
+                                                     **chat_layout(body), tools=tools)
                 else:
                     if not isinstance(body.get("prompt"), str):
                         raise RequestError("`prompt` must be one string")
@@ -471,7 +535,7 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
             if job.error:
                 send_json(self, 500, error(job.error, "server_error"))
             else:
-                send_json(self, 200, answer(job, model, kind, name))
+                send_json(self, 200, answer(job, model, kind, name, tools=tools is not None))
 
         def tokenize(self) -> None:
             """vLLM's /tokenize: the tokens a prompt (or a chat's messages) is sent as, so a
@@ -483,7 +547,7 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
                 if isinstance(body.get("prompt"), str):
                     tokens = model.completion_prompt(body["prompt"])
                 elif isinstance(body.get("messages"), list):
-                    tokens = model.chat_prompt(body["messages"])[0]
+                    tokens = model.chat_prompt(body["messages"], tools=offered_tools(body))[0]
                 else:
                     raise RequestError("give `prompt` (one string) or `messages`")
             except (RequestError, ValueError) as exc:

@@ -13,6 +13,10 @@ such fields; a server that refuses them is an error that names `--humanfix-promp
 server that ignores them answers anew after the start instead of continuing it, which nothing
 in a reply can reliably tell apart: use primed with vLLM or our engine.
 
+The function-calling agent's requests carry OpenAI's `tools`, and the reply's `tool_calls` come
+back as the generation's. vLLM serves them only when started with a tool parser (`--humanfix-serve`
+starts it so); a server that refuses them is an error that names the fix.
+
 Every failure here raises `ModelLoadError`: a server that cannot be reached, goes away mid-run or
 answers with an error is a harness fault, an error outcome, never "unfixed".
 
@@ -39,14 +43,19 @@ from typing import Any
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..settings import Settings
-from .base import Generation, ModelLoadError, sample_seed, settle_prompt
+from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
 from .stopping import function_end_stops
+from .toolcalls import ToolCall
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
 PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
 # vLLM's names (ChatCompletionRequest): the final message is left open for the model to continue.
 CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
+TOOLS_REFUSED = ("the server may not serve tool calls (`tools` in a chat request), which "
+                 "--humanfix-agent tools needs; start it with tool calling (vLLM: "
+                 "--enable-auto-tool-choice --tool-call-parser hermes), or use --humanfix-agent "
+                 "repair")
 
 
 class ServerFailed(Exception):
@@ -128,9 +137,10 @@ class OpenAIModel:
         return (f"cannot reach the OpenAI-compatible server at {base_url} "
                 f"({type(exc).__name__}: {exc}). Start it, or point --humanfix-base-url at it.")
 
-    def request(self, messages: list[dict[str, str]], task: Task,
-                temperature: float | None = None) -> dict[str, Any]:
-        return {"model": self.model_name, "messages": messages,
+    def request(self, messages: list[Message], task: Task, temperature: float | None = None,
+                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        offered = {"tools": tools} if tools else {}
+        return {"model": self.model_name, "messages": messages, **offered,
                 **self._decoding(task, temperature)}
 
     def _decoding(self, task: Task, temperature: float | None) -> dict[str, Any]:
@@ -145,11 +155,12 @@ class OpenAIModel:
         return {"temperature": temperature, "max_tokens": self.settings.max_new_tokens,
                 "seed": seed}
 
-    def generate(self, messages: list[dict[str, str]], task: Task,
-                 temperature: float | None = None) -> Generation:
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> Generation:
         return self._ask(lambda client: client.chat.completions.create,
-                         self.request(messages, task, temperature),
-                         lambda choice: choice.message.content)
+                         self.request(messages, task, temperature, tools),
+                         lambda choice: choice.message.content,
+                         refused=TOOLS_REFUSED if tools else "")
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
@@ -172,7 +183,7 @@ class OpenAIModel:
         return {"stop": [*stop, *function_end_stops(rule)],
                 "extra_body": {"skip_special_tokens": False}}
 
-    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
                         task: Task, temperature: float | None = None) -> Generation:
         request = self.request([*messages, {"role": "assistant", "content": start}], task,
                                temperature)
@@ -207,8 +218,11 @@ class OpenAIModel:
             raise ModelLoadError(f"the server at {server.base_url} returned no choices")
         choice = response.choices[0]
         usage = response.usage
+        message = getattr(choice, "message", None)
+        calls = [ToolCall(call.id, call.function.name, call.function.arguments or "{}")
+                 for call in (getattr(message, "tool_calls", None) or [])]
         return Generation(
-            text=text_of(choice) or "",
+            text=text_of(choice) or "", tool_calls=calls,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             seconds=time.monotonic() - started,
@@ -236,6 +250,8 @@ class OpenAIModel:
             body["prompt"] = request["prompt"]
         else:
             body.update(messages=request["messages"], add_generation_prompt=True)
+            if "tools" in request:  # they are laid out in the prompt too
+                body["tools"] = request["tools"]
         root = server.base_url.removesuffix("/v1")
         headers = {"Content-Type": "application/json",
                    "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or PLACEHOLDER_KEY}"}

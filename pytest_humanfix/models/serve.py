@@ -234,17 +234,18 @@ def cpu_layout(workers: int) -> CpuLayout:
 
 
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
-                   engine_args: tuple[str, ...] = (), layout: CpuLayout | None = None
-                   ) -> list[str]:
+                   engine_args: tuple[str, ...] = (), layout: CpuLayout | None = None,
+                   tools: bool = False) -> list[str]:
     """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
     over them, tensor-parallel), or None (the CPU); `layout` is a llama.cpp engine's share of
-    the cores (default: all of them, one slot). The user's `engine_args` come last, so each
-    engine's parser lets them override a default set here."""
-    return base_command(model, port, device, seed, layout) + list(engine_args)
+    the cores (default: all of them, one slot); `tools`: the engine must answer tool calls
+    (--humanfix-agent tools). The user's `engine_args` come last, so each engine's parser lets
+    them override a default set here."""
+    return base_command(model, port, device, seed, layout, tools) + list(engine_args)
 
 
 def base_command(model: ServedModel, port: int, device: str | None, seed: int,
-                 layout: CpuLayout | None = None) -> list[str]:
+                 layout: CpuLayout | None = None, tools: bool = False) -> list[str]:
     if model.engine == "vllm":
         command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
@@ -252,6 +253,10 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
         gpus = len(device.split(",")) if device else 1
         if gpus > 1:
             command += ["--tensor-parallel-size", str(gpus)]
+        if tools:
+            # vLLM answers `tools` only with a parser for the model's calls; the Hermes form is
+            # the one Qwen2.5's template asks for (and the one our llama.cpp engine reads).
+            command += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
         return command
     if model.engine == "llamacpp":
         layout = layout or CpuLayout(1, len(os.sched_getaffinity(0)), 1)
@@ -368,7 +373,7 @@ def new_engine(model: ServedModel, log_path: Path, device: str | None,
     port = free_port()
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
-                                 layout))
+                                 layout, tools=settings.agent == "tools"))
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,

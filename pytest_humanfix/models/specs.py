@@ -185,6 +185,13 @@ PROVIDERS = {
 }
 
 
+# The in-process transformers engine does not parse tool calls out of its replies: `check_spec`
+# refuses it for the function-calling agent at start, and the engine says the same if asked.
+TOOLS_UNSERVED = ("--humanfix-agent tools needs a server that answers tool calls, and the "
+                  "in-process transformers engine does not: add --humanfix-serve (our llama.cpp "
+                  "engine or vLLM serve them), or use --humanfix-agent repair.")
+
+
 def provider(kind: str) -> Callable[[str, str, Settings], Model]:
     """The backend class of `kind`: called with (spec, target, settings), it is a Model."""
     module_name, _, class_name = PROVIDERS[kind].partition(":")
@@ -206,6 +213,8 @@ def load_model(spec: str, settings: Settings) -> Model:
 def check_spec(spec: str, settings: Settings) -> None:
     """Fail fast on a spec that names nothing, without loading weights or reaching a server."""
     resolved = resolve_spec(spec)
+    if settings.agent == "tools" and resolved.kind == "transformers":
+        raise ModelSpecError(TOOLS_UNSERVED)
     missing = gguf_unavailable(resolved)
     if missing:
         raise ModelSpecError(missing)

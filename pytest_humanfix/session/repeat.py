@@ -17,7 +17,8 @@ from typing import Any
 
 from ..agent.graph import repair
 from ..dataset import Task
-from ..models.base import Generation, Model, PromptKind, settle_prompt
+from ..models.base import Generation, Message, Model, PromptKind, settle_prompt
+from ..models.toolcalls import split_reply
 from ..records import TaskResult
 from ..sandbox.environment import Sandbox
 from ..settings import Settings
@@ -38,15 +39,16 @@ class RecordedReply:
     prompt: PromptKind
     spec: str = "recorded"
 
-    def generate(self, messages: list[dict[str, str]], task: Task,
-                 temperature: float | None = None) -> Generation:
-        return Generation(text=self.text, engine="recorded")
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> Generation:
+        text, calls = split_reply(self.text, tools)  # a recorded call is called again
+        return Generation(text=text, tool_calls=calls, engine="recorded")
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
         return self.generate([], task)
 
-    def continue_answer(self, messages: list[dict[str, str]], start: str, stop: list[str],
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
                         task: Task, temperature: float | None = None) -> Generation:
         return self.generate([], task)
 

@@ -188,7 +188,7 @@ class Runner:
         warm_ups += [functools.partial(self.sandbox_for, language)
                      for language in dict.fromkeys(task.language for task in self.tasks)]
         if self.uses_langgraph:
-            warm_ups.append(repair_graph)
+            warm_ups.append(functools.partial(repair_graph, self.settings.agent))
         for warm_up in warm_ups:
             try:
                 warm_up()
