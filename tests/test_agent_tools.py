@@ -124,7 +124,7 @@ def test_a_repeated_call_is_asked_again_hotter_then_told_it_repeats(tmp_path, ta
     result, sandbox = tools_run(run, task, model, iters=2, resample_temperature=(0.7,))
     assert statuses(result) == ["failed", "repeat", "repeat", "passed"]
     assert [a.round for a in result.attempts] == [0, 1, 1, 2]
-    assert [a.temperature for a in result.attempts] == [0.0, 0.0, 0.7, 0.0]
+    assert [a.temperature for a in result.attempts] == [0.0, 1.0, 0.7, 1.0]
     assert model.chats[1] == model.chats[2]  # the ask again: the same conversation
     told = result.attempts[2].feedback
     assert told.startswith("Not run: the code is the same as an earlier call, which failed:\n")
