@@ -4,7 +4,11 @@ processes left on the machine (read from /proc, so a leftover engine is found by
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 
 def chat_requests(log: Path, status: str = "200") -> int:
@@ -54,3 +58,23 @@ def assert_served_and_gone(records: list[dict], log: Path, pid: int, port: int) 
     assert chat_requests(log) == 2
     assert not process_alive(pid)
     assert processes_with(f"--port {port} ") == []
+
+
+def started_engine(path: Path, context: int, slots: int) -> Any:
+    """Our llama.cpp engine's model in this process, its evaluation loop running."""
+    from pytest_humanfix.models import llamacpp_server
+
+    model = llamacpp_server.BatchedModel(str(path), context, threads=1, slots=slots, batch=64)
+    threading.Thread(target=model.run, daemon=True).start()
+    return model
+
+
+def engine_http(model: Any) -> Iterator[str]:
+    """The engine's HTTP front over `model` on a free port; yields its base URL."""
+    from pytest_humanfix.models import llamacpp_server
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(model, "tiny", 0))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()

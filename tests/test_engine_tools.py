@@ -6,12 +6,12 @@ fix."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from openai_stub import StubServer
+from serving import engine_http, started_engine
 from test_llamacpp_server import post
 
 from pytest_humanfix.agent import prompts
@@ -41,20 +41,12 @@ def tools_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def engine(tools_gguf: Path) -> llamacpp_server.BatchedModel:
-    model = llamacpp_server.BatchedModel(str(tools_gguf), 1024, threads=1, slots=1, batch=64)
-    threading.Thread(target=model.run, daemon=True).start()
-    return model
+    return started_engine(tools_gguf, 1024, slots=1)
 
 
 @pytest.fixture(scope="module")
 def engine_url(engine: llamacpp_server.BatchedModel) -> Iterator[str]:
-    from http.server import ThreadingHTTPServer
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(engine, "tiny", 0))
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+    yield from engine_http(engine)
 
 
 def test_the_template_lays_out_the_tools_the_calls_and_their_results(engine):

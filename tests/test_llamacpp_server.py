@@ -6,16 +6,15 @@ client expects."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import engine_http, started_engine
 
 from pytest_humanfix.models import llamacpp_server
 
@@ -30,19 +29,12 @@ CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
 
 @pytest.fixture(scope="module")
 def engine(smollm2: Path) -> llamacpp_server.BatchedModel:
-    model = llamacpp_server.BatchedModel(str(smollm2), CONTEXT, threads=1, slots=SLOTS,
-                                         batch=64)
-    threading.Thread(target=model.run, daemon=True).start()
-    return model
+    return started_engine(smollm2, CONTEXT, slots=SLOTS)
 
 
 @pytest.fixture(scope="module")
 def engine_url(engine: llamacpp_server.BatchedModel) -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(engine, "tiny", 0))
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+    yield from engine_http(engine)
 
 
 def post(url: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
