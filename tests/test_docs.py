@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from pytest_humanfix.dataset import load_tasks
+
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 PAGES = [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
@@ -293,14 +295,12 @@ def undocumented(value: Any, table: str, tables: dict[str, dict[str, Field]], pa
 def replay_file(dataset: Path, path: Path, tasks: int) -> Path:
     """Replies that make every attempt status: prose (rejected), the buggy code (failed), the
     same again (a repeat), then the fix; enough of them for samples and a repeat check."""
-    rows = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines()]
     replies = []
-    for row in rows[:tasks]:
-        buggy = row["declaration"] + row["buggy_solution"]
-        fixed = row["declaration"] + row["canonical_solution"]
+    for task in load_tasks(str(dataset))[:tasks]:
+        buggy, fixed = task.buggy_code, task.canonical_code
         for reply in ["I cannot help with that.", f"```python\n{buggy}```",
                       f"```python\n{buggy}```", f"```python\n{fixed}```"] * 3:
-            replies.append({"task_id": row["task_id"], "completion": reply})
+            replies.append({"task_id": task.task_id, "completion": reply})
     path.write_text("".join(json.dumps(reply) + "\n" for reply in replies))
     return path
 
