@@ -427,26 +427,25 @@ class Graph:
     next: dict[str, After]
 
 
+def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router) -> Graph:
+    """Both agents are one loop: ask, check, execute, and reflect or finish; they differ in how
+    a reply is asked for (`ask`), how what happened goes back to the model (`reflect_node`),
+    and what may follow the check (`check_router`)."""
+    return Graph(ask_name, {
+        ask_name: ask, "check": check, "execute": execute, "resample": resample,
+        "reflect": reflect_node, "finish": finish}, {
+        ask_name: "check",
+        "check": (check_router, ("execute", "resample", "reflect", "finish")),
+        "execute": (after_execute, ("reflect", "finish")),
+        "resample": ask_name,
+        "reflect": ask_name,
+        "finish": None})
+
+
 # By --humanfix-agent.
 GRAPHS: dict[str, Graph] = {
-    "repair": Graph("propose", {
-        "propose": propose, "check": check, "execute": execute, "resample": resample,
-        "reflect": reflect, "finish": finish}, {
-        "propose": "check",
-        "check": (after_check, ("execute", "resample", "reflect", "finish")),
-        "execute": (after_execute, ("reflect", "finish")),
-        "resample": "propose",
-        "reflect": "propose",
-        "finish": None}),
-    "tools": Graph("call", {
-        "call": call, "check": check, "execute": execute, "resample": resample,
-        "reflect": reflect_call, "finish": finish}, {
-        "call": "check",
-        "check": (after_call_check, ("execute", "resample", "reflect", "finish")),
-        "execute": (after_execute, ("reflect", "finish")),
-        "resample": "call",
-        "reflect": "call",
-        "finish": None}),
+    "repair": repair_loop("propose", propose, reflect, after_check),
+    "tools": repair_loop("call", call, reflect_call, after_call_check),
 }
 
 
