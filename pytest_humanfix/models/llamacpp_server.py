@@ -265,7 +265,7 @@ class BatchedModel:
                          for offset, token in enumerate(chunk)])
         self.kept[job.slot] = job.prompt
         if job.temperature <= 0 and self.draft:
-            job.lookup = NgramIndex(self.draft_ngram)
+            job.lookup = NgramIndex(self.draft_ngram, job.prompt)
         if self.accept(job, self.lc.llama_sampler_sample(job.sampler, self.ctx, -1)):
             self.active.append(job)
 
@@ -283,7 +283,7 @@ class BatchedModel:
             return
         for job in list(self.active):
             position = len(job.prompt) + len(job.tokens) - 1
-            drafts = job.lookup.draft(job.prompt + job.tokens, min(
+            drafts = job.lookup.draft(job.tokens, min(
                 self.draft, job.max_tokens - len(job.tokens),
                 self.context - 1 - position)) if job.lookup else []
             self.decode([(token, position + offset, job.slot, True)
