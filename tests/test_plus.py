@@ -112,11 +112,18 @@ def test_usage_errors(humanfix_pytester, dataset, tmp_path, args, message):
     result.stderr.fnmatch_lines([message])
 
 
+# Canonical solutions whose HumanEval+ verdict depends on the machine's speed and load: Python/39
+# and 96 take ~8 s of CPU against their 10 s limit, Python/49 reaches its wrong output after
+# ~3.7 s and Python/31 passes after ~3.6 s (a machine slowed past ~2.5x times those two out).
+NEAR_LIMIT = {"Python/31": {"passed", "timeout"}, "Python/39": {"passed", "timeout"},
+              "Python/49": {"failed", "timeout"}, "Python/96": {"passed", "timeout"}}
+
+
 @pytest.mark.slow
 def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
         humanfix_pytester, dataset_rows, read_records):
-    """The canonical control fails HumanEval+ on exactly the listed tasks; the buggy control
-    fails it on every task."""
+    """The canonical control fails HumanEval+ on exactly the listed tasks, but for those whose
+    verdict the machine's speed decides; the buggy control fails it on every task."""
     from pytest_humanfix.plus import PLUS_KNOWN_FAILURES
 
     for model in ("canonical", "buggy"):
@@ -126,18 +133,31 @@ def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
         assert len(records) == len(dataset_rows)
         failed = {r["task_id"] for r in records if r["plus_verdict"]["status"] != "passed"}
         if model == "canonical":
-            assert failed == set(PLUS_KNOWN_FAILURES)
-            # Each reason says how it fails: too slow (a timeout under the harness's limit) or
-            # a wrong output. Python/49's wrong output comes after ~3.7 s of CPU: a loaded
-            # machine may time it out first.
+            assert failed - set(NEAR_LIMIT) == set(PLUS_KNOWN_FAILURES) - set(NEAR_LIMIT)
+            # Each reason says how it fails: too slow (a timeout under the harness's limit),
+            # near the limit (either verdict, as the machine's speed decides), or a wrong output.
             for record in records:
-                if record["task_id"] in failed and record["task_id"] != "Python/49":
-                    slow = PLUS_KNOWN_FAILURES[record["task_id"]].startswith("too slow")
-                    assert (record["plus_verdict"]["status"] == "timeout") == slow, record
-            assert {r["task_id"] for r in records if r.get("plus_known_failure")} == failed
+                task_id, status = record["task_id"], record["plus_verdict"]["status"]
+                if task_id in NEAR_LIMIT:
+                    assert status in NEAR_LIMIT[task_id], record
+                    if task_id in PLUS_KNOWN_FAILURES and status == "passed":
+                        assert PLUS_KNOWN_FAILURES[task_id].startswith("near its limit")
+                elif task_id in failed:
+                    slow = PLUS_KNOWN_FAILURES[task_id].startswith("too slow")
+                    assert (status == "timeout") == slow, record
+            # Known failures are counted apart whatever their verdict on this machine, so
+            # pass@1+ is over the same 142 tasks everywhere.
+            known = {r["task_id"] for r in records if r.get("plus_known_failure")}
+            assert known == set(PLUS_KNOWN_FAILURES)
             summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
-            assert summary["plus"]["pass_at_1_plus"]["value"] == 1.0
-            assert summary["plus"]["weak_test_fixes"] == []
+            scored = len(records) - len(known)
+            passed = scored - len(failed - known)
+            assert summary["plus"]["pass_at_1_plus"]["value"] == pytest.approx(passed / scored)
+            assert summary["plus"]["pass_at_1_plus"]["tasks"] == scored == 142
+            # Only Python/31 may time out, and it then reads as a weak-test fix.
+            assert failed - known <= {"Python/31"}
+            assert [row["task_id"] for row in summary["plus"]["weak_test_fixes"]] \
+                == sorted(failed - known)
         else:
             assert failed == {r["task_id"] for r in records}
 
