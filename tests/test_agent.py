@@ -69,14 +69,16 @@ class Recording:
         self.prompt = model.prompt
         self.chats: list[list[dict]] = []
         self.temperatures: list[float | None] = []
-        self.stops: list[list[str]] = []
+        self.stops: list[list[str] | None] = []
         self.tools: list[list[dict] | None] = []
 
-    def generate(self, messages, task, temperature=None, tools=None):
+    def generate(self, messages, task, temperature=None, tools=None, stop=None):
         self.chats.append([dict(m) for m in messages])
         self.temperatures.append(temperature)
         self.tools.append(tools)
-        return self.model.generate(messages, task, temperature=temperature, tools=tools)
+        self.stops.append(stop)
+        return self.model.generate(messages, task, temperature=temperature, tools=tools,
+                                   stop=stop)
 
     def complete(self, prompt, stop, task, temperature=None):
         self.chats.append([{"role": "completion", "content": prompt}])
@@ -394,6 +396,25 @@ def test_a_primed_model_repairs_in_a_chat_whose_answers_begin_with_the_prompt_ba
     assert "The bug" not in result.code and "```" not in result.code
 
 
+@pytest.mark.parametrize(("chat_stop", "stop"), [("code", ["\n```\n"]), ("none", [])])
+def test_a_chat_reply_ends_where_its_first_code_block_closes(task, chat_stop, stop, run):
+    """Every chat reply, repair rounds included, is asked to stop at the closing fence of its
+    first block (`--humanfix-chat-stop code`, the default), or at nothing with `none`; the
+    canonical control, cut there, is still graded fixed."""
+    from pytest_humanfix.models.controls import ControlModel
+
+    model = Recording(ControlModel("canonical", "canonical", Settings()))
+    result, _ = run(task, model, iters=1, chat_stop=chat_stop)
+    assert result.outcome == "fixed"
+    assert model.stops == [stop]
+    assert result.attempts[0].reply.endswith("```\n") == (chat_stop == "none")
+    buggy = Recording(ControlModel("buggy", "buggy", Settings()))
+    run(task, buggy, iters=2, chat_stop=chat_stop, resample_temperature=())
+    assert buggy.stops == [stop] * 3
+    assert Settings(chat_stop=chat_stop).protocol_for("python").get("chat_stop") \
+        == (None if chat_stop == "none" else chat_stop)
+
+
 @pytest.mark.parametrize("variant", ["tests", "docs"])
 def test_a_primed_answer_begins_with_bigcodes_prompt_base(task, variant):
     base = task.declaration if variant == "tests" else task.prompt
@@ -424,7 +445,7 @@ class TokenModel:
     spec = "tokens"
     prompt = "chat"
 
-    def generate(self, messages, task, temperature=None, tools=None):
+    def generate(self, messages, task, temperature=None, tools=None, stop=None):
         wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")
         return Generation(text=fenced(wrong), prompt_tokens=100 * len(messages),
                           completion_tokens=7, seconds=0.5)

@@ -79,6 +79,12 @@ def test_generation_counts_tokens_and_time(tiny_model: Path, task) -> None:
     assert reply.seconds > 0
     # Greedy: the same conversation gets the same reply.
     assert model.generate(MESSAGES, task).text == reply.text
+    # Its stop strings end it before the first of them (--humanfix-chat-stop).
+    word = reply.text[1:3]
+    assert word, reply.text
+    stopped = model.generate(MESSAGES, task, stop=["never said", word])
+    assert stopped.text == reply.text[:reply.text.index(word)]
+    assert stopped.finish_reason == "stop"
 
 
 def test_sampling_follows_the_seed(tiny_model: Path, task) -> None:

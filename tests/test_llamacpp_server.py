@@ -89,6 +89,14 @@ def test_finish_reasons_stop_strings_and_usage(engine_url):
     assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + 5
     assert body["object"] == "chat.completion" and body["model"] == "tiny"
 
+    # A chat's stop strings end it as a completion's do (--humanfix-chat-stop).
+    full_chat = reply(chat(engine_url, PROMPTS[1]))
+    cut = full_chat[len(full_chat) // 2:][:3]
+    assert cut, full_chat
+    stopped_chat = chat(engine_url, PROMPTS[1], stop=[cut])
+    assert stopped_chat["choices"][0]["finish_reason"] == "stop"
+    assert reply(stopped_chat) == full_chat[:full_chat.index(cut)]
+
     status, full = post(engine_url, "/completions", {"prompt": PROMPTS[3], "temperature": 0,
                                                      "max_tokens": 24})
     assert status == 200 and full["object"] == "text_completion"

@@ -51,6 +51,15 @@ def test_request_carries_the_protocol_and_usage_comes_from_the_response(monkeypa
     assert stub.auth[-1] == "Bearer sk-test-key"
 
 
+def test_a_chat_reply_sends_its_stop_strings_only_when_it_has_some():
+    with StubServer() as stub:
+        model = model_for(stub)
+        model.generate(MESSAGES, task=TASK, stop=["\n```\n"])
+        model.generate(MESSAGES, task=TASK)
+    stopped, free = stub.posts()
+    assert stopped["stop"] == ["\n```\n"] and "stop" not in free
+
+
 def test_a_primed_answer_asks_the_server_to_continue_its_start_as_vllm_names_it():
     continuation = "\n    return 1\n"
     with StubServer(reply=continuation) as stub:

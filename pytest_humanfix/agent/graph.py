@@ -199,7 +199,8 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
             state["messages"], prompts.answer_start(ctx.task, ctx.settings.variant),
             prompts.stop_words(ctx.task), ctx.task, temperature=temperature)
     else:
-        generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature)
+        generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
+                                        stop=prompts.chat_stop(ctx.settings.chat_stop))
     return _asked(ctx, state, generation, _code_of(ctx, generation.text, continued=kind != "chat"),
                   kind, temperature, began)
 

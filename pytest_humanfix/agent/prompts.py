@@ -51,6 +51,19 @@ def stop_words(task: Task) -> list[str]:
     return list(LANGUAGES[task.language].stop_words)
 
 
+# A chat reply's first code block closed: what a model writes after it is mostly prose (an
+# explanation, usage examples) that `extract.extract_code` does not need: in qwen-coder's 759
+# replies of a 164-task run, cutting each here left the extracted code the same in 754 and took
+# off a seventh of the tokens (a quarter at round 0). A bare fence line opening a block would end
+# the reply before its code; the models open theirs with a tag (```python).
+CODE_END = "\n```\n"
+
+
+def chat_stop(chat_stop: str) -> list[str]:
+    """The stop strings of a chat reply under --humanfix-chat-stop."""
+    return [CODE_END] if chat_stop == "code" else []
+
+
 def instruction(task: Task) -> str:
     return f"Fix bugs in {task.entry_point}."
 

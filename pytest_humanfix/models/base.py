@@ -55,10 +55,11 @@ class Model(Protocol):
     prompt: PromptKind
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> Generation:
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
         """The reply to a conversation (chat prompting), sampled at `temperature` (None: the
-        run's --humanfix-temperature); given `tools` (OpenAI's declarations), the reply may
-        call them (`Generation.tool_calls`)."""
+        run's --humanfix-temperature), ended before the first of `stop`; given `tools`
+        (OpenAI's declarations), the reply may call them (`Generation.tool_calls`)."""
         ...
 
     def complete(self, prompt: str, stop: list[str], task: Task,

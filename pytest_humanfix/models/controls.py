@@ -27,7 +27,8 @@ class ControlModel:
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> Generation:
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
         if task.language != "python":
             # BigCode's reference solution (`get_reference(get_solution=True)`): the prompt,
@@ -40,8 +41,8 @@ class ControlModel:
             content, calls = split_reply(f"<tool_call>\n{json.dumps(call)}\n</tool_call>", tools)
             return Generation(text=content, tool_calls=calls, engine="control")
         fence = LANGUAGES[task.language].fence
-        return Generation(text=f"Here is the fixed function:\n\n```{fence}\n{code}```\n",
-                          engine="control")
+        reply = f"Here is the fixed function:\n\n```{fence}\n{code}```\n"
+        return Generation(text=cut_at_stop(reply, stop or []), engine="control")
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
@@ -77,9 +78,11 @@ class ReplayModel:
             self.replies.setdefault(row["task_id"], []).extend(_recorded_replies(row, path, number))
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> Generation:
-        """The task's next recorded reply; offered tools, the calls written in it are its
-        calls (`toolcalls`: a recorded reply keeps them in the Hermes form)."""
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
+        """The task's next recorded reply, as it was recorded (`stop` cuts nothing: it was
+        cut as its run asked); offered tools, the calls written in it are its calls
+        (`toolcalls`: a recorded reply keeps them in the Hermes form)."""
         replies = self.replies.get(task.task_id)
         if not replies:
             raise ModelLoadError(f"replay file has no reply for {task.task_id}")

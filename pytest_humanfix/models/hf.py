@@ -142,10 +142,11 @@ class TransformersModel:
         return cast("BatchEncoding", encoded).to(self.device)
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> Generation:
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
         if tools:
             raise ModelLoadError(TOOLS_UNSERVED)
-        return self._run(self.prompt_ids(messages), task, [], temperature)
+        return self._run(self.prompt_ids(messages), task, stop or [], temperature)
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:

@@ -156,9 +156,11 @@ class OpenAIModel:
                 "seed": seed}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> Generation:
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
         return self._ask(lambda client: client.chat.completions.create,
-                         self.request(messages, task, temperature, tools),
+                         {**self.request(messages, task, temperature, tools),
+                          **({"stop": stop} if stop else {})},
                          lambda choice: choice.message.content,
                          refused=TOOLS_REFUSED if tools else "")
 

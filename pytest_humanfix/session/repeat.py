@@ -40,7 +40,8 @@ class RecordedReply:
     spec: str = "recorded"
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> Generation:
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
         text, calls = split_reply(self.text, tools)  # a recorded call is called again
         return Generation(text=text, tool_calls=calls, engine="recorded")
 
