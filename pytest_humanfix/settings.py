@@ -210,10 +210,10 @@ OPTIONS: tuple[Option, ...] = (
            "(chat where the model has a template; default)",
            default="auto", convert=_choice("auto", "chat", "primed", "completion"),
            metavar="auto|chat|primed|completion"),
-    Option("chat-stop", "where a chat reply ends: code (default; at the line of three "
-           "backquotes that closes its first code block: the prose after it is never read, and "
-           "on qwen-coder's replies the extracted code was the same for 754 of 759) or none (at "
-           "the model's end of sequence or --humanfix-max-new-tokens)", default="code",
+    Option("chat-stop", "where a chat reply ends: code (default; where its code ends: the "
+           "line of three backquotes that closes its first code block, or in Python a `def "
+           "check(` of its own, neither of which the extraction keeps) or none (at the model's "
+           "end of sequence or --humanfix-max-new-tokens)", default="code",
            convert=_choice("code", "none"), metavar="code|none"),
     Option("tests", "what grades the final candidate: hidden (the task's hidden tests; "
            "default) or plus (those, and HumanEval+'s inputs as well, Python only: the summary "

@@ -396,11 +396,12 @@ def test_a_primed_model_repairs_in_a_chat_whose_answers_begin_with_the_prompt_ba
     assert "The bug" not in result.code and "```" not in result.code
 
 
-@pytest.mark.parametrize(("chat_stop", "stop"), [("code", ["\n```\n"]), ("none", [])])
+@pytest.mark.parametrize(("chat_stop", "stop"), [("code", ["\n```\n", "\ndef check("]),
+                                                 ("none", [])])
 def test_a_chat_reply_ends_where_its_first_code_block_closes(task, chat_stop, stop, run):
     """Every chat reply, repair rounds included, is asked to stop at the closing fence of its
-    first block (`--humanfix-chat-stop code`, the default), or at nothing with `none`; the
-    canonical control, cut there, is still graded fixed."""
+    first block or a `check` of its own (`--humanfix-chat-stop code`, the default), or at
+    nothing with `none`; the canonical control, cut there, is still graded fixed."""
     from pytest_humanfix.models.controls import ControlModel
 
     model = Recording(ControlModel("canonical", "canonical", Settings()))

@@ -42,6 +42,11 @@ def code_blocks(reply: str, tags: tuple[str, ...] | None = None) -> list[str]:
             continue
         if indent:  # a block inside a markdown list is indented with its fence
             body = textwrap.dedent(body)
+        if not body.endswith("\n"):
+            # Left open: the reply was cut mid-line at its token limit, or before the newline
+            # its closing fence begins with (--humanfix-chat-stop): its last line is ended as
+            # a closed block's is, so a cut reply gives the code the whole reply would.
+            body += "\n"
         if body.strip():
             blocks.append(body)
     return blocks

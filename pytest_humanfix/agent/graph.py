@@ -200,7 +200,7 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
             prompts.stop_words(ctx.task), ctx.task, temperature=temperature)
     else:
         generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
-                                        stop=prompts.chat_stop(ctx.settings.chat_stop))
+                                        stop=prompts.chat_stop(ctx.settings.chat_stop, ctx.task))
     return _asked(ctx, state, generation, _code_of(ctx, generation.text, continued=kind != "chat"),
                   kind, temperature, began)
 

@@ -51,17 +51,22 @@ def stop_words(task: Task) -> list[str]:
     return list(LANGUAGES[task.language].stop_words)
 
 
-# A chat reply's first code block closed: what a model writes after it is mostly prose (an
-# explanation, usage examples) that `extract.extract_code` does not need: in qwen-coder's 759
-# replies of a 164-task run, cutting each here left the extracted code the same in 754 and took
-# off a seventh of the tokens (a quarter at round 0). A bare fence line opening a block would end
-# the reply before its code; the models open theirs with a tag (```python).
+# Where a chat reply's code ends: its first code block closed, or, in Python, a `check` of the
+# model's own defined after the fix (the tests variant shows the model `def check(...)`, which it
+# often writes out again, asserts and all, until its token limit). What comes after is prose or
+# tests that `extract.extract_code` drops. Replayed on qwen-coder's replies (docs/agent.md,
+# "Where a chat reply ends"): the same graded outcome for every first attempt, at under half the
+# tokens. A bare fence line opening a block would end the reply before its code; the models open
+# theirs with a tag (```python).
 CODE_END = "\n```\n"
+TESTS_START = {"python": "\ndef check("}
 
 
-def chat_stop(chat_stop: str) -> list[str]:
+def chat_stop(chat_stop: str, task: Task) -> list[str]:
     """The stop strings of a chat reply under --humanfix-chat-stop."""
-    return [CODE_END] if chat_stop == "code" else []
+    if chat_stop == "none":
+        return []
+    return [CODE_END, *([TESTS_START[task.language]] if task.language in TESTS_START else [])]
 
 
 def instruction(task: Task) -> str:
