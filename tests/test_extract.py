@@ -127,6 +127,24 @@ def test_unterminated_fence_with_a_complete_function():
     assert_is_fixed(extract("Here you go:\n```python\n" + FIXED))
 
 
+@pytest.mark.parametrize("after", ["\n\nThe distance must be absolute.\n",
+                                   f"\n\ndef check({ENTRY}):\n    assert {ENTRY}([], 1) is False\n"])
+def test_a_reply_cut_where_its_code_ends_gives_the_code_of_the_whole_reply(after):
+    """--humanfix-chat-stop cuts a reply before `\n```\n` or a `\ndef check(` of its own (the
+    stop string and all, as a server returns it): the block is left open, its last line
+    unended, and the code is byte for byte the whole reply's."""
+    from pytest_humanfix.agent.prompts import chat_stop
+    from pytest_humanfix.models.base import cut_at_stop
+
+    whole = "Here it is:\n\n```python\n" + FIXED + ("```" + after if "check" not in after
+                                                  else after.lstrip("\n") + "```\n")
+    stops = chat_stop("code", _task())
+    cut = cut_at_stop(whole, stops)
+    assert len(cut) < len(whole) and not cut.endswith("\n")
+    assert extract(cut) == extract(whole)
+    assert_is_fixed(extract(cut))
+
+
 def test_unterminated_fence_cut_mid_function_fails_the_check_with_a_syntax_error():
     cut = FIXED[: FIXED.index("if distance")] + "if distance <"
     code = extract("```python\n" + cut)
