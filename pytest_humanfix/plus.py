@@ -244,8 +244,8 @@ PLUS_KNOWN_FAILURES: dict[str, str] = {
                  "returns [True, False, 0, -10], HumanEval+ expects [0, -10]",
     "Python/32": "find_zero([9450000, 9, -7, ...]) returns 5.8984893224, outside EvalPlus's "
                  "oracle |poly(x)| <= 1e-4",
-    "Python/39": NEAR_LIMIT + "prime_fib tests HumanEval+'s large Fibonacci numbers for primality by "
-                 "trial division",
+    "Python/39": NEAR_LIMIT + "prime_fib tests HumanEval+'s large Fibonacci numbers for "
+                 "primality by trial division",
     "Python/44": "change_base(0, 3) returns '', HumanEval+ expects '0'",
     "Python/49": "modp(0, 1) returns 1, HumanEval+ expects 0 (input 605; its loop of n "
                  "doublings reaches it after ~3.7 s of CPU, within the 10 s limit: on a machine "
@@ -259,8 +259,8 @@ PLUS_KNOWN_FAILURES: dict[str, str] = {
                  "expects 4",
     "Python/95": "check_dict_case({'FIRST_NAME': 'John', ..., '1': 35}) returns True, "
                  "HumanEval+ expects False",
-    "Python/96": NEAR_LIMIT + "count_up_to tests each number below n by trial division up to itself, "
-                 "quadratic in n",
+    "Python/96": NEAR_LIMIT + "count_up_to tests each number below n by trial division up to "
+                 "itself, quadratic in n",
     "Python/97": "multiply(-6, -9) returns 4: Python's % of a negative, HumanEval+ expects 54",
     "Python/111": "histogram('a b c  d ...') counts the empty word between two spaces",
     "Python/122": "add_elements([-99, -88, ..., -11], 5) returns 0, HumanEval+ expects -385",
