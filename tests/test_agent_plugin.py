@@ -42,14 +42,14 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
     line = (f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto strict=False "
-            "language=python round_temperature=[1.0] resample_temperature=[1.2]]")
+            "language=python chat_stop=code round_temperature=[1.0] resample_temperature=[1.2]]")
     assert line in result.outlines
     got = records_by_task()
     for record in got.values():
         assert record["protocol"] == {"variant": variant, "iters": 2, "samples": 1,
                                       "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0,
                                       "prompt": "auto", "strict": False, "language": "python",
-                                      "round_temperature": [1.0],
+                                      "chat_stop": "code", "round_temperature": [1.0],
                                       "resample_temperature": [1.2]}
         assert {(a["prompt"], a["engine"], a["finish_reason"]) for a in record["attempts"]} \
             == {("chat", "replay", "stop")}

@@ -151,7 +151,7 @@ def test_a_local_file_names_its_language(humanfix_pytester, dataset, read_record
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*humanfix language go: runs here (limit 20 s, tree-sitter check "
                                  "before execution)*",
-                                 "pass@1 = 100.0% (2/2)*timeout=20.0*language=go]"])
+                                 "pass@1 = 100.0% (2/2)*timeout=20.0*language=go chat_stop=code]"])
     records = read_records()
     assert {(r["task_id"], r["language"]) for r in records} == {("Go/0", "go"), ("Go/1", "go")}
     assert {r["protocol"]["language"] for r in records} == {"go"}
@@ -188,8 +188,9 @@ def test_several_languages_give_an_item_per_task_and_language(humanfix_pytester,
     summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
     assert [(row["language"], row["tasks"]["scored"], row["tasks"]["fixed"])
             for row in summary["by_language"]] == [("python", 2, 0), ("js", 2, 0), ("rust", 2, 0)]
-    result.stdout.fnmatch_lines(["language js: pass@1 = 0.0% (0/2)*timeout=10.0*language=js]",
-                                 "language rust: pass@1 = 0.0% (0/2)*timeout=300.0*language=rust]"])
+    result.stdout.fnmatch_lines(
+        ["language js: pass@1 = 0.0% (0/2)*timeout=10.0*language=js chat_stop=code]",
+         "language rust: pass@1 = 0.0% (0/2)*timeout=300.0*language=rust chat_stop=code]"])
     markdown = (humanfix_pytester.path / "reports" / "summary.md").read_text()
     assert "## rust" in markdown and "## js" in markdown
     suite = ET.parse(humanfix_pytester.path / "reports" / "junit.xml").getroot().find("testsuite")
