@@ -56,8 +56,8 @@ def stop_words(task: Task) -> list[str]:
 # often writes out again, asserts and all, until its token limit). What comes after is prose or
 # tests that `extract.extract_code` drops. Replayed on qwen-coder's replies (docs/agent.md,
 # "Where a chat reply ends"): the same graded outcome for every first attempt, at under half the
-# tokens. A bare fence line opening a block would end the reply before its code; the models open
-# theirs with a tag (```python).
+# tokens. A bare fence line opening a block would end the reply before its code; the models read
+# here open theirs with a tag (```python).
 CODE_END = "\n```\n"
 TESTS_START = {"python": "\ndef check("}
 
