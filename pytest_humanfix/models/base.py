@@ -13,6 +13,7 @@ transformers' chat templates and vLLM).
 
 from __future__ import annotations
 
+import abc
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -72,6 +73,25 @@ class Model(Protocol):
         """The continuation of `start`, the beginning of the model's answer to the conversation
         (primed prompting), ended before the first of `stop`; `start` itself is not repeated."""
         ...
+
+
+class RecordedAnswers(abc.ABC):
+    """A model whose every answer is a recorded reply, whichever way it is prompted: a completion
+    or a primed answer was recorded as the continuation it is, so it is replayed as it was."""
+
+    @abc.abstractmethod
+    def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
+                 tools: list[dict[str, Any]] | None = None,
+                 stop: list[str] | None = None) -> Generation:
+        """The task's recorded reply."""
+
+    def complete(self, prompt: str, stop: list[str], task: Task,
+                 temperature: float | None = None) -> Generation:
+        return self.generate([], task)
+
+    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
+                        task: Task, temperature: float | None = None) -> Generation:
+        return self.generate([], task)
 
 
 def sample_seed(seed: int, task_id: str, reply: int) -> int:

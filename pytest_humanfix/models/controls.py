@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..records import JsonlError, read_jsonl
-from .base import Generation, Message, ModelLoadError, ModelSpecError, cut_at_stop, settle_prompt
+from .base import (
+    Generation,
+    Message,
+    ModelLoadError,
+    ModelSpecError,
+    RecordedAnswers,
+    cut_at_stop,
+    settle_prompt,
+)
 from .toolcalls import split_reply
 
 if TYPE_CHECKING:
@@ -56,7 +64,7 @@ class ControlModel:
         return self.complete(start, stop, task, temperature)
 
 
-class ReplayModel:
+class ReplayModel(RecordedAnswers):
     """Replays recorded replies: `{"task_id", "completion"}` lines, in order per task, or the
     attempts of this plugin's own results JSONL, so a run can be re-scored without a model."""
 
@@ -91,16 +99,6 @@ class ReplayModel:
         # Past the last recorded reply the model keeps saying the same thing.
         text, calls = split_reply(replies[min(served, len(replies) - 1)], tools)
         return Generation(text=text, tool_calls=calls, engine="replay")
-
-    def complete(self, prompt: str, stop: list[str], task: Task,
-                 temperature: float | None = None) -> Generation:
-        """A recorded continuation, replayed as it was recorded."""
-        return self.generate([], task)
-
-    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
-                        task: Task, temperature: float | None = None) -> Generation:
-        """A recorded continuation of a primed answer, replayed as it was recorded."""
-        return self.generate([], task)
 
 
 def _recorded_replies(row: dict, path: Path, number: int) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..agent.graph import repair
 from ..dataset import Task
-from ..models.base import Generation, Message, Model, PromptKind, settle_prompt
+from ..models.base import Generation, Message, Model, PromptKind, RecordedAnswers, settle_prompt
 from ..models.toolcalls import split_reply
 from ..records import TaskResult
 from ..sandbox.environment import Sandbox
@@ -31,7 +31,7 @@ def repeated(tasks: list[Task], settings: Settings) -> frozenset[str]:
 
 
 @dataclasses.dataclass
-class RecordedReply:
+class RecordedReply(RecordedAnswers):
     """A model that answers with one recorded reply: the run's own first attempt, graded again
     on its own when the run's repair rounds went past it."""
 
@@ -44,14 +44,6 @@ class RecordedReply:
                  stop: list[str] | None = None) -> Generation:
         text, calls = split_reply(self.text, tools)  # a recorded call is called again
         return Generation(text=text, tool_calls=calls, engine="recorded")
-
-    def complete(self, prompt: str, stop: list[str], task: Task,
-                 temperature: float | None = None) -> Generation:
-        return self.generate([], task)
-
-    def continue_answer(self, messages: list[Message], start: str, stop: list[str],
-                        task: Task, temperature: float | None = None) -> Generation:
-        return self.generate([], task)
 
 
 def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, settings: Settings,
