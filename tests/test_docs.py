@@ -238,6 +238,21 @@ def test_the_marked_commands_run(docs_runs):
         assert "Traceback" not in run.output, f"{run.block.where}: {run.command!r}:\n{run.output}"
 
 
+def test_the_gate_failures_reports_md_quotes_are_what_its_commands_print(docs_runs):
+    """reports.md says its second run and third command fail their gates, and quotes them."""
+    text = " ".join((DOCS / "reports.md").read_text(encoding="utf-8").split())
+    paragraph = text[text.index("The second run and the third command fail"):]
+    wanted = [quote for quote in re.findall(r"`([^`]*)`", paragraph)
+              if quote.startswith("humanfix gate FAILED: ")][:2]
+    gated = [run for run in docs_runs if run.block.page.name == "reports.md"
+             and re.search(r"--(humanfix-)?baseline=", run.command)]
+    assert [run.command.split()[0] for run in gated] == ["pytest", "humanfix-report"]
+    for run, line in zip(gated, wanted, strict=True):
+        assert run.returncode == 1, f"{run.command!r} exited {run.returncode}"
+        assert line in " ".join(run.output.split()), (
+            f"{run.command!r} does not print {line!r}:\n{run.output[-3000:]}")
+
+
 # The record schema ----------------------------------------------------------------------------
 
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
