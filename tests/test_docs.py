@@ -104,6 +104,38 @@ def test_ci_runs_the_test_command_readme_shows():
         f".ci/run runs {ci}, README shows {sorted(shown)}: keep them the same command")
 
 
+def headings(page: Path) -> set[str]:
+    """The anchors MkDocs gives a page's headings (fenced blocks left out)."""
+    from markdown.extensions.toc import slugify
+
+    anchors, fenced = set(), False
+    for line in page.read_text(encoding="utf-8").split("\n"):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (heading := re.match(r"#+\s+(.*?)\s*#*$", line)):
+            text = re.sub(r"`([^`]*)`", r"\1", heading.group(1))
+            anchors.add(slugify(re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", text), "-"))
+    return anchors
+
+
+def test_readme_is_a_short_landing_page_whose_links_resolve():
+    """`mkdocs build --strict` checks the site's links; README.md is outside the site, so its
+    links into docs/ (and their anchors) are checked here."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150, "README.md is a landing page: 150 lines at most"
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    assert any(link.startswith("docs/") for link in links)
+    broken = []
+    for link in links:
+        if re.match(r"[a-z]+:", link):
+            continue
+        target, _, anchor = link.partition("#")
+        path = REPO / target
+        if not path.is_file() or (anchor and anchor not in headings(path)):
+            broken.append(link)
+    assert not broken, f"README.md links to what is not there: {broken}"
+
+
 def test_the_checks_below_find_the_marked_commands():
     """The parser finds the blocks it is meant to check (a parser that found nothing would let
     every check below pass)."""
@@ -206,6 +238,21 @@ def test_the_marked_commands_run(docs_runs):
         assert "Traceback" not in run.output, f"{run.block.where}: {run.command!r}:\n{run.output}"
 
 
+def test_the_gate_failures_reports_md_quotes_are_what_its_commands_print(docs_runs):
+    """reports.md says its second run and third command fail their gates, and quotes them."""
+    text = " ".join((DOCS / "reports.md").read_text(encoding="utf-8").split())
+    paragraph = text[text.index("The second run and the third command fail"):]
+    wanted = [quote for quote in re.findall(r"`([^`]*)`", paragraph)
+              if quote.startswith("humanfix gate FAILED: ")][:2]
+    gated = [run for run in docs_runs if run.block.page.name == "reports.md"
+             and re.search(r"--(humanfix-)?baseline=", run.command)]
+    assert [run.command.split()[0] for run in gated] == ["pytest", "humanfix-report"]
+    for run, line in zip(gated, wanted, strict=True):
+        assert run.returncode == 1, f"{run.command!r} exited {run.returncode}"
+        assert line in " ".join(run.output.split()), (
+            f"{run.command!r} does not print {line!r}:\n{run.output[-3000:]}")
+
+
 # The record schema ----------------------------------------------------------------------------
 
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
@@ -305,16 +352,35 @@ def replay_file(dataset: Path, path: Path, tasks: int) -> Path:
     return path
 
 
+# Right on greatest_common_divisor's four asserted inputs, wrong on most of HumanEval+'s
+# (as tests/test_plus.py's weak-test fix).
+WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
+            "    return {(3, 7): 1, (10, 15): 5, (49, 14): 7, (144, 60): 12}.get((a, b), 1)\n")
+
+
+def plus_replay_file(dataset: Path, path: Path) -> Path:
+    """A weak-test fix (Python/13), and the reference solution of a task it cannot pass
+    HumanEval+ with (Python/22, a known failure there)."""
+    tasks = {task.task_id: task for task in load_tasks(str(dataset))}
+    replies = [{"task_id": "Python/13", "completion": f"```python\n{WEAK_GCD}```"},
+               {"task_id": "Python/22",
+                "completion": f"```python\n{tasks['Python/22'].canonical_code}```"}]
+    path.write_text("".join(json.dumps(reply) + "\n" for reply in replies))
+    return path
+
+
 @pytest.fixture(scope="module")
 def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
     """Runs that write the fields the docs' commands do not: repair rounds, samples, a repeat
     check, HumanEval+, a shard, a baseline, reruns, a reference solution that cannot pass, a
-    fleet with a server out of rotation, a model that cannot load."""
+    fleet with a server out of rotation, a model that cannot load, the tools agent under BigCode's
+    length budget, a weak-test fix and a task whose reference solution fails HumanEval+."""
     from openai_stub import StubServer
 
     root = tmp_path_factory.mktemp("schema")
     checkout = checkout_folder(root, dataset)
     replies = replay_file(dataset, checkout / "replies.jsonl", 3)
+    weak = plus_replay_file(dataset, checkout / "weak.jsonl")
     cpp = dataset.with_name(dataset.name.replace("-python.", "-cpp."))
     dead = "http://127.0.0.1:9/v1"
     with StubServer() as stub:
@@ -332,6 +398,11 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
              "--humanfix-max", "1", "--humanfix-report-dir=fleet"],
             ["--humanfix-model", "openai:stub", f"--humanfix-base-url={dead}",
              "--humanfix-max", "1", "--humanfix-report-dir=errors"],
+            ["--humanfix-model", "canonical", "--humanfix-max", "1", "--humanfix-agent",
+             "tools", "--humanfix-max-length", "512", "--humanfix-report-dir=tools"],
+            ["--humanfix-model", f"replay:{weak}", "--humanfix-task", "Python/13,Python/22",
+             "--humanfix-tests", "plus", f"--humanfix-plus-dataset={PLUS}",
+             "--humanfix-report-dir=weak"],
         ]
         for args in runs:
             done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=checkout,
@@ -344,6 +415,42 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
         text=True, timeout=600)
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     return root
+
+
+def serve_facts() -> list[dict[str, Any]]:
+    """`run.serve` as `--humanfix-serve` writes it, from the code that writes it (no engine is
+    started): llama.cpp on a CPU, and one tensor-parallel vLLM engine over four GPUs."""
+    from pytest_humanfix.models.serve import CpuLayout, Engine, ServedModel, Serving
+
+    def engine(kind: str, device: str | None, port: int) -> Engine:
+        return Engine(ServedModel(kind, "model", "model"), device, port, Path("server.log"), [])
+
+    cpu = Serving([engine("llamacpp", None, 8000), engine("llamacpp", None, 8001)],
+                  engine_args=("--n_batch", "512"), cpu=CpuLayout(engines=2, threads=1, slots=1))
+    gpus = Serving([engine("vllm", "0,1,2,3", 8000)], layout="tensor-parallel")
+    return [cpu.facts(), gpus.facts()]
+
+
+# Fields the schema page names that none of the runs above writes, each with why, and the word
+# the package writes it under (a field renamed or dropped in the code fails the check below).
+NOT_WRITTEN_BY_THE_RUNS = {
+    "flagged[]": "a fix the guard flags: no control or replay here defeats the tests",
+    "item_timeouts[]": "the item timeout stopping a task: a matter of timing",
+    "pass_at_1_if_timeouts_failed.": "likewise",
+    "repeat_check.errors[]": "a second generation that fails",
+}
+
+
+def observed_paths(value: Any, path: str = "") -> Iterator[str]:
+    """Every field's path in `value`, at any depth, in the schema page's notation."""
+    if isinstance(value, list):
+        for element in value:
+            yield from observed_paths(element, path + "[]")
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            here = f"{path}.{key}" if path else key
+            yield here
+            yield from observed_paths(inner, here)
 
 
 def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs):
@@ -361,10 +468,36 @@ def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs)
     assert any(record["outcome"] == "error" for record in records)
     assert all(any(summary.get(key) for summary in summaries) for key in
                ("baseline", "plus", "repeat_check", "repairs", "servers", "servers_out"))
+    assert any(summary["plus"]["weak_test_fixes"] and summary["plus"]["known_failures"]
+               for summary in summaries if summary.get("plus"))
     assert any(summary["run"].get("merged") for summary in summaries)
     missing = sorted({line for record in records
                       for line in undocumented(record, "humanfix.jsonl", tables)})
     assert not missing, f"docs/schema.md does not name these record fields so: {missing}"
-    missing = sorted({line for summary in summaries
+    serving = [{"run": {"serve": facts}} for facts in serve_facts()]
+    missing = sorted({line for summary in [*summaries, *serving]
                       for line in undocumented(summary, "summary.json", tables)})
     assert not missing, f"docs/schema.md does not name these summary.json fields so: {missing}"
+
+    # And the other way: every field the page names is one that a run wrote, or one named in
+    # NOT_WRITTEN_BY_THE_RUNS, which the package still writes under that name.
+    written = {"humanfix.jsonl": {path for record in records for path in observed_paths(record)},
+               "summary.json": {path for summary in [*summaries, *serving]
+                                for path in observed_paths(summary)}}
+    source = "\n".join(path.read_text(encoding="utf-8")
+                       for path in (REPO / "pytest_humanfix").rglob("*.py"))
+    unwritten, excuses = [], set()
+    for table, fields in tables.items():
+        for field in fields.values():
+            if any(pattern(field.path).fullmatch(path) for path in written[table]):
+                continue
+            excused = [prefix for prefix in NOT_WRITTEN_BY_THE_RUNS
+                       if table == "summary.json" and field.path.startswith(prefix)]
+            excuses.update(excused)
+            name = field.path.split(".")[-1].removesuffix("[]")
+            if not excused or f'"{name}"' not in source:
+                unwritten.append(f"{table}: {field.path}")
+    assert not unwritten, f"docs/schema.md names fields that no run writes: {unwritten}"
+    assert excuses == set(NOT_WRITTEN_BY_THE_RUNS), (
+        f"the runs write these now: {sorted(set(NOT_WRITTEN_BY_THE_RUNS) - excuses)}; take them "
+        "out of NOT_WRITTEN_BY_THE_RUNS")
