@@ -52,7 +52,7 @@ def compile_cost(args: argparse.Namespace) -> str:
     plus = load_plus(args.plus, tasks)
     times = []
     for task in tasks:
-        program = plus.tasks[task.task_id].program(task.canonical_code)
+        program = plus.tasks[task.task_id].program(task.canonical_code, [])
         started = time.process_time()
         compile(program, task.task_id, "exec")
         times.append((time.process_time() - started, len(program), task.task_id))

@@ -16,10 +16,22 @@ benchmarks/bench_plus.py prints) and compares them as EvalPlus's `unsafe_execute
 (`CHECKER`). Six tasks (Python/14, 15, 83, 100, 130, 139) hold no outputs: their `ref_func`
 computes each expected one at run time, as EvalPlus's own check does.
 
-Time limits differ from EvalPlus's in one way: EvalPlus gives each input max(1 s, 4 × the
-reference's time on it); here the whole program runs under the task's one limit, max(floor,
---humanfix-timeout-factor × the reference's time on the whole program), calibrated as the hidden
-tests are (session/calibration), the reference being EvalPlus's own canonical solution.
+Time limits are EvalPlus's (evalplus/eval/__init__.py, untrusted_check; evalplus/config.py):
+each input runs under its own limit, max(4 s, 4 × the reference's time on that input), the
+reference being EvalPlus's canonical solution, timed on each input in the sandbox once per
+machine (session/calibration, as evaluate.py's get_groundtruth times it with trusted_exec), and
+the whole program under min(60 s, the sum of those) + 1 s, a backstop. Where we differ:
+- the input limits count the program's CPU time (ITIMER_PROF), where EvalPlus's `time_limit`
+  counts wall-clock time (ITIMER_REAL), and the reference's time on an input is its CPU time
+  too: a busy machine, more workers than cores, takes wall-clock time from a candidate, not CPU
+  time;
+- an input past its limit gives the verdict `timeout` (EvalPlus's is `fail`, the input's detail
+  False), run once more alone before it counts, as every timeout here is (sandbox/rerun);
+- the whole program's limit is the calibrated one of the hidden tests' kind, max(floor,
+  --humanfix-timeout-factor × the reference's time on the whole program), where that is larger:
+  the six programs without outputs run their reference as they go, which EvalPlus does before;
+- the floor is EvalPlus's current 4 s (af49138, "to minimize false positives"); its last
+  release, v0.3.1, had 1 s.
 """
 
 from __future__ import annotations
@@ -33,14 +45,43 @@ from pathlib import Path
 from typing import Any
 
 from .dataset import DatasetError, Task
+from .sandbox.environment import Layer, Sandbox, Verdict
 from .sandbox.program import build_program
 from .settings import HUB_PLUS_DATASET
 
 PLUS_SUFFIXES = (".jsonl", ".jsonl.gz")
 
+# EvalPlus's defaults (evalplus/config.py: DEFAULT_MIN_TIME_LIMIT, DEFAULT_GT_TIME_LIMIT_FACTOR;
+# evalplus/eval/__init__.py, untrusted_check: EVALPLUS_TIMEOUT_PER_TASK), set as the module's
+# docstring says.
+MIN_TIME_LIMIT = 4.0
+GT_TIME_LIMIT_FACTOR = 4.0
+TIMEOUT_PER_TASK = 60.0
+# The line on which the reference's calibration run gives its CPU seconds on each input.
+TIMES = "humanfix-plus-times"
+TIMEOUT_ERROR = "_HumanfixPlusTimeoutError"
+
 # EvalPlus's comparison (evalplus/eval/__init__.py, unsafe_execute, v0.1.x), names prefixed so
-# that a candidate's own cannot clash with them; a failure names the input that failed.
+# that a candidate's own cannot clash with them; a failure names the input that failed. Each
+# input runs under its own limit, as in unsafe_execute (`with time_limit(time_limits[i])`,
+# evalplus/eval/utils.py), but on the process's CPU clock (ITIMER_PROF, not ITIMER_REAL): other
+# workers and a model run beside the harness take wall-clock time from it, not CPU time. The
+# limit's exception is a BaseException, so that a candidate's `except Exception` lets it by.
+# Without limits (the reference's calibration run) each input's CPU seconds are printed instead.
 CHECKER = '''
+import json as _humanfix_plus_json
+import signal as _humanfix_plus_signal
+import time as _humanfix_plus_time
+
+
+class _HumanfixPlusTimeoutError(BaseException):
+    pass
+
+
+def _humanfix_plus_alarm(signum, frame):
+    raise _HumanfixPlusTimeoutError
+
+
 def _humanfix_plus_floats(x):
     if isinstance(x, float):
         return True
@@ -56,10 +97,30 @@ def _humanfix_plus_short(value, most=300):
     return text if len(text) <= most else text[:most] + "..."
 
 
-def _humanfix_plus_check(candidate, name, inputs, results, atol, reference, oracle):
+def _humanfix_plus_input(i, inputs, name):
+    args = ", ".join(_humanfix_plus_short(a, 120) for a in inputs[i])
+    return f"HumanEval+ input {i + 1} of {len(inputs)}: {name}({args})"
+
+
+def _humanfix_plus_check(candidate, name, inputs, results, atol, reference, oracle, limits,
+                         floor):
+    _humanfix_plus_signal.signal(_humanfix_plus_signal.SIGPROF, _humanfix_plus_alarm)
+    times = []
     for i, inp in enumerate(inputs):
         exp = reference(*copy.deepcopy(inp)) if reference is not None else results[i]
-        out = candidate(*inp)
+        limit = None if limits is None else limits[i] if i < len(limits) else floor
+        began = _humanfix_plus_time.process_time()
+        try:
+            if limit is not None:
+                _humanfix_plus_signal.setitimer(_humanfix_plus_signal.ITIMER_PROF, limit)
+            out = candidate(*inp)
+        except _HumanfixPlusTimeoutError:
+            raise _HumanfixPlusTimeoutError(
+                f"{_humanfix_plus_input(i, inputs, name)} ran past its limit, {limit:g} s of "
+                "CPU") from None
+        finally:
+            _humanfix_plus_signal.setitimer(_humanfix_plus_signal.ITIMER_PROF, 0)
+        times.append(round(_humanfix_plus_time.process_time() - began, 4))
         tol = atol
         try:
             if oracle is not None:
@@ -75,12 +136,12 @@ def _humanfix_plus_check(candidate, name, inputs, results, atol, reference, orac
         except Exception as exc:
             ok, out = False, f"{out!r} (comparing it raised {type(exc).__name__}: {exc})"
         if not ok:
-            args = ", ".join(_humanfix_plus_short(a, 120) for a in inp)
             raise AssertionError(
-                f"HumanEval+ input {i + 1} of {len(inputs)}: {name}({args}) returned "
-                f"{_humanfix_plus_short(out)}, expected {_humanfix_plus_short(exp)}"
-                + (f" (atol {tol:g})" if tol else ""))
-'''
+                f"{_humanfix_plus_input(i, inputs, name)} returned {_humanfix_plus_short(out)}, "
+                f"expected {_humanfix_plus_short(exp)}" + (f" (atol {tol:g})" if tol else ""))
+    if limits is None:
+        print(TIMES_MARKER, _humanfix_plus_json.dumps(times))
+'''.replace("TIMES_MARKER", repr(TIMES))
 
 # EvalPlus's special oracle for find_zero: any root will do, within atol.
 FIND_ZERO_ORACLE = "lambda inp, out, tol: abs(_poly(*inp, out)) <= tol"
@@ -102,8 +163,10 @@ class PlusTask:
     results: str | None  # a Python literal: the expected outputs; None: ref_func computes them
     reference: str      # EvalPlus's own solution (prompt + canonical), for calibration
 
-    def program(self, code: str) -> str:
-        """The execution that grades `code` on every HumanEval+ input."""
+    def program(self, code: str, limits: Sequence[float] | None) -> str:
+        """The execution that grades `code` on every HumanEval+ input, each under its CPU
+        seconds in `limits` (an input past them under MIN_TIME_LIMIT); without limits, the
+        reference's calibration run, which gives its seconds on each input."""
         reference = "ref_func" if self.results is None else "None"
         oracle = FIND_ZERO_ORACLE if self.entry_point == "find_zero" else "None"
         # The candidate is bound before the test's helpers, which could shadow its name.
@@ -113,11 +176,87 @@ class PlusTask:
                 + f"_humanfix_plus_results = {self.results or 'None'}\n"
                 + f"_humanfix_plus_check(_humanfix_plus_candidate, {self.entry_point!r}, "
                 f"_humanfix_plus_inputs, _humanfix_plus_results, {self.atol!r}, "
-                f"{reference}, {oracle})\n")
+                f"{reference}, {oracle}, {limits if limits is None else list(limits)}, "
+                f"{MIN_TIME_LIMIT!r})\n")
 
     @property
     def reference_program(self) -> str:
-        return self.program(self.reference)
+        return self.program(self.reference, None)
+
+
+def reference_times(verdict: Verdict) -> dict[str, Any]:
+    """What calibration keeps of the reference's run (plain JSON for the cache and the
+    workers): its seconds on the whole program and its CPU seconds on each input; none where
+    it did not pass, and each input then runs under the floor."""
+    line = next((line for line in reversed(verdict.stdout.splitlines())
+                 if line.startswith(TIMES + " ")), "")
+    try:
+        inputs = json.loads(line.removeprefix(TIMES + " ")) if verdict.passed else []
+    except ValueError:  # cut by the output cap: ~8 characters an input, 16 KiB of them
+        inputs = []
+    return {"seconds": verdict.seconds, "inputs": inputs}
+
+
+def is_reference_times(value: object) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("seconds"), (int, float))
+            and isinstance(value.get("inputs"), list)
+            and all(isinstance(t, (int, float)) for t in value["inputs"]))
+
+
+def input_limits(reference_inputs: Sequence[float]) -> list[float]:
+    """Each input's limit in CPU seconds, as EvalPlus sets it from its reference's time."""
+    return [round(max(MIN_TIME_LIMIT, GT_TIME_LIMIT_FACTOR * t), 3) for t in reference_inputs]
+
+
+def program_limit(limits: Sequence[float]) -> float:
+    """EvalPlus's wall-clock limit of the whole check, a backstop behind the inputs' own."""
+    return min(TIMEOUT_PER_TASK, sum(limits)) + 1.0
+
+
+def stopped_input(verdict: Verdict) -> str:
+    """The checker's message for an input past its limit, "" if none was."""
+    for line in reversed(verdict.stderr.splitlines()):
+        if line.startswith(TIMEOUT_ERROR):
+            return line.removeprefix(TIMEOUT_ERROR).removeprefix(":").strip() or \
+                "a HumanEval+ input ran past its limit"
+    return ""
+
+
+@dataclass
+class InputLimits:
+    """A sandbox whose verdicts read an input stopped by its own limit as the timeout it is,
+    so that, as a program past its whole limit, it runs once more alone before it counts
+    (sandbox/rerun)."""
+
+    sandbox: Sandbox
+
+    @property
+    def layer(self) -> Layer:
+        return self.sandbox.layer
+
+    def run(self, program: str, timeout: float | None = None) -> Verdict:
+        verdict = self.sandbox.run(program, timeout)
+        if verdict.status == "failed" and stopped_input(verdict):
+            verdict.status = "timeout"
+        return verdict
+
+    def shutdown(self) -> None:
+        """The process's sandbox outlives the task; the runner shuts it down."""
+
+
+def failure(verdict: Verdict) -> str:
+    """What failed on HumanEval+: the input, the output and the expected one, or the input
+    past its limit (the checker's own messages, without the statement that raised them), else
+    the candidate's own error."""
+    stopped = stopped_input(verdict)
+    if stopped:
+        return stopped + ("; re-run alone, it ran past it again" if verdict.rerun else "")
+    marker = "AssertionError: HumanEval+ input "
+    failure = verdict.first_failure()
+    for line in failure.splitlines():
+        if line.startswith(marker):
+            return line.removeprefix("AssertionError: ")
+    return failure
 
 
 def fix_id(plus_id: str) -> str:

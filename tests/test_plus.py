@@ -23,17 +23,28 @@ WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
             "    return {(3, 7): 1, (10, 15): 5, (49, 14): 7, (144, 60): 12}.get((a, b), 1)\n")
 
 
-def replay(dataset: Path, path: Path) -> Path:
+# Right on every input, but HumanEval+'s fifth, (100, 50), takes it ~20 s of CPU.
+SLOW_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
+            "    if (a, b) == (100, 50):\n"
+            "        for _ in range(10 ** 9):\n"
+            "            pass\n"
+            "    while b:\n"
+            "        a, b = b, a % b\n"
+            "    return a\n")
+
+
+def replay(dataset: Path, path: Path, gcd: str = WEAK_GCD) -> Path:
     tasks = {t.task_id: t for t in load_tasks(str(dataset))}
     canonical = tasks["Python/0"].canonical_code
     rows = [{"task_id": "Python/0", "completion": f"```python\n{canonical}```"},
-            {"task_id": "Python/13", "completion": f"```python\n{WEAK_GCD}```"}]
+            {"task_id": "Python/13", "completion": f"```python\n{gcd}```"}]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 
 
-def plus_run(pytester: pytest.Pytester, dataset: Path, *args: str) -> pytest.RunResult:
-    model = replay(dataset, pytester.path / "replay.jsonl")
+def plus_run(pytester: pytest.Pytester, dataset: Path, *args: str, gcd: str = WEAK_GCD
+             ) -> pytest.RunResult:
+    model = replay(dataset, pytester.path / "replay.jsonl", gcd)
     return pytester.runpytest(f"--humanfix-model=replay:{model}", "--humanfix-task",
                               "Python/0,Python/13", "--humanfix-tests", "plus",
                               "--humanfix-plus-dataset", str(PLUS), *args)
@@ -52,6 +63,10 @@ def test_weak_test_fix_passes_hidden_and_fails_plus(humanfix_pytester, dataset, 
     assert "greatest_common_divisor(" in weak["plus_failure"]
     assert both["protocol"]["tests"] == "plus"
     assert both["plus_time_limit"]["reference_seconds"] is not None
+    # EvalPlus's limits: each input max(4 s, 4 x the reference's CPU time on it), measured here.
+    inputs = both["plus_time_limit"]["inputs"]
+    assert (inputs["clock"], inputs["floor"], inputs["factor"]) == ("cpu", 4.0, 4.0)
+    assert inputs["longest"] == pytest.approx(max(4.0, 4 * inputs["reference_longest"]))
 
     summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
     plus = summary["plus"]
@@ -73,6 +88,23 @@ def test_weak_test_fix_passes_hidden_and_fails_plus(humanfix_pytester, dataset, 
     assert properties["humanfix_weak_test_fixes"] == "1"
     html = "".join(summary_html(summary))
     assert "pass@1+ 50.0%" in html and "Python/13" in html
+
+
+def test_an_input_past_its_own_limit_times_the_candidate_out(humanfix_pytester, dataset,
+                                                             read_records):
+    """A candidate right on every input but too slow on one is stopped on that input by its own
+    limit, long before the whole program's, and again when re-run alone: a timeout on
+    HumanEval+ that names the input, while the hidden tests pass."""
+    plus_run(humanfix_pytester, dataset, gcd=SLOW_GCD).assert_outcomes(passed=2)
+    slow = {r["task_id"]: r for r in read_records()}["Python/13"]
+    assert slow["outcome"] == "fixed" and slow["plus_outcome"] == "unfixed"
+    verdict, limits = slow["plus_verdict"], slow["plus_time_limit"]
+    assert verdict["status"] == "timeout" and verdict["rerun"]
+    assert slow["plus_failure"] == (
+        "HumanEval+ input 5 of 990: greatest_common_divisor(100, 50) ran past its limit, 4 s "
+        "of CPU; re-run alone, it ran past it again")
+    assert limits["inputs"]["longest"] == 4.0 and limits["seconds"] >= 60
+    assert verdict["seconds"] < limits["seconds"] / 2
 
 
 def test_resume_keeps_both_verdicts(humanfix_pytester, dataset, read_records):
@@ -112,11 +144,11 @@ def test_usage_errors(humanfix_pytester, dataset, tmp_path, args, message):
     result.stderr.fnmatch_lines([message])
 
 
-# Canonical solutions whose HumanEval+ verdict depends on the machine's speed and load: Python/39
-# and 96 take ~8 s of CPU against their 10 s limit, Python/49 reaches its wrong output after
-# ~3.7 s and Python/31 passes after ~3.6 s (a machine slowed past ~2.5x times those two out).
-NEAR_LIMIT = {"Python/31": {"passed", "timeout"}, "Python/39": {"passed", "timeout"},
-              "Python/49": {"failed", "timeout"}, "Python/96": {"passed", "timeout"}}
+# Canonical solutions whose HumanEval+ verdict depends on the machine's speed and load: one input
+# of each takes about its limit, 4 s of CPU (Python/31 ~3.4 s, Python/39 ~8 s on a quiet 2-core
+# machine, twice that beside a busy one). Every other canonical solution is 3x or more within its
+# input limits or past them (docs/trust.md gives the margins).
+NEAR_LIMIT = {"Python/31": {"passed", "timeout"}, "Python/39": {"passed", "timeout"}}
 
 
 @pytest.mark.slow
@@ -134,30 +166,29 @@ def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
         failed = {r["task_id"] for r in records if r["plus_verdict"]["status"] != "passed"}
         if model == "canonical":
             assert failed - set(NEAR_LIMIT) == set(PLUS_KNOWN_FAILURES) - set(NEAR_LIMIT)
-            # Each reason says how it fails: too slow (a timeout under the harness's limit),
-            # near the limit (either verdict, as the machine's speed decides), or a wrong output.
+            # Each reason says how it fails: too slow (an input past its own limit, long before
+            # the program's), near the limit (either verdict, as the machine's speed decides),
+            # or a wrong output.
             for record in records:
                 task_id, status = record["task_id"], record["plus_verdict"]["status"]
                 if task_id in NEAR_LIMIT:
                     assert status in NEAR_LIMIT[task_id], record
-                    if task_id in PLUS_KNOWN_FAILURES and status == "passed":
-                        assert PLUS_KNOWN_FAILURES[task_id].startswith("near its limit")
+                    assert PLUS_KNOWN_FAILURES[task_id].startswith("near its limit")
                 elif task_id in failed:
                     slow = PLUS_KNOWN_FAILURES[task_id].startswith("too slow")
                     assert (status == "timeout") == slow, record
+                if status == "timeout":
+                    assert " ran past its limit, 4 s of CPU" in record["plus_failure"], record
+                    assert record["plus_verdict"]["seconds"] \
+                        < record["plus_time_limit"]["seconds"] / 2, record
             # Known failures are counted apart whatever their verdict on this machine, so
             # pass@1+ is over the same 142 tasks everywhere.
             known = {r["task_id"] for r in records if r.get("plus_known_failure")}
             assert known == set(PLUS_KNOWN_FAILURES)
             summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
-            scored = len(records) - len(known)
-            passed = scored - len(failed - known)
-            assert summary["plus"]["pass_at_1_plus"]["value"] == pytest.approx(passed / scored)
-            assert summary["plus"]["pass_at_1_plus"]["tasks"] == scored == 142
-            # Only Python/31 may time out, and it then reads as a weak-test fix.
-            assert failed - known <= {"Python/31"}
-            assert [row["task_id"] for row in summary["plus"]["weak_test_fixes"]] \
-                == sorted(failed - known)
+            assert summary["plus"]["pass_at_1_plus"] == {
+                **summary["plus"]["pass_at_1_plus"], "value": 1.0, "tasks": 142}
+            assert failed <= known and summary["plus"]["weak_test_fixes"] == []
         else:
             assert failed == {r["task_id"] for r in records}
 

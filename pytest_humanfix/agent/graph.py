@@ -55,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
+from .. import plus as humaneval_plus
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Generation, Message, Model, PromptKind
@@ -353,24 +354,13 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
         on_plus = ctx.plus(code)
         plus = {"plus_verdict": on_plus.to_dict(),
                 "plus_outcome": "fixed" if fixed and on_plus.passed else "unfixed",
-                "plus_failure": "" if on_plus.passed else plus_failure(on_plus)}
+                "plus_failure": "" if on_plus.passed else humaneval_plus.failure(on_plus)}
     result = TaskResult(
         task_id=ctx.task.task_id, entry_point=ctx.task.entry_point, bug_type=ctx.task.bug_type,
         outcome="fixed" if fixed else "unfixed", code=code,
         diff=attempts[index].diff, verdict=graded, failure=failure, attempts=attempts,
         final_attempt=index, fixed_round=fixed_round, flags=flags, **plus)
     return {"result": result, "attempts": attempts}
-
-
-def plus_failure(verdict: Verdict) -> str:
-    """What failed on HumanEval+: the input, the output and the expected one (the checker's own
-    message, without the statement that raised it), else the candidate's own error."""
-    failure = verdict.first_failure()
-    marker = "AssertionError: HumanEval+ input "
-    for line in failure.splitlines():
-        if line.startswith(marker):
-            return line.removeprefix("AssertionError: ")
-    return failure
 
 
 def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:

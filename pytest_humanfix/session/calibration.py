@@ -8,7 +8,9 @@ are timed once, by the controller before any worker starts, and the times are ke
 count, platform, Python), so a later run on the same machine reuses them. That store is not
 pytest's cache: a CI job or a benchmark that runs with `-p no:cacheprovider` would otherwise
 time all 164 programs again on every run, as long as the control run itself. `--cache-clear`
-times them anew.
+times them anew. What is kept of a run is the calibration's `Reading`: the whole program's
+seconds for the hidden tests, the reference's seconds on each input as well for HumanEval+
+(`plus.reference_times`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import json
 import os
 import platform
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..dataset import Task
-from ..sandbox.environment import Sandbox
+from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
 from ..settings import user_cache_dir
 
@@ -66,26 +69,43 @@ def canonical_program(task: Task) -> str:
     return build_program(task.canonical_code, task.test, task.test_setup)
 
 
+def is_seconds(value: object) -> bool:
+    return isinstance(value, (int, float))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What calibration runs for a task and keeps of its verdict (plain JSON, for the cache and
+    the workers), and which cached values are such readings: any other is measured again."""
+
+    program: Callable[[Task], str] = canonical_program
+    of: Callable[[Verdict], Any] = lambda verdict: verdict.seconds
+    valid: Callable[[object], bool] = is_seconds
+
+
+SECONDS = Reading()
+
+
 def measure(tasks: Sequence[Task], sandbox: Sandbox, timeout: float,
-            program: Callable[[Task], str] = canonical_program) -> dict[str, float]:
-    """Seconds each reference program (by default the canonical solution on its tests) takes
-    in the sandbox (the limit, if it does not finish within it)."""
-    return {task.task_id: sandbox.run(program(task), timeout).seconds for task in tasks}
+            reading: Reading = SECONDS) -> dict[str, Any]:
+    """The reading of each reference program (by default the seconds the canonical solution
+    takes on its tests) in the sandbox (the limit, if it does not finish within it)."""
+    return {task.task_id: reading.of(sandbox.run(reading.program(task), timeout))
+            for task in tasks}
 
 
 def calibrate(tasks: Sequence[Task], sandbox: Sandbox, cache: Cache, timeout: float,
-              anew: bool = False,
-              program: Callable[[Task], str] = canonical_program) -> dict[str, float]:
-    """The canonical solution's seconds for each task, from the cache or measured now (all of
-    them when `anew`)."""
+              anew: bool = False, reading: Reading = SECONDS) -> dict[str, Any]:
+    """Each task's reading (by default the canonical solution's seconds), from the cache or
+    measured now (all of them when `anew`)."""
     by_machine = cache.load()
     kept = by_machine.get(machine())
     here = dict(kept) if isinstance(kept, dict) and not anew else {}
-    missing = [task for task in tasks if not isinstance(here.get(task.task_id), (int, float))]
+    missing = [task for task in tasks if not reading.valid(here.get(task.task_id))]
     if missing:
-        here.update(measure(missing, sandbox, timeout, program))
+        here.update(measure(missing, sandbox, timeout, reading))
         cache.store({**by_machine, machine(): here})
-    return {task.task_id: float(here[task.task_id]) for task in tasks}
+    return {task.task_id: here[task.task_id] for task in tasks}
 
 
 def task_limit(timeout: float, factor: float, canonical_seconds: float | None) -> float:

@@ -20,6 +20,7 @@ from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
+from ..plus import is_reference_times, reference_times
 from ..records import JsonlWriter, ReportError, run_fingerprint, without_model
 from ..reporting import files, summary as summary_mod, terminal
 from ..reporting.gates import (
@@ -34,7 +35,7 @@ from ..reporting.gates import (
 )
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
-from .calibration import CalibrationFile, calibrate
+from .calibration import CalibrationFile, Reading, calibrate
 from .items import earlier_run
 from .placement import run_devices
 from .resume import ResumeError, load_finished
@@ -128,21 +129,24 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             sandbox_choice.sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
             max(python, LANGUAGES["python"].timeout) * settings.timeout_factor,
             anew=bool(config.getoption("cacheclear", False)))
-        plus_seconds = {}
+        plus_reference = {}
         if workload.plus is not None:
-            # EvalPlus times its own reference solution on the inputs; so does this, once per
-            # machine and HumanEval+ data, with room for its slowest tasks (~25 s alone here).
+            # EvalPlus times its own reference solution on each input (evaluate.py,
+            # get_groundtruth: trusted_exec with record_time); so does this, in the sandbox,
+            # once per machine and HumanEval+ data, with room for its slowest tasks (~25 s
+            # alone here).
             plus = workload.plus
-            plus_seconds = calibrate(
+            plus_reference = calibrate(
                 [t for t in workload.tasks if t.task_id not in resumed],
-                sandbox_choice.sandbox, CalibrationFile("plus-" + plus.hash),
+                sandbox_choice.sandbox, CalibrationFile("plus-inputs-" + plus.hash),
                 PLUS_CALIBRATION_LIMIT, anew=bool(config.getoption("cacheclear", False)),
-                program=lambda task: plus.tasks[task.task_id].reference_program)
+                reading=Reading(lambda task: plus.tasks[task.task_id].reference_program,
+                                reference_times, is_reference_times))
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
     runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
                     device=device, resumed=resumed, canonical_seconds=canonical_seconds,
-                    plus_seconds=plus_seconds,
+                    plus_reference=plus_reference,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
     controller = Controller(config, runner, baseline,
                             serving.facts() if serving is not None else None)

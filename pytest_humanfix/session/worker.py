@@ -33,7 +33,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
                         endpoint=workerinput.get("humanfix_endpoint"),
                         resumed=workerinput.get("humanfix_resumed", {}),
                         canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}),
-                        plus_seconds=workerinput.get("humanfix_plus_seconds", {}))
+                        plus_reference=workerinput.get("humanfix_plus_reference", {}))
         if device is not None:
             pin(device)
     except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:

@@ -35,7 +35,7 @@ class XdistHooks:
         # Only the controller reads the results file; workers learn from it what is done.
         node.workerinput["humanfix_resumed"] = self.runner.resumed
         node.workerinput["humanfix_canonical_seconds"] = self.runner.canonical_seconds
-        node.workerinput["humanfix_plus_seconds"] = self.runner.plus_seconds
+        node.workerinput["humanfix_plus_reference"] = self.runner.plus_reference
         node.workerinput["humanfix_device"] = self.devices.acquire(node.gateway.id)
         if self.serving is not None:
             node.workerinput["humanfix_endpoint"] = \
