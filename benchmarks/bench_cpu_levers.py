@@ -49,6 +49,9 @@ from pytest_humanfix.settings import user_cache_dir
 # Each lever of our engine: its flag and the value that turns it off.
 LEVERS_OFF = {"--prefix_cache": "off", "--draft": "0"}
 DRAFT = ("--draft", "8")  # prompt-lookup drafts of up to 8 tokens
+# Up to 3: a decode of 4 tokens costs about 1.6x one of 1 on a CPU thread, 9 tokens about 3.5x
+# (benchmarks/bench_batch_shape.py), so short drafts need fewer accepted to pay.
+SHORT_DRAFT = ("--draft", "3")
 REUSE = ("--prefix_cache", "on")
 PEER_START_TIMEOUT = 300.0
 
@@ -77,6 +80,7 @@ CONFIGS = {
     "reuse": Config(2, (REUSE,)),
     "draft": Config(2, (DRAFT,)),
     "reuse+draft": Config(2, (REUSE, DRAFT)),
+    "draft3": Config(2, (SHORT_DRAFT,)),
     # The peer in our layout (a server of one thread and one slot per worker), then in its own:
     # one server on every core whose slots share each step (continuous batching).
     "peer": Config(2, peer=(2, 1, 1)),

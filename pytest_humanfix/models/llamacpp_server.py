@@ -36,8 +36,8 @@ Greedy replies can be drafted (`--draft K`, `lookup.py`): up to K tokens guessed
 reply's last n-gram occurred earlier in the prompt or reply, checked in one decode of the slot
 alone. The reply is still a function of its prompt, but llama.cpp's CPU matrix product sums a
 batch of two or more tokens in another order (llamafile's sgemm) than one token, so it is not
-always plain greedy's reply. It is off by default: on a CPU, a decode of several tokens costs
-several times one token's (measured in `--draft`'s comment), so drafts do not pay there.
+always plain greedy's reply. It is off by default: on a CPU, drafts did not pay (measured in
+`--draft`'s comment).
 
 A chat request may offer `tools` (OpenAI's declarations): they are laid out by the GGUF's chat
 template, which says how to call them (Qwen2.5's asks for Hermes `<tool_call>` blocks), and the
@@ -594,8 +594,10 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prefix_cache", choices=("on", "off"), default="on",
                         help="reuse the whole chunks of a prompt's prefix that a free slot "
                              "evaluated last (the reply is the same either way)")
-    # Off: on qwen-coder on a CPU thread a decode of 2 tokens cost about 4 of 1, and with 8
-    # drafts (30% accepted) replies came at half the speed, 1 of 6 of them otherwise.
+    # Off: on qwen-coder on a CPU thread a decode of 4 tokens costs about 1.6 of 1 and of 9 about
+    # 3.5 (benchmarks/bench_batch_shape.py); with 8 drafts (30% accepted) replies came at half
+    # the speed, 1 of 6 of them otherwise, and with 3 a run took 1.14x plain's wall, 7 replies
+    # of 16 otherwise.
     parser.add_argument("--draft", type=int, default=0,
                         help="tokens drafted per step from the prompt and reply (greedy "
                              "requests only; 0: none)")

@@ -1,0 +1,131 @@
+"""What a llama.cpp decode costs by the shape of its batch, on the engine's own thread count,
+and whether a token's logits depend on the batch it is decoded in.
+
+Every speed lever of our engine on a CPU is a bet on batch shape: prompt-lookup drafting
+(`--draft K`) checks K drafts and the last token in one decode of K + 1 tokens of one slot; an
+engine with two slots (`--humanfix-serve -n 4` on 2 cores) decodes two slots' tokens in one
+step. Either pays only if such a decode costs well under K + 1 (or 2) decodes of one token, and
+keeps replies those of plain greedy only if each token's logits are bit for bit those of a
+decode of that token alone. This measures both on the real model, through the engine's own
+`BatchedModel`, so the figures are those of the llama.cpp build the engine runs on (a build with
+`-DGGML_LLAMAFILE=OFF` may be compared by running this with its Python).
+
+A prompt of the first task (its buggy function and tests) is evaluated in the engine's chunks;
+then the next tokens are decoded one at a time (the reference logits), and again as one batch of
+2, 4 and 9 tokens of one slot, and as one token in each of two slots. Each shape is timed as the
+median of `--repeats` decodes.
+
+    python benchmarks/bench_batch_shape.py [--model qwen-coder] [--threads 1] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+from common import add_dataset_argument
+
+from pytest_humanfix.models.llamacpp_server import BatchedModel
+from pytest_humanfix.models.specs import local_gguf, resolve_spec
+
+PROMPT_TOKENS = 256
+CHUNK = 64  # the engine's default --n_batch
+DRAFT_SHAPES = (2, 4, 9)  # the last token and 1, 3 or 8 drafts
+
+
+class Probe:
+    """One context of two slots on the model, decoding batches of a given shape."""
+
+    def __init__(self, gguf: str, threads: int) -> None:
+        self.model = BatchedModel(gguf, 2048, threads, 2, CHUNK, prefix_cache=False)
+        self.lc = self.model.lc
+        self.memory = self.lc.llama_get_memory(self.model.ctx)
+        self.vocab_size = self.lc.llama_vocab_n_tokens(self.model.vocab)
+
+    def logits(self, index: int) -> np.ndarray:
+        pointer = self.lc.llama_get_logits_ith(self.model.ctx, index)
+        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,)).copy()
+
+    def evaluate_prompt(self, slot: int, tokens: list[int]) -> float:
+        """Seconds to evaluate `tokens` into `slot` in the engine's chunks."""
+        self.lc.llama_memory_seq_rm(self.memory, slot, 0, -1)
+        began = time.perf_counter()
+        for first in range(0, len(tokens), CHUNK):
+            # Logits of the prompt's last token only, as the engine asks.
+            self.model.decode([(token, first + offset, slot, first + offset == len(tokens) - 1)
+                               for offset, token in enumerate(tokens[first:first + CHUNK])])
+        return time.perf_counter() - began
+
+    def timed(self, entries: list[tuple[int, int, int, bool]], repeats: int) -> float:
+        """Median seconds of decoding `entries` after the prompt, its cells dropped each time."""
+        times = []
+        for _ in range(repeats):
+            for slot in {slot for _, _, slot, _ in entries}:
+                self.lc.llama_memory_seq_rm(self.memory, slot, PROMPT_TOKENS, -1)
+            began = time.perf_counter()
+            self.model.decode(entries)
+            times.append(time.perf_counter() - began)
+        return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataset_argument(parser)
+    parser.add_argument("--model", default="qwen-coder")
+    parser.add_argument("--threads", type=int, default=1, help="the engine's --n_threads")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    gguf = local_gguf(resolve_spec(args.model)).gguf_path
+    if gguf is None:
+        parser.error(f"--model {args.model}: not a GGUF model; llama.cpp needs one")
+    task = json.loads(Path(args.dataset).read_text().splitlines()[0])
+    probe = Probe(str(gguf), args.threads)
+    text = task["prompt"] + task["buggy_solution"] + task["test"]
+    tokens = probe.model.text.tokenize(text.encode(), special=True)
+    if len(tokens) < PROMPT_TOKENS + max(DRAFT_SHAPES):
+        parser.error(f"the first task of {args.dataset} has {len(tokens)} tokens; "
+                     f"{PROMPT_TOKENS + max(DRAFT_SHAPES)} are needed")
+    prompt, following = tokens[:PROMPT_TOKENS], tokens[PROMPT_TOKENS:PROMPT_TOKENS + 9]
+
+    prompt_seconds = probe.evaluate_prompt(0, prompt)
+    probe.evaluate_prompt(1, prompt)
+    reference = []
+    one_token = []
+    for offset, token in enumerate(following):
+        began = time.perf_counter()
+        probe.model.decode([(token, PROMPT_TOKENS + offset, 0, True)])
+        one_token.append(time.perf_counter() - began)
+        reference.append(probe.logits(0))
+    single = statistics.median(one_token)
+
+    rows = []
+    for size in DRAFT_SHAPES:
+        seconds = probe.timed([(token, PROMPT_TOKENS + offset, 0, True)
+                               for offset, token in enumerate(following[:size])], args.repeats)
+        same = all(np.array_equal(probe.logits(i), reference[i]) for i in range(size))
+        rows.append((f"{size} tokens of one slot", size, seconds, same))
+    seconds = probe.timed([(following[0], PROMPT_TOKENS, 0, True),
+                           (following[0], PROMPT_TOKENS, 1, True)], args.repeats)
+    same = all(np.array_equal(probe.logits(i), reference[0]) for i in range(2))
+    rows.append(("1 token in each of 2 slots", 2, seconds, same))
+
+    print(f"{args.model} ({Path(gguf).name}), {args.threads} thread(s), median of "
+          f"{args.repeats}; prompt of {PROMPT_TOKENS} tokens in chunks of {CHUNK}: "
+          f"{PROMPT_TOKENS / prompt_seconds:.1f} tokens/s, "
+          f"{1000 * prompt_seconds / PROMPT_TOKENS:.1f} ms a token")
+    print(f"{'decode':28} {'ms':>8} {'x one':>7} {'tokens per one-token cost':>26}  "
+          "logits identical to one at a time")
+    print(f"{'1 token of one slot':28} {1000 * single:8.1f} {1.0:7.2f} {1.0:26.2f}  "
+          "(the reference)")
+    for name, size, seconds, same in rows:
+        ratio = seconds / single
+        print(f"{name:28} {1000 * seconds:8.1f} {ratio:7.2f} {size / ratio:26.2f}  "
+              f"{'yes' if same else 'no'}")
+
+
+if __name__ == "__main__":
+    main()
