@@ -21,7 +21,6 @@ median of `--repeats` decodes.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from common import add_dataset_argument
 
+from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models.llamacpp_server import BatchedModel
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
 
@@ -82,9 +82,9 @@ def main() -> None:
     gguf = local_gguf(resolve_spec(args.model)).gguf_path
     if gguf is None:
         parser.error(f"--model {args.model}: not a GGUF model; llama.cpp needs one")
-    task = json.loads(Path(args.dataset).read_text().splitlines()[0])
+    task = load_tasks(str(args.dataset))[0]
     probe = Probe(str(gguf), args.threads)
-    text = task["prompt"] + task["buggy_solution"] + task["test"]
+    text = task.prompt + task.buggy_solution + task.test
     tokens = probe.model.text.tokenize(text.encode(), special=True)
     if len(tokens) < PROMPT_TOKENS + max(DRAFT_SHAPES):
         parser.error(f"the first task of {args.dataset} has {len(tokens)} tokens; "
