@@ -116,8 +116,9 @@ def peer_command(binary: Path, gguf: Path, alias: str, port: int, threads: int,
     """llama-server with our engine's rules, so that a reply is a function of its prompt:
     nothing kept between requests (`--no-cache-prompt`, no host-memory prompt cache); each slot
     its own KV cells (`--no-kv-unified`, a context of our engine's size per slot); prompts
-    evaluated in our engine's chunks of 512 tokens (a logical batch of 512 too, so llama-server
-    does not join two chunks); attention without flash attention, as llama-cpp-python's Llama
+    evaluated in the same chunks of 512 tokens every time (a logical batch of 512 too, so
+    llama-server does not join two chunks; ours evaluates in 64, as fast: docs/models.md);
+    attention without flash attention, as llama-cpp-python's Llama
     and our engine compute it; the GGUF's own chat template (`--jinja`), as ours uses it.
     Sampling: a request at temperature 0 keeps only the most likely token; the repeat penalty
     is off by default here."""
