@@ -29,11 +29,10 @@ import numpy as np
 from common import add_dataset_argument
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models.llamacpp_server import BatchedModel
+from pytest_humanfix.models.llamacpp_server import BatchedModel, parse_arguments
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
 
 PROMPT_TOKENS = 256
-CHUNK = 64  # the engine's default --n_batch
 DRAFT_SHAPES = (2, 4, 9)  # the last token and 1, 3 or 8 drafts
 
 
@@ -41,7 +40,9 @@ class Probe:
     """One context of two slots on the model, decoding batches of a given shape."""
 
     def __init__(self, gguf: str, threads: int) -> None:
-        self.model = BatchedModel(gguf, 2048, threads, 2, CHUNK, prefix_cache=False)
+        # The engine's default chunk (--n_batch), read from its own parser.
+        self.chunk = parse_arguments(["--model", gguf]).n_batch
+        self.model = BatchedModel(gguf, 2048, threads, 2, self.chunk, prefix_cache=False)
         self.lc = self.model.lc
         self.memory = self.lc.llama_get_memory(self.model.ctx)
         self.vocab_size = self.lc.llama_vocab_n_tokens(self.model.vocab)
@@ -51,13 +52,9 @@ class Probe:
         return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,)).copy()
 
     def evaluate_prompt(self, slot: int, tokens: list[int]) -> float:
-        """Seconds to evaluate `tokens` into `slot` in the engine's chunks."""
-        self.lc.llama_memory_seq_rm(self.memory, slot, 0, -1)
+        """Seconds to evaluate `tokens` into `slot` as the engine evaluates a prompt."""
         began = time.perf_counter()
-        for first in range(0, len(tokens), CHUNK):
-            # Logits of the prompt's last token only, as the engine asks.
-            self.model.decode([(token, first + offset, slot, first + offset == len(tokens) - 1)
-                               for offset, token in enumerate(tokens[first:first + CHUNK])])
+        self.model.evaluate(slot, tokens, 0)
         return time.perf_counter() - began
 
     def timed(self, entries: list[tuple[int, int, int, bool]], repeats: int) -> float:
@@ -89,7 +86,8 @@ def main() -> None:
     if len(tokens) < PROMPT_TOKENS + max(DRAFT_SHAPES):
         parser.error(f"the first task of {args.dataset} has {len(tokens)} tokens; "
                      f"{PROMPT_TOKENS + max(DRAFT_SHAPES)} are needed")
-    prompt, following = tokens[:PROMPT_TOKENS], tokens[PROMPT_TOKENS:PROMPT_TOKENS + 9]
+    prompt = tokens[:PROMPT_TOKENS]
+    following = tokens[PROMPT_TOKENS:PROMPT_TOKENS + max(DRAFT_SHAPES)]
 
     prompt_seconds = probe.evaluate_prompt(0, prompt)
     probe.evaluate_prompt(1, prompt)
@@ -114,7 +112,7 @@ def main() -> None:
     rows.append(("1 token in each of 2 slots", 2, seconds, same))
 
     print(f"{args.model} ({Path(gguf).name}), {args.threads} thread(s), median of "
-          f"{args.repeats}; prompt of {PROMPT_TOKENS} tokens in chunks of {CHUNK}: "
+          f"{args.repeats}; prompt of {PROMPT_TOKENS} tokens in chunks of {probe.chunk}: "
           f"{PROMPT_TOKENS / prompt_seconds:.1f} tokens/s, "
           f"{1000 * prompt_seconds / PROMPT_TOKENS:.1f} ms a token")
     print(f"{'decode':28} {'ms':>8} {'x one':>7} {'tokens per one-token cost':>26}  "

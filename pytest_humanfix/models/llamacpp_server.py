@@ -256,18 +256,24 @@ class BatchedModel:
         """Evaluates the prompt in chunks counted from its first token, from the first chunk
         whose cells the slot does not already hold, and samples the reply's first token."""
         job.sampler = self.new_sampler(job)
-        self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), job.slot, job.cached, -1)
-        self.kept[job.slot] = []  # until the prompt's cells are all there
-        for first in range(job.cached, len(job.prompt), self.batch_size):
-            chunk = job.prompt[first:first + self.batch_size]
-            last = first + len(chunk) == len(job.prompt)
-            self.decode([(token, first + offset, job.slot, last and offset == len(chunk) - 1)
-                         for offset, token in enumerate(chunk)])
-        self.kept[job.slot] = job.prompt
+        self.evaluate(job.slot, job.prompt, job.cached)
         if job.temperature <= 0 and self.draft:
             job.lookup = NgramIndex(self.draft_ngram, job.prompt)
         if self.accept(job, self.lc.llama_sampler_sample(job.sampler, self.ctx, -1)):
             self.active.append(job)
+
+    def evaluate(self, slot: int, prompt: list[int], cached: int) -> None:
+        """Evaluates `prompt` into `slot` in chunks counted from its first token, beginning
+        after its first `cached` tokens (whole chunks whose cells the slot holds); logits of its
+        last token only."""
+        self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), slot, cached, -1)
+        self.kept[slot] = []  # until the prompt's cells are all there
+        for first in range(cached, len(prompt), self.batch_size):
+            chunk = prompt[first:first + self.batch_size]
+            last = first + len(chunk) == len(prompt)
+            self.decode([(token, first + offset, slot, last and offset == len(chunk) - 1)
+                         for offset, token in enumerate(chunk)])
+        self.kept[slot] = prompt
 
     def step(self) -> None:
         """Decodes every busy slot's last token in one batch; with drafting, each slot's last
