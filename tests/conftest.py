@@ -113,6 +113,23 @@ def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
 
 
 @pytest.fixture
+def cuda_initialised() -> bool:
+    """Whether this process has initialised CUDA: only on a GPU machine, once a test ran a model
+    there. The plugin then rightly refuses to pin a GPU in it (`devices.pin`)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.cuda.is_initialized())
+
+
+@pytest.fixture
+def run_on_a_device(humanfix_pytester: pytest.Pytester,
+                    cuda_initialised: bool) -> Callable[..., pytest.RunResult]:
+    """Runs the plugin where it may pin a GPU: in this process, as other runs, unless CUDA is
+    initialised here (`cuda_initialised`); then in a process of its own, as a user's run is."""
+    return humanfix_pytester.runpytest_subprocess if cuda_initialised \
+        else humanfix_pytester.runpytest
+
+
+@pytest.fixture
 def no_outer_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     """No CUDA_VISIBLE_DEVICES around the test, and whatever a run sets there undone after."""
     # Setting before deleting makes monkeypatch restore the original state, even "unset".

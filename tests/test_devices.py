@@ -182,10 +182,11 @@ def test_bad_device_is_a_short_usage_error(humanfix_pytester: pytest.Pytester,
 
 
 @pytest.mark.usefixtures("no_outer_cuda")
-def test_a_run_without_xdist_takes_the_first_device(humanfix_pytester: pytest.Pytester,
+def test_a_run_without_xdist_takes_the_first_device(run_on_a_device, cuda_initialised: bool,
                                                     read_records) -> None:
-    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-max", "1",
-                                         "--humanfix-devices", "1,0")
+    result = run_on_a_device("--humanfix-model", "canonical", "--humanfix-max", "1",
+                             "--humanfix-devices", "1,0")
     result.assert_outcomes(passed=1)
     assert [r["device"] for r in read_records()] == ["1"]
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # undone by no_outer_cuda afterwards
+    if not cuda_initialised:  # the run was in this process: the variable is set here
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # undone by no_outer_cuda afterwards

@@ -69,8 +69,12 @@ def test_workers_share_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_generation_counts_tokens_and_time(tiny_model: Path, task) -> None:
+    import torch
+
     model = tiny(tiny_model, max_new_tokens=12)
-    assert model.device == "cpu" and str(model.model.dtype) == "torch.float32"
+    # The GPU where torch sees one (bf16), else the CPU (fp32).
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert model.device == device and model.model.dtype == torch_dtype(torch, device)
     reply = model.generate(MESSAGES, task)
     prompt = model.tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True,
                                                  return_dict=False)
@@ -117,7 +121,7 @@ def test_a_primed_answer_is_the_chat_template_left_open_after_the_prompt_base(
     assert primed.prompt_tokens == len(ids) and primed.engine == "transformers"
     # The model continues those tokens as it would continue the same text given raw (before
     # any rule of where a function ends, which a completion adds and a primed answer does not).
-    raw = model.tokenizer(text, add_special_tokens=False, return_tensors="pt")
+    raw = model.tokenizer(text, add_special_tokens=False, return_tensors="pt").to(model.device)
     assert primed.text == model._run(raw, task, [], None).text
     assert primed.text != model.generate(MESSAGES, task).text
     # Cut at a stop word inside the continuation, as a completion is.
@@ -131,7 +135,8 @@ def test_a_gguf_file_loads_with_its_own_tokenizer_and_chat_template(
     model = load_model(str(tiny_gguf), Settings(model=str(tiny_gguf), max_new_tokens=12))
     assert isinstance(model, TransformersModel) and model.source == str(tiny_gguf)
     assert model.tokenizer.chat_template == CHAT_TEMPLATE and model.prompt == "chat"
-    assert str(model.model.dtype) == "torch.float32"
+    # Dequantized to the dtype of the device it runs on, as a folder's weights are loaded.
+    assert model.model.dtype == tiny(tiny_model).model.dtype
     # The same weights and vocabulary as the folder it was written from: the same reply.
     folder = tiny(tiny_model, max_new_tokens=12).generate(MESSAGES, task)
     reply = model.generate(MESSAGES, task)
@@ -207,10 +212,9 @@ def test_tiny_model_under_xdist_on_two_devices(humanfix_pytester: pytest.Pyteste
 
 
 @pytest.mark.usefixtures("no_outer_cuda")
-def test_a_base_model_runs_on_bigcodes_completion_prompt(humanfix_pytester: pytest.Pytester,
-                                                         tiny_base_model: Path, task,
-                                                         read_records) -> None:
-    result = humanfix_pytester.runpytest(
+def test_a_base_model_runs_on_bigcodes_completion_prompt(run_on_a_device, tiny_base_model: Path,
+                                                         task, read_records) -> None:
+    result = run_on_a_device(
         f"--humanfix-model={tiny_base_model}", "--humanfix-task=Python/0",
         "--humanfix-max-new-tokens=8", "--humanfix-iters=1")
     (record,) = read_records()
@@ -229,9 +233,9 @@ def test_a_base_model_runs_on_bigcodes_completion_prompt(humanfix_pytester: pyte
 
 @pytest.mark.usefixtures("no_outer_cuda")
 def test_a_folder_holding_one_gguf_file_runs_through_the_plugin(
-        humanfix_pytester: pytest.Pytester, tiny_gguf: Path, read_records) -> None:
-    humanfix_pytester.runpytest(f"--humanfix-model={tiny_gguf.parent}", "--humanfix-max=1",
-                                "--humanfix-max-new-tokens=8")
+        run_on_a_device, tiny_gguf: Path, read_records) -> None:
+    run_on_a_device(f"--humanfix-model={tiny_gguf.parent}", "--humanfix-max=1",
+                    "--humanfix-max-new-tokens=8")
     (record,) = read_records()
     assert record["outcome"] in ("fixed", "unfixed"), record["error"]
     (attempt,) = record["attempts"]
