@@ -65,6 +65,9 @@ class Config:
     workers: int
     levers: tuple[tuple[str, str], ...] = ()
     peer: tuple[int, int, int] | None = None
+    # llama-server's own prefix reuse (`cache_prompt`): a slot keeps its last prompt and
+    # evaluates only what follows the longest common prefix, from wherever that prefix ends.
+    peer_cache: bool = False
 
     def layout(self) -> str:
         if self.peer:
@@ -85,6 +88,8 @@ CONFIGS = {
     # one server on every core whose slots share each step (continuous batching).
     "peer": Config(2, peer=(2, 1, 1)),
     "peer-shared": Config(2, peer=(1, 2, 2)),
+    # The peer with its prompt cache, the lever that answers our prefix reuse in repair rounds.
+    "peer-reuse": Config(2, peer=(2, 1, 1), peer_cache=True),
     # The layouts of `serve.cpu_layout` besides plain's -n 2 (an engine of one thread per core).
     "layout-n1": Config(1),
     "layout-n4": Config(4),
@@ -112,9 +117,10 @@ def engine_args(config: Config, known: set[str]) -> list[str]:
 
 
 def peer_command(binary: Path, gguf: Path, alias: str, port: int, threads: int,
-                 slots: int) -> list[str]:
+                 slots: int, cache_prompt: bool = False) -> list[str]:
     """llama-server with our engine's rules, so that a reply is a function of its prompt:
-    nothing kept between requests (`--no-cache-prompt`, no host-memory prompt cache); each slot
+    nothing kept between requests (`--no-cache-prompt`, no host-memory prompt cache; with
+    `cache_prompt`, a slot's own last prompt is kept and its common prefix reused); each slot
     its own KV cells (`--no-kv-unified`, a context of our engine's size per slot); prompts
     evaluated in the same chunks of 512 tokens every time (a logical batch of 512 too, so
     llama-server does not join two chunks; ours evaluates in 64, as fast: docs/models.md);
@@ -126,8 +132,8 @@ def peer_command(binary: Path, gguf: Path, alias: str, port: int, threads: int,
             "--port", str(port), "--threads", str(threads), "--threads-batch", str(threads),
             "--parallel", str(slots), "--ctx-size", str(LLAMACPP_CONTEXT * slots),
             "--batch-size", "512", "--ubatch-size", "512", "--flash-attn", "off",
-            "--no-cache-prompt", "--cache-ram", "0", "--no-kv-unified", "--jinja",
-            "--no-webui", "--seed", "0"]
+            *(() if cache_prompt else ("--no-cache-prompt",)), "--cache-ram", "0",
+            "--no-kv-unified", "--jinja", "--no-webui", "--seed", "0"]
 
 
 def healthy(port: int) -> bool:
@@ -153,7 +159,7 @@ def run_peer(name: str, config: Config, binary: Path, gguf: Path, alias: str,
             port = free_port()
             log = (folder / f"{name}.server-{index}.log").open("wb")
             processes.append(subprocess.Popen(
-                peer_command(binary, gguf, alias, port, threads, slots),
+                peer_command(binary, gguf, alias, port, threads, slots, config.peer_cache),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True))
             ports.append(port)

@@ -1,0 +1,126 @@
+"""One chat request, timed through our llama.cpp engine and through llama.cpp's own
+`llama-server`, alternated, on one thread each: what the two engines cost per request when
+nothing else differs (the same GGUF, the same prompt, greedy, the same number of new tokens).
+
+`bench_cpu_levers.py` compares whole runs, where engine start, scheduling and replies that
+differ move the wall time too; this isolates one request. Each repeat starts each engine afresh,
+warms it with a short request (the weights paged in), then times the long one, so that the
+machine's drift falls on both alike. `--python` adds our engine under another interpreter, for a
+llama-cpp-python built otherwise (other compiler flags) in a second virtual environment, with
+this repository on its path. The peer needs `scripts/build-llama-server`.
+
+    python benchmarks/bench_peer_request.py [--model qwen-coder] [--repeats 4] [--tokens 300]
+        [--python NAME=PATH ...] [--llama-server PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from bench_cpu_levers import default_llama_server, healthy, peer_command
+from common import REPO, add_dataset_argument
+
+from pytest_humanfix.agent.prompts import first_messages
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.serve import ENGINE_KINDS, HOST, free_port
+from pytest_humanfix.models.specs import local_gguf, resolve_spec
+from pytest_humanfix.processes import stop_group
+
+START_TIMEOUT = 300.0
+
+
+def ask(port: int, messages: list[dict], tokens: int) -> tuple[float, dict]:
+    """Seconds for one greedy chat request of at most `tokens` new tokens, and its answer."""
+    body = json.dumps({"model": "m", "messages": messages, "temperature": 0,
+                       "max_tokens": tokens}).encode()
+    request = urllib.request.Request(f"http://{HOST}:{port}/v1/chat/completions", body,
+                                     {"Content-Type": "application/json"})
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=900) as response:
+        answer = json.load(response)
+    return time.perf_counter() - began, answer
+
+
+def timed(command: list[str], port: int, messages: list[dict], tokens: int,
+          env: dict[str, str]) -> tuple[float, dict]:
+    """Starts the engine, warms it, times the request, stops it."""
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not healthy(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{command[0]} did not start on port {port}: run it by hand "
+                                 f"to see why ({' '.join(command)})")
+            time.sleep(0.1)
+        ask(port, messages, 8)
+        return ask(port, messages, tokens)
+    finally:
+        stop_group(process, 10.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataset_argument(parser)
+    parser.add_argument("--model", default="qwen-coder", help="a GGUF model spec")
+    parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--tokens", type=int, default=300, help="new tokens a request asks for")
+    parser.add_argument("--python", action="append", default=[], metavar="NAME=PATH",
+                        help="our engine under another interpreter as well")
+    parser.add_argument("--llama-server", type=Path, default=None,
+                        help="the llama-server binary (default: scripts/build-llama-server's)")
+    args = parser.parse_args()
+    gguf = local_gguf(resolve_spec(args.model)).gguf_path
+    if gguf is None:
+        parser.error(f"--model {args.model}: not a GGUF model; llama.cpp needs one")
+    binary = args.llama_server or default_llama_server()
+    if not binary.is_file():
+        parser.error(f"no llama-server at {binary}: build it with scripts/build-llama-server")
+    # The first task's first prompt as a run sends it, and a long answer: an explanation.
+    messages = [dict(message) for message in
+                first_messages(load_tasks(str(args.dataset))[0], "tests")]
+    messages[-1]["content"] += "\n\nThen explain every line of the fix in detail."
+    pythons = {"ours": sys.executable}
+    for pair in args.python:
+        name, _, path = pair.partition("=")
+        if not path:
+            parser.error(f"--python {pair}: write NAME=PATH")
+        pythons[name] = path
+    env = dict(ENGINE_KINDS["llamacpp"].environment)  # the same OpenMP policy for both
+    env.update(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    seconds: dict[str, list[float]] = {name: [] for name in [*pythons, "llama-server"]}
+    replies: dict[str, str] = {}
+    for repeat in range(args.repeats):
+        for name in seconds:
+            port = free_port()
+            command = peer_command(binary, gguf, "m", port, 1, 1) if name == "llama-server" \
+                else [pythons[name], "-m", "pytest_humanfix.models.llamacpp_server", "--model",
+                      str(gguf), "--host", HOST, "--port", str(port), "--n_threads", "1",
+                      # as the peer's --no-cache-prompt: the warm-up's cells are not reused
+                      "--prefix_cache", "off"]
+            took, answer = timed(command, port, messages, args.tokens, env)
+            seconds[name].append(took)
+            replies.setdefault(name, answer["choices"][0]["message"]["content"])
+            print(f"repeat {repeat}: {name:14s} {took:6.2f} s, {answer['usage']}", flush=True)
+    reference = statistics.median(seconds["ours"])
+    print(f"\n{args.model}, one thread, one request of {args.tokens} new tokens at most, "
+          f"median of {args.repeats}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"{'engine':14s} {'median s':>8s} {'x ours':>6s}  {'all':30s} reply as ours")
+    for name, values in seconds.items():
+        median = statistics.median(values)
+        print(f"{name:14s} {median:8.2f} {reference / median:6.2f}  "
+              f"{' '.join(f'{value:.2f}' for value in values):30s} "
+              f"{replies[name] == replies['ours']}")
+
+
+if __name__ == "__main__":
+    main()
