@@ -132,11 +132,13 @@ def test_a_primed_answer_is_the_chat_template_left_open_after_the_prompt_base(
 
 def test_a_gguf_file_loads_with_its_own_tokenizer_and_chat_template(
         tiny_model: Path, tiny_gguf: Path, task) -> None:
+    import torch
+
     model = load_model(str(tiny_gguf), Settings(model=str(tiny_gguf), max_new_tokens=12))
     assert isinstance(model, TransformersModel) and model.source == str(tiny_gguf)
     assert model.tokenizer.chat_template == CHAT_TEMPLATE and model.prompt == "chat"
-    # Dequantized to the dtype of the device it runs on, as a folder's weights are loaded.
-    assert model.model.dtype == tiny(tiny_model).model.dtype
+    # Dequantized to the dtype of the device it runs on (bf16 on a GPU, fp32 on a CPU).
+    assert model.model.dtype == torch_dtype(torch, model.device)
     # The same weights and vocabulary as the folder it was written from: the same reply.
     folder = tiny(tiny_model, max_new_tokens=12).generate(MESSAGES, task)
     reply = model.generate(MESSAGES, task)
