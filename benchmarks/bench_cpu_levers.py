@@ -4,8 +4,11 @@ as the peer; and the CPU layouts (workers, engines, slots and threads on these c
 timed against plain and its replies compared with plain's.
 
 Every configuration runs `pytest --humanfix-model MODEL` on the same first tasks in a fresh
-project, `tests` variant, greedy, with `--humanfix-resample-temperature none` so that every reply
-of every round is greedy and may be compared. Wall time is the whole run as a user waits for it
+project, `tests` variant, a greedy first attempt, with `--humanfix-resample-temperature none` so
+that no reply is asked again. Repair rounds sample at the default 1.0 with a seed of the task's,
+which our engine reproduces, so its configurations' replies may be compared in every round;
+`llama-server` samples through its own default chain (top-k, top-p, min-p), so only its greedy
+first replies compare with ours. Wall time is the whole run as a user waits for it
 (engine start and model load included; the peer's servers are started by this script, inside
 the time); tokens/s is completion tokens over that wall time. Replies are compared attempt by
 attempt with plain's (`common.agreement`), and outcomes that flip are counted.
@@ -14,7 +17,7 @@ Our engine's levers are its command-line flags (`--humanfix-engine-args`): `--pr
 on|off`, `--draft K` (0: off). Plain turns off each one the engine has; a configuration that
 needs a flag the engine lacks is reported as not run. The peer needs `scripts/build-llama-server`
 (the same llama.cpp source as llama-cpp-python's), and is given the flags under which a reply is
-a function of its prompt (`peer_command`).
+a function of its prompt (`peer_command`), or those with its own prompt cache (`peer-reuse`).
 
     python benchmarks/bench_cpu_levers.py [--tasks 20] [--iters 0,3] [--configs plain,peer]
         [--model qwen-coder] [--llama-server PATH] [--keep DIR]
@@ -120,14 +123,15 @@ def peer_command(binary: Path, gguf: Path, alias: str, port: int, threads: int,
                  slots: int, cache_prompt: bool = False) -> list[str]:
     """llama-server with our engine's rules, so that a reply is a function of its prompt:
     nothing kept between requests (`--no-cache-prompt`, no host-memory prompt cache; with
-    `cache_prompt`, a slot's own last prompt is kept and its common prefix reused); each slot
-    its own KV cells (`--no-kv-unified`, a context of our engine's size per slot); prompts
-    evaluated in the same chunks of 512 tokens every time (a logical batch of 512 too, so
-    llama-server does not join two chunks; ours evaluates in 64, as fast: docs/models.md);
-    attention without flash attention, as llama-cpp-python's Llama
-    and our engine compute it; the GGUF's own chat template (`--jinja`), as ours uses it.
+    `cache_prompt`, its own prefix reuse, which gives that rule up); each slot its own KV cells
+    (`--no-kv-unified`, a context of our engine's size per slot); prompts evaluated in the same
+    chunks of 512 tokens every time (a logical batch of 512 too, so llama-server does not join
+    two chunks; ours evaluates in 64, as fast: docs/models.md); attention without flash
+    attention, as llama-cpp-python's Llama and our engine compute it; the GGUF's own chat
+    template (`--jinja`), as ours uses it.
     Sampling: a request at temperature 0 keeps only the most likely token; the repeat penalty
-    is off by default here."""
+    is off by default here; above 0 it samples through its default chain (top-k 40, top-p 0.95,
+    min-p 0.05, then the temperature), ours through the temperature alone."""
     return [str(binary), "--model", str(gguf), "--alias", alias, "--host", HOST,
             "--port", str(port), "--threads", str(threads), "--threads-batch", str(threads),
             "--parallel", str(slots), "--ctx-size", str(LLAMACPP_CONTEXT * slots),
@@ -144,14 +148,30 @@ def healthy(port: int) -> bool:
         return False
 
 
+def wait_healthy(process: subprocess.Popen, port: int, deadline: float, what: str) -> None:
+    """Until the server on `port` answers /health; SystemExit naming `what` to read if it died
+    or the monotonic `deadline` passed first."""
+    while not healthy(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the server on port {port} did not start; see {what}")
+        time.sleep(0.25)
+
+
+def engine_environment() -> dict[str, str]:
+    """Our engine's OpenMP policy (`serve.ENGINE_KINDS`), the user's own values winning: the
+    peer runs under it too, so that the two differ in nothing else."""
+    env = dict(ENGINE_KINDS["llamacpp"].environment)
+    env.update(os.environ)
+    return env
+
+
 def run_peer(name: str, config: Config, binary: Path, gguf: Path, alias: str,
              arguments: list[str], folder: Path, dataset: Path) -> tuple[float, list[dict]]:
     """Starts the peer's servers, runs pytest against them through an `openai:` spec, stops
     them; the wall time counts from the first server's start."""
     assert config.peer is not None
     servers, threads, slots = config.peer
-    env = dict(ENGINE_KINDS["llamacpp"].environment)  # the same OpenMP policy as our engine
-    env.update(os.environ)
+    env = engine_environment()
     started = time.perf_counter()
     processes, ports = [], []
     try:
@@ -165,11 +185,8 @@ def run_peer(name: str, config: Config, binary: Path, gguf: Path, alias: str,
             ports.append(port)
         deadline = time.monotonic() + PEER_START_TIMEOUT
         for process, port in zip(processes, ports, strict=True):
-            while not healthy(port):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"{name}: llama-server on port {port} did not start; see "
-                                     f"{folder}/{name}.server-*.log (--keep DIR keeps it)")
-                time.sleep(0.25)
+            wait_healthy(process, port, deadline,
+                         f"{folder}/{name}.server-*.log (--keep DIR keeps it)")
         urls = ",".join(f"http://{HOST}:{port}/v1" for port in ports)
         _, records = project_run(
             folder / name, ["--humanfix-model", f"openai:{alias}", "--humanfix-base-url", urls,
@@ -245,7 +262,7 @@ def main() -> None:
                                     "--humanfix-engine", "llamacpp", "--humanfix-engine-args",
                                     " ".join(extra), *arguments], args.dataset)
             report(results, CONFIGS, f"{args.model}, first {args.tasks} tasks, tests "
-                   f"variant, greedy, {iters} repair round(s)")
+                   f"variant, greedy first attempt, {iters} repair round(s)")
 
 
 def report(results: dict[str, tuple[float, list[dict]] | str], configs: dict[str, Config],

@@ -4,10 +4,11 @@ nothing else differs (the same GGUF, the same prompt, greedy, the same number of
 
 `bench_cpu_levers.py` compares whole runs, where engine start, scheduling and replies that
 differ move the wall time too; this isolates one request. Each repeat starts each engine afresh,
-warms it with a short request (the weights paged in), then times the long one, so that the
-machine's drift falls on both alike. `--python` adds our engine under another interpreter, for a
-llama-cpp-python built otherwise (other compiler flags) in a second virtual environment, with
-this repository on its path. The peer needs `scripts/build-llama-server`.
+warms it with the same prompt and 8 new tokens (the weights paged in), then times the request,
+engine after engine, so that the machine's drift falls on all alike. `--python` adds our engine
+under another interpreter, for a llama-cpp-python built otherwise (other compiler flags) in a
+second virtual environment, with this repository on its path. The peer needs
+`scripts/build-llama-server`.
 
     python benchmarks/bench_peer_request.py [--model qwen-coder] [--repeats 4] [--tokens 300]
         [--python NAME=PATH ...] [--llama-server PATH]
@@ -25,12 +26,17 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_cpu_levers import default_llama_server, healthy, peer_command
+from bench_cpu_levers import (
+    default_llama_server,
+    engine_environment,
+    peer_command,
+    wait_healthy,
+)
 from common import REPO, add_dataset_argument
 
 from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models.serve import ENGINE_KINDS, HOST, free_port
+from pytest_humanfix.models.serve import HOST, CpuLayout, ServedModel, engine_command, free_port
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
 from pytest_humanfix.processes import stop_group
 
@@ -55,12 +61,8 @@ def timed(command: list[str], port: int, messages: list[dict], tokens: int,
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not healthy(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{command[0]} did not start on port {port}: run it by hand "
-                                 f"to see why ({' '.join(command)})")
-            time.sleep(0.1)
+        wait_healthy(process, port, time.monotonic() + START_TIMEOUT,
+                     f"what {' '.join(command)} prints when run by hand")
         ask(port, messages, 8)
         return ask(port, messages, tokens)
     finally:
@@ -94,19 +96,22 @@ def main() -> None:
         if not path:
             parser.error(f"--python {pair}: write NAME=PATH")
         pythons[name] = path
-    env = dict(ENGINE_KINDS["llamacpp"].environment)  # the same OpenMP policy for both
-    env.update(os.environ)
+    env = engine_environment()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     seconds: dict[str, list[float]] = {name: [] for name in [*pythons, "llama-server"]}
     replies: dict[str, str] = {}
     for repeat in range(args.repeats):
         for name in seconds:
             port = free_port()
-            command = peer_command(binary, gguf, "m", port, 1, 1) if name == "llama-server" \
-                else [pythons[name], "-m", "pytest_humanfix.models.llamacpp_server", "--model",
-                      str(gguf), "--host", HOST, "--port", str(port), "--n_threads", "1",
-                      # as the peer's --no-cache-prompt: the warm-up's cells are not reused
-                      "--prefix_cache", "off"]
+            if name == "llama-server":
+                command = peer_command(binary, gguf, "m", port, 1, 1)
+            else:
+                # The engine as --humanfix-serve starts it, with another interpreter where asked,
+                # and no prefix reuse, as the peer's --no-cache-prompt: the warm-up's cells stay
+                # unused.
+                command = engine_command(ServedModel("llamacpp", str(gguf), "m"), port, None,
+                                         0, ("--prefix_cache", "off"), CpuLayout(1, 1, 1))
+                command[0] = pythons[name]
             took, answer = timed(command, port, messages, args.tokens, env)
             seconds[name].append(took)
             replies.setdefault(name, answer["choices"][0]["message"]["content"])
