@@ -102,11 +102,16 @@ class DevicePool:
         self.holders.pop(worker, None)
 
 
+def cuda_initialised() -> bool:
+    """Whether torch has initialised CUDA in this process (without importing torch)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.cuda.is_initialized())
+
+
 def pin(device: str, environ: MutableMapping[str, str] = os.environ) -> None:
     """Make `device` this process's only GPU. CUDA reads the variable once, when torch first
     initialises it, so setting it later would silently leave every GPU visible."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    if cuda_initialised():
         raise DeviceError(
             f"CUDA was initialised in this process before pytest-humanfix could pin it to GPU "
             f"{device}; keep conftest files and plugins from touching CUDA at import time.")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix import devices
 from pytest_humanfix.settings import Settings
 
 pytest_plugins = ["pytester"]
@@ -116,8 +117,7 @@ def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
 def cuda_initialised() -> bool:
     """Whether this process has initialised CUDA: only on a GPU machine, once a test ran a model
     there. The plugin then rightly refuses to pin a GPU in it (`devices.pin`)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and bool(torch.cuda.is_initialized())
+    return devices.cuda_initialised()
 
 
 @pytest.fixture
