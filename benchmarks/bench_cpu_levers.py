@@ -31,22 +31,21 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from common import add_dataset_argument, agreement, project_run
 
 from pytest_humanfix.models.serve import (
-    ENGINE_KINDS,
     HOST,
     LLAMACPP_CONTEXT,
+    Engine,
+    ServedModel,
+    ServeError,
     cpu_layout,
     free_port,
 )
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
-from pytest_humanfix.processes import stop_group
 from pytest_humanfix.settings import user_cache_dir
 
 # Each lever of our engine: its flag and the value that turns it off.
@@ -140,29 +139,14 @@ def peer_command(binary: Path, gguf: Path, alias: str, port: int, threads: int,
             "--no-kv-unified", "--jinja", "--no-webui", "--seed", "0"]
 
 
-def healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{HOST}:{port}/health", timeout=2) as response:
-            return bool(response.status == 200)
-    except (OSError, urllib.error.URLError):
-        return False
-
-
-def wait_healthy(process: subprocess.Popen, port: int, deadline: float, what: str) -> None:
-    """Until the server on `port` answers /health; SystemExit naming `what` to read if it died
-    or the monotonic `deadline` passed first."""
-    while not healthy(port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the server on port {port} did not start; see {what}")
-        time.sleep(0.25)
-
-
-def engine_environment() -> dict[str, str]:
-    """Our engine's OpenMP policy (`serve.ENGINE_KINDS`), the user's own values winning: the
-    peer runs under it too, so that the two differ in nothing else."""
-    env = dict(ENGINE_KINDS["llamacpp"].environment)
-    env.update(os.environ)
-    return env
+def peer_engine(binary: Path, gguf: Path, alias: str, threads: int, slots: int,
+                cache_prompt: bool, log_path: Path) -> Engine:
+    """llama-server (`peer_command`) as `--humanfix-serve` runs an engine: on a free port, under
+    our engine's environment (its OpenMP policy), its log at `log_path`, waited for and stopped
+    the same way."""
+    port = free_port()
+    return Engine(ServedModel("llamacpp", str(gguf), alias), None, port, log_path,
+                  peer_command(binary, gguf, alias, port, threads, slots, cache_prompt))
 
 
 def run_peer(name: str, config: Config, binary: Path, gguf: Path, alias: str,
@@ -171,30 +155,24 @@ def run_peer(name: str, config: Config, binary: Path, gguf: Path, alias: str,
     them; the wall time counts from the first server's start."""
     assert config.peer is not None
     servers, threads, slots = config.peer
-    env = engine_environment()
+    engines = [peer_engine(binary, gguf, alias, threads, slots, config.peer_cache,
+                           folder / f"{name}.server-{index}.log") for index in range(servers)]
     started = time.perf_counter()
-    processes, ports = [], []
     try:
-        for index in range(servers):
-            port = free_port()
-            log = (folder / f"{name}.server-{index}.log").open("wb")
-            processes.append(subprocess.Popen(
-                peer_command(binary, gguf, alias, port, threads, slots, config.peer_cache),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True))
-            ports.append(port)
-        deadline = time.monotonic() + PEER_START_TIMEOUT
-        for process, port in zip(processes, ports, strict=True):
-            wait_healthy(process, port, deadline,
-                         f"{folder}/{name}.server-*.log (--keep DIR keeps it)")
-        urls = ",".join(f"http://{HOST}:{port}/v1" for port in ports)
+        for engine in engines:
+            engine.start()
+        for engine in engines:
+            engine.wait_healthy(PEER_START_TIMEOUT)
+        urls = ",".join(engine.base_url for engine in engines)
         _, records = project_run(
             folder / name, ["--humanfix-model", f"openai:{alias}", "--humanfix-base-url", urls,
                             *arguments], dataset)
         return time.perf_counter() - started, records
+    except ServeError as exc:
+        raise SystemExit(f"{name}: {exc} (--keep DIR keeps the log)") from None
     finally:
-        for process in processes:
-            stop_group(process, 10.0)
+        for engine in engines:
+            engine.stop()
 
 
 def default_llama_server() -> Path:

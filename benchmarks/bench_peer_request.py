@@ -20,25 +20,27 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-from bench_cpu_levers import (
-    default_llama_server,
-    engine_environment,
-    peer_command,
-    wait_healthy,
-)
+from bench_cpu_levers import default_llama_server, peer_engine
 from common import REPO, add_dataset_argument
 
 from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models.serve import HOST, CpuLayout, ServedModel, engine_command, free_port
+from pytest_humanfix.models.serve import (
+    HOST,
+    CpuLayout,
+    Engine,
+    ServedModel,
+    ServeError,
+    engine_command,
+    free_port,
+)
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
-from pytest_humanfix.processes import stop_group
 
 START_TIMEOUT = 300.0
 
@@ -55,18 +57,17 @@ def ask(port: int, messages: list[dict], tokens: int) -> tuple[float, dict]:
     return time.perf_counter() - began, answer
 
 
-def timed(command: list[str], port: int, messages: list[dict], tokens: int,
-          env: dict[str, str]) -> tuple[float, dict]:
+def timed(engine: Engine, messages: list[dict], tokens: int) -> tuple[float, dict]:
     """Starts the engine, warms it, times the request, stops it."""
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    engine.start()
     try:
-        wait_healthy(process, port, time.monotonic() + START_TIMEOUT,
-                     f"what {' '.join(command)} prints when run by hand")
-        ask(port, messages, 8)
-        return ask(port, messages, tokens)
+        engine.wait_healthy(START_TIMEOUT)
+        ask(engine.port, messages, 8)
+        return ask(engine.port, messages, tokens)
+    except ServeError as exc:
+        raise SystemExit(str(exc)) from None
     finally:
-        stop_group(process, 10.0)
+        engine.stop()
 
 
 def main() -> None:
@@ -96,26 +97,34 @@ def main() -> None:
         if not path:
             parser.error(f"--python {pair}: write NAME=PATH")
         pythons[name] = path
-    env = engine_environment()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    # Another interpreter finds this repository's package through the engines' environment,
+    # which they take from this process's.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     seconds: dict[str, list[float]] = {name: [] for name in [*pythons, "llama-server"]}
     replies: dict[str, str] = {}
-    for repeat in range(args.repeats):
-        for name in seconds:
-            port = free_port()
-            if name == "llama-server":
-                command = peer_command(binary, gguf, "m", port, 1, 1)
-            else:
-                # The engine as --humanfix-serve starts it, with another interpreter where asked,
-                # and no prefix reuse, as the peer's --no-cache-prompt: the warm-up's cells stay
-                # unused.
-                command = engine_command(ServedModel("llamacpp", str(gguf), "m"), port, None,
-                                         0, ("--prefix_cache", "off"), CpuLayout(1, 1, 1))
-                command[0] = pythons[name]
-            took, answer = timed(command, port, messages, args.tokens, env)
-            seconds[name].append(took)
-            replies.setdefault(name, answer["choices"][0]["message"]["content"])
-            print(f"repeat {repeat}: {name:14s} {took:6.2f} s, {answer['usage']}", flush=True)
+    with tempfile.TemporaryDirectory() as logs:
+        for repeat in range(args.repeats):
+            for name in seconds:
+                log = Path(logs) / f"{name}-{repeat}.log"
+                if name == "llama-server":
+                    engine = peer_engine(binary, gguf, "m", 1, 1, False, log)
+                else:
+                    # The engine as --humanfix-serve starts it, with another interpreter where
+                    # asked, and no prefix reuse, as the peer's --no-cache-prompt: the warm-up's
+                    # cells stay unused.
+                    port = free_port()
+                    command = engine_command(ServedModel("llamacpp", str(gguf), "m"), port,
+                                             None, 0, ("--prefix_cache", "off"),
+                                             CpuLayout(1, 1, 1))
+                    command[0] = pythons[name]
+                    engine = Engine(ServedModel("llamacpp", str(gguf), "m"), None, port, log,
+                                    command)
+                took, answer = timed(engine, messages, args.tokens)
+                seconds[name].append(took)
+                replies.setdefault(name, answer["choices"][0]["message"]["content"])
+                print(f"repeat {repeat}: {name:14s} {took:6.2f} s, {answer['usage']}",
+                      flush=True)
     reference = statistics.median(seconds["ours"])
     print(f"\n{args.model}, one thread, one request of {args.tokens} new tokens at most, "
           f"median of {args.repeats}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
