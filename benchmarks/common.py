@@ -53,15 +53,18 @@ def tree_env(dataset: Path, **extra: str) -> dict[str, str]:
                                                          os.environ.get("PYTHONPATH")])))
 
 
-def project_run(project: Path, arguments: list[str], dataset: Path) -> tuple[float, list[dict]]:
+def project_run(project: Path, arguments: list[str], dataset: Path,
+                environment: dict[str, str] | None = None) -> tuple[float, list[dict]]:
     """`pytest ARGUMENTS` in the fresh project folder PROJECT (made here, with an empty
-    pytest.ini, so no other configuration applies): its wall seconds, engine start and model
-    load included as a user waits for them, and the records it wrote."""
+    pytest.ini, so no other configuration applies), with `environment` added to this one's:
+    its wall seconds, engine start and model load included as a user waits for them, and the
+    records it wrote."""
     project.mkdir(parents=True)
     (project / "pytest.ini").write_text("[pytest]\n")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=project, env=tree_env(dataset), stdout=subprocess.PIPE,
+    done = subprocess.run(command, cwd=project, env=tree_env(dataset, **(environment or {})),
+                          stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):

@@ -43,6 +43,19 @@ def nvidia_smi_gpus() -> list[str]:
         line for line in listing.splitlines() if line.startswith("GPU "))]
 
 
+def gpu_description(device: str) -> str:
+    """A GPU's name and compute capability as nvidia-smi gives them ("NVIDIA H100 80GB HBM3
+    (sm_90)"), for the engines' `computed_by`; "unknown" when nvidia-smi says nothing."""
+    try:
+        line = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap",
+                               "--format=csv,noheader", "-i", device.split(",")[0]],
+                              capture_output=True, text=True, timeout=30, check=True).stdout
+        name, capability = (part.strip() for part in line.strip().split(","))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return "unknown"
+    return f"{name} (sm_{capability.replace('.', '')})"
+
+
 def visible_gpus(environ: MutableMapping[str, str],
                  list_gpus: Callable[[], list[str]] = nvidia_smi_gpus) -> list[str]:
     outer = environ.get("CUDA_VISIBLE_DEVICES")

@@ -260,6 +260,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("engine-args", "extra arguments for the engine --humanfix-serve starts, as one "
            "shell-quoted string, e.g. \"--max-model-len 8192\" (appended last, so they win; "
            "written in summary.json)", default="", convert=_arguments, metavar="ARGS"),
+    Option("deterministic", "determinism of the GPU engines: on (in process, torch's "
+           "deterministic algorithms, cuBLAS's fixed workspace and the sdpa attention; vLLM, "
+           "its batch-invariant mode), off, or auto (on for greedy runs; default); recorded in "
+           "computed_by. llama.cpp's engine is deterministic by construction",
+           default="auto", convert=_choice("auto", "on", "off"), metavar="auto|on|off"),
     Option("sandbox", "execution layer: bwrap, process, or auto (bwrap where it works; default)",
            default="auto", convert=_choice("auto", "bwrap", "process"),
            metavar="auto|bwrap|process"),
@@ -286,6 +291,10 @@ OPTIONS: tuple[Option, ...] = (
            metavar="PATH"),
     Option("alpha", "significance level of the paired regression test (default 0.05)",
            default="0.05", convert=_positive_float, metavar="A"),
+    Option("computed-by-mismatch", "when the baseline's replies were computed otherwise than "
+           "this run's (another engine, build, kernels, device, dtype or determinism): warn "
+           "(one line under the gates; default) or error (the gate fails)", default="warn",
+           convert=_choice("warn", "error"), metavar="warn|error"),
     Option("max-regressions", "fail the run when more than N tasks regress against the baseline",
            convert=_non_negative_int, metavar="N"),
     Option("resume", "skip tasks already finished in the JSONL under the same protocol",
@@ -370,6 +379,7 @@ class Settings:
     engine: str = "auto"
     serve_layout: str = "per-device"
     engine_args: tuple[str, ...] = ()
+    deterministic: str = "auto"
     sandbox: str = "auto"
     strict: bool = False
     tests: str = "hidden"  # plus: the final candidate graded on HumanEval+ as well
@@ -383,6 +393,7 @@ class Settings:
     fail_under: float | None = None
     baseline: str | None = None
     alpha: float = 0.05
+    computed_by_mismatch: str = "warn"
     max_regressions: int | None = None
     resume: bool = False
     report_dir: str = "reports"
@@ -428,6 +439,13 @@ class Settings:
             return self.temperature
         schedule = self.round_temperature or (self.temperature,)
         return schedule[min(round, len(schedule)) - 1]
+
+    @property
+    def determinism(self) -> bool:
+        """Whether the GPU engines run deterministically: asked for, or by default for greedy
+        decoding, where a reply is otherwise a function of kernel timing as well."""
+        return self.deterministic == "on" or (self.deterministic == "auto"
+                                              and self.temperature == 0)
 
     @property
     def base_urls(self) -> tuple[str, ...]:

@@ -55,6 +55,12 @@ class Model(Protocol):
     spec: str
     prompt: PromptKind
 
+    @property
+    def computed_by(self) -> dict[str, Any]:
+        """What computes its replies: engine, build, kernels, device, dtype, determinism
+        (`computed_by`); plain data, written in every record."""
+        ...
+
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[dict[str, Any]] | None = None,
                  stop: list[str] | None = None) -> Generation:

@@ -33,6 +33,8 @@ class ControlModel:
         self.spec = spec
         self.solution = target  # "canonical" or "buggy"
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
+        self.computed_by: dict[str, Any] = {"engine": "control", "version": target,
+                                            "device": "none"}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[dict[str, Any]] | None = None,
@@ -74,6 +76,9 @@ class ReplayModel(RecordedAnswers):
         path = Path(target)
         self.replies: dict[str, list[str]] = {}
         self._served: dict[str, int] = {}
+        # The replies were computed when they were recorded: by what the records say.
+        self.computed_by: dict[str, Any] = {"engine": "replay", "version": path.name,
+                                            "device": "none", "replayed": None}
         try:
             rows = read_jsonl(path, bad_lines="raise")
         except OSError as exc:
@@ -84,6 +89,8 @@ class ReplayModel(RecordedAnswers):
             if not isinstance(row.get("task_id"), str):
                 raise ModelSpecError(f"replay file {path}: line {number} has no task_id.")
             self.replies.setdefault(row["task_id"], []).extend(_recorded_replies(row, path, number))
+            if self.computed_by["replayed"] is None and isinstance(row.get("computed_by"), dict):
+                self.computed_by["replayed"] = row["computed_by"]
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[dict[str, Any]] | None = None,

@@ -12,6 +12,7 @@ from collections import Counter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
+from .. import computed_by
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..settings import Settings
@@ -43,6 +44,21 @@ def decoding_kwargs(settings: Settings, temperature: float | None = None) -> dic
 def torch_dtype(torch: ModuleType, device: str) -> Any:
     # bf16 halves memory and is what these models were trained in; CPUs run it slowly or not at all.
     return torch.bfloat16 if device == "cuda" else torch.float32
+
+
+def deterministic_torch(torch: ModuleType, on: bool) -> dict[str, Any]:
+    """Makes this process's GPU arithmetic repeatable when `on`, and says what is in force:
+    torch's deterministic algorithms (warn_only: an op without a deterministic kernel warns
+    rather than fails a task), cuBLAS's fixed workspace (read when its first handle is made,
+    before any matrix product here) and cuDNN without autotuning."""
+    if on:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.benchmark = False
+    # Process-wide either way, so that what is recorded is what this run asked for.
+    torch.use_deterministic_algorithms(on, warn_only=True)
+    return {"deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cublas_workspace": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark)}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -104,11 +120,15 @@ class TransformersModel:
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         if self.device == "cpu":
             _share_cpus(torch)
+        determinism = deterministic_torch(torch, settings.determinism)
         files = {"gguf_file": gguf_file} if gguf_file else {}
+        # transformers would otherwise pick what is installed (flash-attention kernels).
+        attention = {"attn_implementation": "sdpa"} if settings.determinism else {}
+        dtype = torch_dtype(torch, self.device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **files)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                source, dtype=torch_dtype(torch, self.device), **files)
+            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **files,
+                                                              **attention)
         except Exception as exc:  # transformers reports a bad folder or id in many types
             raise ModelLoadError(f"cannot load {self.source}: {_first_line(exc)}") from exc
         if settings.prompt in ("chat", "primed") and not self.tokenizer.chat_template:
@@ -125,6 +145,12 @@ class TransformersModel:
         self.generate_kwargs["pad_token_id"] = gen_config.pad_token_id \
             if gen_config.pad_token_id is not None else self.tokenizer.pad_token_id
         self._replies: Counter[str] = Counter()
+        import transformers
+
+        self.computed_by = computed_by.transformers_in_process(
+            torch, transformers.__version__, self.device, str(dtype).removeprefix("torch."),
+            str(getattr(self.model.config, "_attn_implementation", None)), determinism,
+            torch.get_num_threads())
 
     def prompt_ids(self, messages: list[Message],
                    start: str | None = None) -> BatchEncoding:

@@ -58,6 +58,7 @@ request that did not name one, which neither the transformers engines nor vLLM d
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import sys
 import threading
@@ -68,6 +69,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .. import computed_by
 from .lookup import NgramIndex
 from .stopping import StopScanner, stop_point, valid_rule
 from .toolcalls import parse_tool_calls
@@ -148,6 +150,13 @@ class BatchedModel:
         self.active: list[Job] = []
         self.waiting: deque[Job] = deque()
         self.wake = threading.Condition()
+
+    def description(self) -> str:
+        """llama.cpp's description of the model: architecture, size and quantization
+        ("qwen2 1B Q4_K - Medium")."""
+        buffer = ctypes.create_string_buffer(256)
+        self.lc.llama_model_desc(self.model, buffer, len(buffer))
+        return buffer.value.decode(errors="replace")
 
     # -- text ---------------------------------------------------------------------------------
 
@@ -498,7 +507,8 @@ def answer(job: Job, model: BatchedModel, kind: str, name: str,
                       "prompt_tokens_details": {"cached_tokens": job.cached}}}
 
 
-def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPRequestHandler]:
+def handler_for(model: BatchedModel, name: str, seed: int,
+                props: dict[str, Any] | None = None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -506,6 +516,9 @@ def handler_for(model: BatchedModel, name: str, seed: int) -> type[BaseHTTPReque
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 send_json(self, 200, {"object": "list", "data": [
                     {"id": name, "object": "model", "owned_by": "pytest-humanfix"}]})
+            elif self.path.rstrip("/") == "/props":
+                # llama-server's path for what it runs; clients read `computed_by`.
+                send_json(self, 200, props or {})
             elif self.path == "/health":
                 send_json(self, 200, {"status": "ok"})
             else:
@@ -628,9 +641,12 @@ def main(argv: list[str] | None = None) -> None:
                          prefix_cache=arguments.prefix_cache == "on", draft=arguments.draft,
                          draft_ngram=arguments.draft_ngram)
     threading.Thread(target=model.run, name="llama.cpp", daemon=True).start()
+    props = {"system_info": model.lc.llama_print_system_info().decode(errors="replace"),
+             "computed_by": computed_by.llamacpp(model.lc, arguments.n_threads,
+                                                 model.description())}
     server = ThreadingHTTPServer((arguments.host, arguments.port),
                                  handler_for(model, arguments.model_alias or arguments.model,
-                                             arguments.seed))
+                                             arguments.seed, props))
     server.daemon_threads = True
     print(f"llamacpp_server: {arguments.model} on http://{arguments.host}:{arguments.port}/v1, "
           f"{arguments.parallel} slot(s) of {arguments.n_ctx} tokens, {arguments.n_threads} "

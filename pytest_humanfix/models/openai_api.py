@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import computed_by
+from ..computed_by import UNKNOWN
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..settings import Settings
@@ -67,6 +69,35 @@ class Server:
     base_url: str
     client: Any  # openai.OpenAI
     out: str = ""  # why it was taken out of rotation; "" while in it
+
+
+def _get_json(url: str) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT) as response:
+            answer = json.loads(response.read())
+    except (OSError, ValueError):
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def server_computed_by(base_url: str, engine: str) -> dict[str, Any]:
+    """What a server says of what computes its replies: our llama.cpp engine says all of it at
+    `/props`, llama.cpp's llama-server its build and kernels there, vLLM its version at
+    `/version`; any other server nothing, and it is recorded as unknown."""
+    root = base_url.removesuffix("/v1")
+    props = _get_json(root + "/props")
+    described = props.get("computed_by")
+    if isinstance(described, dict):
+        return described
+    if "build_info" in props or "system_info" in props:
+        kernels = computed_by.ggml_kernels(str(props.get("system_info", "")))
+        return {"engine": "llama-server", "version": str(props.get("build_info", UNKNOWN)),
+                "kernels": computed_by.kernel_set(kernels) + ": " + " ".join(kernels),
+                "device": UNKNOWN}
+    version = _get_json(root + "/version").get("version")
+    if isinstance(version, str):
+        return {"engine": engine, "version": version, "device": UNKNOWN}
+    return computed_by.unknown(engine, f"the server at {base_url} says nothing of what it runs")
 
 
 def worker_index(worker: str) -> int:
@@ -101,6 +132,7 @@ class OpenAIModel:
             self._probe(server)
         if not self.in_rotation():
             raise ModelLoadError("; ".join(server.out for server in self.servers))
+        self.computed_by = server_computed_by(self.in_rotation()[0].base_url, self.engine)
 
     def in_rotation(self) -> list[Server]:
         return [server for server in self.servers if not server.out]

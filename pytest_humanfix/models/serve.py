@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..devices import requested_or_visible
+from ..devices import gpu_description, requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings, user_cache_dir
 from .base import ModelLoadError
@@ -304,6 +304,8 @@ class Engine:
     port: int
     log_path: Path
     command: list[str]
+    # Set for this engine, under the user's own environment (which wins).
+    environment: tuple[tuple[str, str], ...] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -314,12 +316,20 @@ class Engine:
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
-    def endpoint(self) -> dict[str, str]:
-        """What a worker needs to reach this engine: plain data for `workerinput`."""
-        return {"base_url": self.base_url, "model": self.model.name, "engine": self.model.engine}
+    def endpoint(self) -> dict[str, Any]:
+        """What a worker needs to reach this engine, and what the engine does not say of itself
+        (the GPU it runs on, its determinism): plain data for `workerinput`."""
+        endpoint: dict[str, Any] = {"base_url": self.base_url, "model": self.model.name,
+                                    "engine": self.model.engine}
+        if self.device is not None:
+            variables = dict(self.environment)
+            variables.update((k, v) for k, v in os.environ.items() if k in variables)
+            endpoint["computed_by"] = {"device": gpu_description(self.device),
+                                       "determinism": variables or "off"}
+        return endpoint
 
     def start(self) -> None:
-        env = dict(ENGINE_KINDS[self.model.engine].environment)
+        env = dict(ENGINE_KINDS[self.model.engine].environment + self.environment)
         env.update(os.environ, HF_HUB_DISABLE_UPDATE_CHECK="1")
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
@@ -371,9 +381,12 @@ class Engine:
 def new_engine(model: ServedModel, log_path: Path, device: str | None,
                settings: Settings, layout: CpuLayout | None = None) -> Engine:
     port = free_port()
+    # vLLM's batch-invariant kernels: a reply no longer depends on what else its batch holds.
+    deterministic = (("VLLM_BATCH_INVARIANT", "1"),) \
+        if model.engine == "vllm" and device is not None and settings.determinism else ()
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
-                                 layout, tools=settings.agent == "tools"))
+                                 layout, tools=settings.agent == "tools"), deterministic)
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,
@@ -410,7 +423,7 @@ class Serving:
                             for engine in self.engines],
                 "cpu_layout": dataclasses.asdict(self.cpu) if self.cpu else None}
 
-    def endpoint_for(self, worker: str) -> dict[str, str]:
+    def endpoint_for(self, worker: str) -> dict[str, Any]:
         """Workers gw0, gw1, ... go round the engines; a replacement worker gets a new id."""
         return self.engines[worker_index(worker) % len(self.engines)].endpoint()
 

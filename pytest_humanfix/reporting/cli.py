@@ -28,7 +28,14 @@ from ..records import (
 )
 from . import files, summary as summary_mod, terminal
 from .chart import write_rounds_chart
-from .gates import BaselineError, check_gates, compare, load_baseline, verdict_line
+from .gates import (
+    BaselineError,
+    check_gates,
+    compare,
+    computed_by_check,
+    load_baseline,
+    verdict_line,
+)
 from .merge import MergeError, merge
 
 MERGED_JSONL = "humanfix.jsonl"
@@ -41,6 +48,10 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
                         help="significance level of the paired regression test (default 0.05)")
     parser.add_argument("--max-regressions", type=int,
                         help="gate: fail when more than N tasks regress against the baseline")
+    parser.add_argument("--computed-by-mismatch", choices=("warn", "error"), default="warn",
+                        help="when the baseline was computed otherwise than the results (engine, "
+                             "build, kernels, device, dtype, determinism): warn (default) or "
+                             "error (the gate fails)")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -67,6 +78,10 @@ def parse_merge_args(argv: list[str]) -> argparse.Namespace:
                     "and a missing shard or task. Exit status 1 when a gate given here fails, "
                     "2 on bad input.")
     parser.add_argument("shards", type=Path, nargs="+", help="results JSONL of each shard")
+    parser.add_argument("--accept-computed-by-differences", action="store_true",
+                        help="merge shards whose replies were computed otherwise (another "
+                             "engine build, kernels, device, dtype or determinism); the summary "
+                             "then lists each with its tasks")
     parser.add_argument("--out", type=Path, default=Path("reports"),
                         help="folder for the merged JSONL and the reports (default reports)")
     add_gate_options(parser)
@@ -158,7 +173,7 @@ def rounds_warnings(runs: list[tuple[Path, list[dict[str, Any]]]]) -> list[str]:
 
 def main_merge(args: argparse.Namespace) -> int:
     try:
-        records, shards = merge(args.shards)
+        records, shards = merge(args.shards, args.accept_computed_by_differences)
     except MergeError as exc:
         return fail(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -178,6 +193,7 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     """Compares with the baseline, checks the gates, writes the report files and prints the
     summary; the exit status."""
     comparison = None
+    baseline: dict[str, dict] = {}
     if args.baseline is not None:
         try:
             baseline = load_baseline(args.baseline, {
@@ -194,6 +210,10 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     checks = check_gates(rate["value"], rate["tasks"], args.fail_under, comparison, args.alpha,
                          args.max_regressions, terminal.noise_note(repeat) if repeat else None
                          ) if gated else []
+    mismatch = computed_by_check(baseline.values(), records, args.computed_by_mismatch) \
+        if comparison is not None else None
+    if mismatch is not None:
+        checks.append(mismatch)
     summary = summary_mod.build(records, run, comparison, checks, alpha=args.alpha)
     problem = None
     try:

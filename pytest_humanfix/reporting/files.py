@@ -11,7 +11,7 @@ from typing import Any
 
 from ..dataset import item_name
 from .chart import write_chart
-from .summary import item_timed_out, junit_properties
+from .summary import computed_by_text, item_timed_out, junit_properties
 from .terminal import (
     baseline_lines,
     coverage_lines,
@@ -59,6 +59,7 @@ def markdown(summary: dict[str, Any]) -> str:
         "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
+        f"| computed by | {computed_by_text(summary)} |",
         f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",
         *([f"| shard | {run['shard']['index']}/{run['shard']['count']}: {run['shard']['tasks']} "
            f"of {run['shard']['selected']} tasks |"] if run.get("shard") else []),

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..computed_by import differences
 from ..records import SCORED, JsonlError, language_differences, read_jsonl
 from .stats import mcnemar_exact
 
@@ -130,6 +131,30 @@ def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
                                     f"{regressions} regression(s) against the baseline, "
                                     f"--humanfix-max-regressions {max_regressions}"))
     return checks
+
+
+def first_computed_by(records: Iterable[dict]) -> dict[str, Any] | None:
+    """What computed the first replies of these records (None: not recorded)."""
+    return next((r["computed_by"] for r in records if r.get("computed_by")), None)
+
+
+def computed_by_check(baseline: Iterable[dict], records: Iterable[dict],
+                      mismatch: str) -> GateCheck | None:
+    """A check when the baseline's replies were computed otherwise than this run's: its
+    regressions may then be the build's or the device's, not the model's. It holds, saying
+    which fields differ in one line, unless `mismatch` is "error"."""
+    lines = differences(first_computed_by(baseline), first_computed_by(records))
+    if not lines:
+        return None
+    what = "; ".join(lines)
+    if mismatch == "error":
+        return GateCheck("computed-by", False,
+                         f"the baseline was computed otherwise than this run ({what}), and "
+                         "--humanfix-computed-by-mismatch error refuses that comparison")
+    return GateCheck("computed-by", True,
+                     f"WARNING: the baseline was computed otherwise than this run ({what}): a "
+                     "regression may be the computation's, not the model's "
+                     "(--humanfix-computed-by-mismatch error makes this fail)")
 
 
 def completeness_check(coverage: dict[str, Any] | None) -> GateCheck | None:

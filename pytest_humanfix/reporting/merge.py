@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import computed_by
 from ..dataset import task_number
 from ..records import (
     JsonlError,
@@ -67,8 +68,16 @@ def read_shard(path: Path) -> ShardFile:
     return ShardFile(path, records, shard)
 
 
-def check_same_run(first: ShardFile, other: ShardFile) -> None:
+def check_same_run(first: ShardFile, other: ShardFile, accept_computed_by: bool) -> None:
     wanted = record_fingerprint(first.records[0])
+    computed = computed_by.differences(other.records[0].get("computed_by"),
+                                       first.records[0].get("computed_by"))
+    if computed and not accept_computed_by:
+        raise MergeError(
+            f"{other.name}: its replies were computed otherwise than {first.name}'s "
+            f"({'; '.join(computed)}); a merged figure would mix two computations. Run every "
+            "shard on the same build and device kind, or pass --accept-computed-by-differences "
+            "to merge them anyway (the summary lists each).")
     for record in other.records:
         differences = fingerprint_differences(record_fingerprint(record), wanted)
         if differences:
@@ -83,12 +92,14 @@ def check_same_run(first: ShardFile, other: ShardFile) -> None:
                 "shard with the same --humanfix-shard N, --humanfix-max and --humanfix-task.")
 
 
-def merge(paths: list[Path]) -> tuple[list[dict[str, Any]], list[ShardFile]]:
+def merge(paths: list[Path], accept_computed_by: bool = False
+          ) -> tuple[list[dict[str, Any]], list[ShardFile]]:
     """The records of every shard, one per task in task order, and the shards; MergeError
-    when they do not make one whole run."""
+    when they do not make one whole run, or (unless `accept_computed_by`) when their replies
+    were computed otherwise."""
     shards = [read_shard(path) for path in paths]
     for other in shards[1:]:
-        check_same_run(shards[0], other)
+        check_same_run(shards[0], other, accept_computed_by)
     holder: dict[str, ShardFile] = {}
     for shard in shards:
         for record in shard.records:

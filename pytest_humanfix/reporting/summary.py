@@ -16,6 +16,7 @@ or narrowed (-k, --lf, a pytest-split group) reports a figure over a subset, and
 from __future__ import annotations
 
 import functools
+import json
 import platform
 import statistics
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from datetime import datetime
 from importlib import metadata
 from typing import Any
 
+from ..computed_by import compared, describe
 from ..records import attempt_round, graded_round, record_language
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
@@ -204,6 +206,21 @@ def _spread(values: list[float]) -> dict[str, float]:
             "median": statistics.median(values), "max": max(values)}
 
 
+def computed_by(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each distinct description of what computed the replies, with the tasks it computed and
+    its one line: one entry for a run on one engine build, several for a merge across builds
+    or workers on unlike GPUs. Records without one (a model that never loaded, a record
+    written before it existed) are counted under None."""
+    groups: dict[str, dict[str, Any]] = {}
+    for record in records:
+        described = record.get("computed_by")
+        key = json.dumps(compared(described), sort_keys=True) if described else "null"
+        entry = groups.setdefault(key, {"computed_by": described, "tasks": 0,
+                                        "line": describe(described)})
+        entry["tasks"] += 1
+    return list(groups.values())
+
+
 def servers(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Per OpenAI-compatible server that answered: its replies and their seconds (the
     attempts it served)."""
@@ -382,6 +399,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
             "dataset": first.get("dataset"), "dataset_hash": first.get("dataset_hash"),
             "shard": _shard_label(first.get("shard")),
             "run_ids": sorted({r.get("run_id") for r in records if r.get("run_id")}),
+            "computed_by": computed_by(records),
             "versions": versions(), **run,
         },
         "tasks": task_counts(records),
@@ -434,6 +452,7 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_not_run", str(covered["not_run"])),
             ("humanfix_not_run_why", "; ".join(covered["why"])),
             ("humanfix_model", str(summary["run"].get("model"))),
+            ("humanfix_computed_by", computed_by_text(summary)),
             ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
             ("humanfix_known_failures", str(tasks["known_failures"])),
             *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
@@ -441,6 +460,16 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             *plus_properties(summary),
             *round_properties(summary),
             *repeat_properties(summary)]
+
+
+def computed_by_text(summary: dict[str, Any]) -> str:
+    """What computed the replies, in one line (several descriptions joined, with their task
+    counts)."""
+    entries = summary["run"].get("computed_by") or []
+    if len(entries) == 1:
+        return str(entries[0]["line"])
+    return " | ".join(f"{entry['line']} ({entry['tasks']} tasks)" for entry in entries) \
+        or "not recorded"
 
 
 def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:

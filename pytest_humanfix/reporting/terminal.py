@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .summary import computed_by_text
+
 
 def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
@@ -37,7 +39,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     """Model, pass@1, counts, the per-bug-type table (one per language when there are
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
-    lines = [f"model: {summary['run'].get('model')}", pass_line(summary),
+    lines = [f"model: {summary['run'].get('model')}",
+             f"computed by: {computed_by_text(summary)}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
              f"errors {tasks['errors']} (harness faults, not scored)"

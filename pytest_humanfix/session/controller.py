@@ -30,6 +30,7 @@ from ..reporting.gates import (
     check_gates,
     compare,
     completeness_check,
+    computed_by_check,
     load_baseline,
     verdict_line,
 )
@@ -319,6 +320,11 @@ class Controller:
         checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
                              settings.alpha, settings.max_regressions,
                              terminal.noise_note(repeat) if repeat else None)
+        mismatch = computed_by_check(self.baseline.values(), self.records.values(),
+                                     settings.computed_by_mismatch) \
+            if self.baseline is not None else None
+        if mismatch is not None:
+            checks.append(mismatch)
         incomplete = completeness_check(summary["coverage"])
         if incomplete is not None:
             checks.insert(0, incomplete)

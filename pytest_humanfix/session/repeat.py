@@ -38,6 +38,9 @@ class RecordedReply(RecordedAnswers):
     text: str
     prompt: PromptKind
     spec: str = "recorded"
+    computed_by: dict[str, Any] = dataclasses.field(
+        default_factory=lambda: {"engine": "recorded", "version": "the run's first reply",
+                                 "device": "none"})
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[dict[str, Any]] | None = None,

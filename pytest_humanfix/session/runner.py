@@ -65,7 +65,7 @@ class Runner:
 
     def __init__(self, settings: Settings, run_id: str, *, workload: Workload | None = None,
                  sandbox_choice: Choice | None = None, device: str | None = None,
-                 endpoint: dict[str, str] | None = None,
+                 endpoint: dict[str, Any] | None = None,
                  resumed: dict[str, dict[str, Any]] | None = None,
                  canonical_seconds: dict[str, float] | None = None,
                  plus_reference: dict[str, dict[str, Any]] | None = None) -> None:
@@ -178,9 +178,12 @@ class Runner:
         if self.endpoint is None:
             return load_model(self.settings.model or "", self.settings)
         # The engine's name labels every reply it serves.
-        return load_model("openai:" + self.endpoint["model"], dataclasses.replace(
+        model = load_model("openai:" + self.endpoint["model"], dataclasses.replace(
             self.settings, base_url=self.endpoint["base_url"],
             engine=self.endpoint.get("engine", "openai")))
+        # What the controller knows of the engine it started and the engine cannot say.
+        model.computed_by.update(self.endpoint.get("computed_by") or {})
+        return model
 
     def preload(self) -> None:
         """Do the one-off work of a process before its first task's timer starts: load the
@@ -331,6 +334,7 @@ class Runner:
                if self.workload.plus and task.task_id in PLUS_KNOWN_FAILURES else {}),
             **({"plus_time_limit": self.plus_time_limit(task)} if self.workload.plus else {}),
             "model_error": self._model_error,
+            "computed_by": self._model.computed_by if self._model is not None else None,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

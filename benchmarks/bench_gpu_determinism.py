@@ -1,0 +1,84 @@
+"""Whether runs on a GPU repeat their replies, and what determinism costs: the same command run
+several times with `--humanfix-deterministic` on or off, every run's replies compared with the
+first run's, in one session on one machine.
+
+Each run is `pytest --humanfix-model MODEL -n WORKERS --humanfix-deterministic SETTING` from the
+checkout root (in-process transformers on the GPU, greedy, no repair round), its reports in a
+folder of its own. Printed per run: wall seconds, completion tokens per second of generation
+(the records' generate seconds summed over workers), fixed tasks, replies and outcomes that
+differ from the first run's, and what computed the replies (`computed_by`). With `--mps` the
+GPU's MPS daemon is started first, so the workers' kernels run side by side.
+
+    python benchmarks/bench_gpu_determinism.py --model ~/gpu/hf [-n 16] [--runs on,on,off]
+        [--max N] [--mps] [--deadline 420] --out DIR [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_kernel_sets import generation_rate
+from common import REPO, agreement, read_records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("-n", "--workers", type=int, default=16)
+    parser.add_argument("--runs", default="on,on,off",
+                        help="--humanfix-deterministic of each run, in order")
+    parser.add_argument("--max", type=int, help="only the first N tasks")
+    parser.add_argument("--mps", action="store_true", help="start the GPU's MPS daemon first")
+    parser.add_argument("--deadline", type=float, default=float("inf"),
+                        help="start no run after this many seconds of the script")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    started = time.monotonic()
+    if args.mps:
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], check=False)
+    rows: list[dict[str, Any]] = []
+    first: list[dict[str, Any]] = []
+    for index, setting in enumerate(args.runs.split(",")):
+        if time.monotonic() - started > args.deadline:
+            print(f"run {index} ({setting}) not started: past --deadline", flush=True)
+            break
+        folder = args.out / f"run{index}-{setting}"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                   "--humanfix-model", args.model, "-n", str(args.workers),
+                   f"--humanfix-deterministic={setting}", f"--humanfix-report-dir={folder}",
+                   *(["--humanfix-max", str(args.max)] if args.max else [])]
+        began = time.monotonic()
+        done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        wall = time.monotonic() - began
+        print("\n".join(done.stdout.splitlines()[-6:]), flush=True)
+        records = read_records(folder / "humanfix.jsonl")
+        first = first or records
+        same = agreement(first, records)
+        rows.append({"run": index, "deterministic": setting, "wall_s": round(wall, 1),
+                     "tasks": len(records), "fixed": sum(r["outcome"] == "fixed"
+                                                         for r in records),
+                     "tokens_per_s": round(generation_rate(records), 1),
+                     "replies_differ": same["differ"], "replies": same["replies"],
+                     "outcomes_differ": same["lost"] + same["gained"],
+                     "computed_by": records[0].get("computed_by") if records else None})
+        print(json.dumps(rows[-1]), flush=True)
+    print(f"{'run':>3} {'det':>4} {'wall s':>7} {'tasks':>5} {'fixed':>5} {'tok/s':>7} "
+          f"{'replies differ':>15} {'outcomes differ':>15}")
+    for row in rows:
+        print(f"{row['run']:>3} {row['deterministic']:>4} {row['wall_s']:>7} {row['tasks']:>5} "
+              f"{row['fixed']:>5} {row['tokens_per_s']:>7} "
+              f"{row['replies_differ']:>6} of {row['replies']:<6} {row['outcomes_differ']:>15}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
