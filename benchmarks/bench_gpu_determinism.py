@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_kernel_sets import generation_rate
-from common import REPO, agreement, read_records
+from common import REPO, agreement, print_table, read_records
 
 
 def main() -> None:
@@ -70,12 +70,8 @@ def main() -> None:
                      "outcomes_differ": same["lost"] + same["gained"],
                      "computed_by": records[0].get("computed_by") if records else None})
         print(json.dumps(rows[-1]), flush=True)
-    print(f"{'run':>3} {'det':>4} {'wall s':>7} {'tasks':>5} {'fixed':>5} {'tok/s':>7} "
-          f"{'replies differ':>15} {'outcomes differ':>15}")
-    for row in rows:
-        print(f"{row['run']:>3} {row['deterministic']:>4} {row['wall_s']:>7} {row['tasks']:>5} "
-              f"{row['fixed']:>5} {row['tokens_per_s']:>7} "
-              f"{row['replies_differ']:>6} of {row['replies']:<6} {row['outcomes_differ']:>15}")
+    print_table(rows, ["run", "deterministic", "wall_s", "tasks", "fixed", "tokens_per_s",
+                       "replies", "replies_differ", "outcomes_differ"])
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 

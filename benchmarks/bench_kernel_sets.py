@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import REPO, add_dataset_argument, agreement, project_run
+from common import REPO, add_dataset_argument, agreement, print_table, project_run
 
 from pytest_humanfix.settings import user_cache_dir
 
@@ -109,13 +109,10 @@ def main() -> None:
                      "fixed": sum(r["outcome"] == "fixed" for r in records),
                      "tokens_per_s": generation_rate(records), "wall_s": seconds})
     base = rows[0]["tokens_per_s"] or 1.0
-    print(f"{'config':<16} {'kernels':<44} {'replies differ':>15} {'outcomes differ':>16} "
-          f"{'fixed':>6} {'tok/s':>6} {'x ref':>6} {'wall s':>7}")
     for row in rows:
-        print(f"{row['config']:<16} {str(row['kernels'])[:44]:<44} "
-              f"{row['replies_differ']:>6} of {row['replies']:<6} {row['outcomes_differ']:>16} "
-              f"{row['fixed']:>6} {row['tokens_per_s']:>6.1f} {row['tokens_per_s'] / base:>6.2f} "
-              f"{row['wall_s']:>7.1f}")
+        row["x_ref"] = row["tokens_per_s"] / base
+    print_table(rows, ["config", "kernels", "replies", "replies_differ", "outcomes_differ",
+                       "fixed", "tokens_per_s", "x_ref", "wall_s"])
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 

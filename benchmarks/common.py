@@ -106,3 +106,18 @@ def agreement(reference: list[dict], other: list[dict]) -> dict[str, int]:
             "lost": sum(a["outcome"] == "fixed" and b["outcome"] == "unfixed" for a, b in pairs),
             "gained": sum(a["outcome"] == "unfixed" and b["outcome"] == "fixed"
                           for a, b in pairs)}
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """ROWS as a plain table, a column per key of COLUMNS (its header), numbers right-aligned
+    and floats with two decimals."""
+    def cell(value: Any) -> str:
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    table = [[cell(row.get(column)) for column in columns] for row in rows]
+    widths = [max(len(column), *(len(line[i]) for line in table))
+              for i, column in enumerate(columns)]
+    numeric = [all(isinstance(row.get(c), int | float) for row in rows) for c in columns]
+    for line in [columns, *table]:
+        print("  ".join(text.rjust(width) if right else text.ljust(width)
+                        for text, width, right in zip(line, widths, numeric, strict=True)))

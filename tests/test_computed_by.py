@@ -159,3 +159,105 @@ def test_shards_computed_otherwise_merge_only_when_accepted(humanfix_pytester, t
     assert sorted(entry["computed_by"]["engine"] for entry in summary["run"]["computed_by"]) \
         == ["control", "llamacpp"]
     assert sum(entry["tasks"] for entry in summary["run"]["computed_by"]) == 3
+
+
+def test_determinism_in_process_is_set_as_asked_and_recorded(tiny_model, monkeypatch):
+    import torch
+
+    from pytest_humanfix.models.hf import TransformersModel
+    from pytest_humanfix.settings import Settings
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    try:
+        on = TransformersModel(str(tiny_model), str(tiny_model),
+                               Settings(model=str(tiny_model), deterministic="on"))
+        assert torch.are_deterministic_algorithms_enabled()
+        assert on.computed_by["determinism"] == {"deterministic_algorithms": True,
+                                                 "cublas_workspace": ":4096:8",
+                                                 "cudnn_benchmark": False}
+        assert on.computed_by["attention"] == "sdpa"
+        monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG")
+        off = TransformersModel(str(tiny_model), str(tiny_model), Settings(model=str(tiny_model)))
+        assert not torch.are_deterministic_algorithms_enabled()
+        assert off.computed_by["determinism"]["deterministic_algorithms"] is False
+        assert off.computed_by["determinism"]["cublas_workspace"] is None
+        assert (off.computed_by["engine"], off.computed_by["dtype"]) == ("transformers", "float32")
+        assert off.computed_by["device"].startswith("cpu (")
+        # Plain builtins only: the record crosses xdist's channel.
+        assert json.loads(json.dumps(off.computed_by)) == off.computed_by
+        assert type(off.computed_by["torch"]) is str
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_vllm_on_a_gpu_runs_batch_invariant_when_asked_and_says_so(monkeypatch, tmp_path):
+    from pytest_humanfix.models import serve
+    from pytest_humanfix.settings import Settings
+
+    monkeypatch.setattr(serve, "gpu_description", lambda device: f"NVIDIA H100 (sm_90) #{device}")
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
+    model = serve.ServedModel("vllm", "/m", "/m")
+    on = Settings(model="/m", deterministic="on")
+    engine = serve.new_engine(model, tmp_path / "log", "1", on)
+    assert engine.environment == (("VLLM_BATCH_INVARIANT", "1"),)
+    assert engine.endpoint()["computed_by"] == {
+        "device": "NVIDIA H100 (sm_90) #1", "determinism": {"VLLM_BATCH_INVARIANT": "1"}}
+    # The user's own value wins, and is what is recorded.
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "0")
+    assert engine.endpoint()["computed_by"]["determinism"] == {"VLLM_BATCH_INVARIANT": "0"}
+    off = serve.new_engine(model, tmp_path / "log", "1", Settings(model="/m"))
+    assert off.environment == () and off.endpoint()["computed_by"]["determinism"] == "off"
+    # No batch-invariant mode for vLLM on a CPU, nor for the other engines.
+    assert serve.new_engine(model, tmp_path / "log", None, on).environment == ()
+    llamacpp = serve.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
+    assert serve.new_engine(llamacpp, tmp_path / "log", None, on).environment == ()
+    assert "computed_by" not in serve.new_engine(llamacpp, tmp_path / "log", None, on).endpoint()
+
+
+@pytest.fixture
+def answering(request):
+    """A loopback server that answers GET paths with the JSON given (anything else: 404)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    routes: dict[str, dict] = request.param
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps(routes.get(self.path, {})).encode()
+            self.send_response(200 if self.path in routes else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+@pytest.mark.parametrize("answering, engine, expected", [
+    ({"/props": {"computed_by": PORTABLE}}, "llamacpp", PORTABLE),
+    ({"/props": {"build_info": "b6000-abc", "model_ftype": "Q4_K - Medium"}}, "openai",
+     {"engine": "llama-server", "version": "b6000-abc", "kernels": "unknown", "device": "unknown",
+      "dtype": "Q4_K - Medium"}),
+    ({"/version": {"version": "0.26.0"}}, "vllm",
+     {"engine": "vllm", "version": "0.26.0", "device": "unknown"}),
+], indirect=["answering"])
+def test_a_server_says_what_it_computes_with_where_it_can(answering, engine, expected):
+    from pytest_humanfix.models.openai_api import server_computed_by
+
+    assert server_computed_by(answering, engine) == expected
+
+
+@pytest.mark.parametrize("answering", [{}], indirect=True)
+def test_a_server_that_says_nothing_is_recorded_as_unknown(answering):
+    from pytest_humanfix.models.openai_api import server_computed_by
+
+    described = server_computed_by(answering, "openai")
+    assert (described["engine"], described["version"], described["device"]) == \
+        ("openai", "unknown", "unknown")
+    assert described["note"] == f"the server at {answering} says nothing of what it runs"

@@ -82,18 +82,17 @@ def _get_json(url: str) -> dict[str, Any]:
 
 def server_computed_by(base_url: str, engine: str) -> dict[str, Any]:
     """What a server says of what computes its replies: our llama.cpp engine says all of it at
-    `/props`, llama.cpp's llama-server its build and kernels there, vLLM its version at
+    `/props`, llama.cpp's llama-server its build and the model's type there, vLLM its version at
     `/version`; any other server nothing, and it is recorded as unknown."""
     root = base_url.removesuffix("/v1")
     props = _get_json(root + "/props")
     described = props.get("computed_by")
     if isinstance(described, dict):
         return described
-    if "build_info" in props or "system_info" in props:
-        kernels = computed_by.ggml_kernels(str(props.get("system_info", "")))
-        return {"engine": "llama-server", "version": str(props.get("build_info", UNKNOWN)),
-                "kernels": computed_by.kernel_set(kernels) + ": " + " ".join(kernels),
-                "device": UNKNOWN}
+    if "build_info" in props:  # its /props names its build and the model's type, no kernels
+        return {"engine": "llama-server", "version": str(props["build_info"]),
+                "kernels": UNKNOWN, "device": UNKNOWN,
+                "dtype": str(props.get("model_ftype", UNKNOWN))}
     version = _get_json(root + "/version").get("version")
     if isinstance(version, str):
         return {"engine": engine, "version": version, "device": UNKNOWN}
