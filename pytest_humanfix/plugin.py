@@ -90,6 +90,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
+@pytest.fixture(scope="session")
+def humanfix_agent(pytestconfig: pytest.Config) -> object:
+    """The agent that repairs each task: the one --humanfix-agent module:callable names, or
+    None for a built-in one. Override it in a conftest.py to bring your own (docs/own-agent.md)."""
+    runner = pytestconfig.stash.get(RUNNER, None)
+    if runner is None:
+        return None
+    from .agent.loader import agent_of
+
+    return agent_of(pytestconfig, runner.settings.agent)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     runner = config.stash.get(RUNNER, None)
     if runner is not None:
