@@ -68,6 +68,11 @@ class TaskItem(pytest.Item):
         info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
         self._fixtureinfo = info
         self.fixturenames = info.names_closure
+        self._initrequest()
+
+    def _initrequest(self) -> None:
+        """A fresh fixture request; pytest-rerunfailures calls it before running an item
+        again, as it does for a doctest item."""
         self.funcargs: dict[str, object] = {}
         self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
 
