@@ -387,12 +387,14 @@ def test_tool_calls_are_replies_and_run_tests_checks_before_it_runs(tmp_path, ta
         assert not sandbox.programs  # the check runs nothing
         passed = ctx.run_tests(call.argument("code"))
         assert (passed.status, passed.feedback, passed.attempt) == ("passed", "", 2)
+        again = ctx.run_tests(call.argument("code"))  # not run again, and still passing
+        assert (again.status, again.passed, again.attempt) == ("repeat", True, 3)
         return call.argument("code")
 
-    settings = Settings(model="canonical", iters=1)
+    settings = Settings(model="canonical", iters=2)
     result = run_agent(agent, "agent", task, lambda: load_model("canonical", settings),
                        sandbox, settings)
-    assert result.outcome == "fixed" and result.fixed_round == 1
+    assert result.outcome == "fixed" and result.fixed_round == 1 and result.final_attempt == 1
     assert [(a.tool_calls, a.status, a.round) for a in result.attempts] == \
-        [(1, "rejected", 0), (None, "passed", 1)]
+        [(1, "rejected", 0), (None, "passed", 1), (None, "repeat", 2)]
     assert len(sandbox.programs) == 1  # the passing run is the graded one

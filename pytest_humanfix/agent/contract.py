@@ -214,7 +214,9 @@ class AgentContext:
             trajectory.fault = exc
             raise
         latest = state["attempts"][-1]
-        passed = latest.status == "passed"
+        # A repeat of code that passed passes as it did: only code that failed is not run.
+        ran = state["attempts"][latest.repeat_of - 1] if latest.repeat_of else latest
+        passed = ran.status == "passed"
         feedback = "" if passed else graph.told(self._repair_context, state["attempts"], "chat")
         trajectory.attempts = [*state["attempts"][:-1],
                                dataclasses.replace(latest, feedback=feedback)]
@@ -308,10 +310,11 @@ def _agent_traceback(exc: Exception) -> str:
 
 
 def _final(trajectory: Trajectory, code: str, task: Task) -> tuple[list[Attempt], int]:
-    """The attempts, and the index of the one the final code is: the latest that holds it,
-    else the latest reply while it has no code, else a new attempt."""
-    for index in range(len(trajectory.attempts) - 1, -1, -1):
-        if trajectory.attempts[index].code == code:
+    """The attempts, and the index of the one the final code is: the first that holds it (the
+    round that made it, which a fix is counted in), else the latest reply while it has no code,
+    else a new attempt."""
+    for index, attempt in enumerate(trajectory.attempts):
+        if attempt.code == code:
             return trajectory.attempts, index
     attempts = _with_code(trajectory, code, task)
     return attempts, len(attempts) - 1
