@@ -1,8 +1,9 @@
 """An agent that talks to an OpenAI-compatible API itself, with several keys, as one of the
 designs this contract answers did (Llama-3.3-70B through a hosted API): `OPENAI_API_KEY=key1,key2`
 is rotated per request, and a key that answers 429 (rate limited) or 401 (refused) is set aside
-for COOLDOWN seconds. Its replies are recorded with `ctx.model.record`, so the trajectory, tokens
-and seconds are in the report as a built-in agent's are.
+for COOLDOWN seconds. It runs the minimal agent (minimal.py) on the context with its model
+replaced by those requests; each reply is recorded with `ctx.model.record`, so the trajectory,
+tokens and seconds are in the report as a built-in agent's are.
 
     OPENAI_API_KEY=key1,key2 pytest --humanfix-model openai:<model> \
         --humanfix-base-url https://host/v1 --humanfix-agent examples/agents/openai_keys.py:fix
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 import urllib.error
 import urllib.request
+
+import minimal  # the minimal agent, beside this file: its loop, over these keys
 
 COOLDOWN = 60.0
 SET_ASIDE = (401, 429)
@@ -77,27 +79,38 @@ def ask(ring, base_url, model, messages, temperature):
     raise RuntimeError(f"every key was refused ({refused}); check OPENAI_API_KEY")
 
 
-def fix(ctx):
-    global RING
-    if RING is None:
-        RING = KeyRing(key.strip() for key in os.environ["OPENAI_API_KEY"].split(","))
-    model = ctx.model.spec.removeprefix("openai:")
-    base_url = ctx.settings.base_urls[0].rstrip("/")
-    messages = [{"role": "user", "content": ctx.task.prompt}]
-    code = None
-    for _ in range(ctx.rounds + 1):
+class KeyedModel:
+    """`ctx.model`'s chat over this file's own requests: each reply recorded as the run's."""
+
+    def __init__(self, ctx):
+        global RING
+        if RING is None:
+            RING = KeyRing(key.strip() for key in os.environ["OPENAI_API_KEY"].split(","))
+        self.ctx = ctx
+        self.model = ctx.model.spec.removeprefix("openai:")
+        self.base_url = ctx.settings.base_urls[0].rstrip("/")
+
+    def chat(self, messages, temperature=None, stop=None):
         began = time.monotonic()
-        answer = ask(RING, base_url, model, messages, ctx.settings.temperature)
+        temperature = self.ctx.settings.temperature if temperature is None else temperature
+        answer = ask(RING, self.base_url, self.model, messages, temperature)
         reply = answer["choices"][0]["message"]["content"] or ""
         usage = answer.get("usage") or {}
-        ctx.model.record(reply, prompt_tokens=usage.get("prompt_tokens", 0),
-                         completion_tokens=usage.get("completion_tokens", 0),
-                         seconds=time.monotonic() - began, engine="openai-keys")
-        block = re.search(r"```\w*\n(.*?)(?:```|$)", reply, re.S)
-        code = block.group(1) if block else reply
-        result = ctx.run_tests(code)
-        if result.passed:
-            break
-        messages += [{"role": "assistant", "content": reply},
-                     {"role": "user", "content": result.feedback}]
-    return code
+        self.ctx.model.record(reply, prompt_tokens=usage.get("prompt_tokens", 0),
+                              completion_tokens=usage.get("completion_tokens", 0),
+                              seconds=time.monotonic() - began, temperature=temperature,
+                              engine="openai-keys")
+        return reply
+
+
+class OverKeys:
+    """The context, its model replaced by the keyed one: any agent runs on it unchanged."""
+
+    def __init__(self, ctx):
+        self.task, self.rounds, self.settings = ctx.task, ctx.rounds, ctx.settings
+        self.run_tests = ctx.run_tests
+        self.model = KeyedModel(ctx)
+
+
+def fix(ctx):
+    return minimal.fix(OverKeys(ctx))

@@ -61,6 +61,9 @@ def _module_of_file(spec: str, file: Path) -> Any:
     module = importlib.util.module_from_spec(module_spec)
     # Registered before it runs, as an import would: dataclasses and pickling look it up.
     sys.modules[name] = module
+    # Its folder first on the path, as `python file.py` puts it: it imports its siblings.
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))
     try:
         module_spec.loader.exec_module(module)
     except Exception as exc:
