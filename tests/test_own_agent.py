@@ -398,3 +398,37 @@ def test_tool_calls_are_replies_and_run_tests_checks_before_it_runs(tmp_path, ta
     assert [(a.tool_calls, a.status, a.round) for a in result.attempts] == \
         [(1, "rejected", 0), (None, "passed", 1), (None, "repeat", 2)]
     assert len(sandbox.programs) == 1  # the passing run is the graded one
+
+
+def test_the_ini_key_names_the_agent_relative_to_the_ini_file(humanfix_pytester, monkeypatch):
+    agent_file(humanfix_pytester, """
+        def agent(ctx):
+            return ctx.task.buggy_code.replace("elem - elem2", "abs(elem - elem2)")
+    """)
+    humanfix_pytester.makeini("[pytest]\naddopts = -p no:randomly\n"
+                              "humanfix_agent = agents.py:agent\n")
+    sub = humanfix_pytester.mkdir("sub")
+    monkeypatch.chdir(sub)  # started below the ini file, which names the agent beside it
+    result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-task",
+                                         "Python/0", f"--humanfix-report-dir={sub}")
+    result.assert_outcomes(passed=1)
+    record = json.loads((sub / "humanfix.jsonl").read_text())
+    assert record["protocol"]["agent"] == "agents.py:agent" and record["outcome"] == "fixed"
+
+
+def test_a_graph_that_ends_without_code_is_its_failure(tasks):
+    class Graph:
+        """A compiled graph's interface, and a state without `code` at its end."""
+
+        def invoke(self, state, context):
+            return {"messages": state["messages"]}
+
+        def get_graph(self):
+            return None
+
+    settings = Settings(model="canonical")
+    result = run_agent(Graph(), "graph.py:graph", tasks["Python/0"],
+                       lambda: load_model("canonical", settings), CountingSandbox(), settings)
+    assert (result.outcome, result.failure) == (
+        "unfixed", "graph.py:graph ended without a `code` in its state: give the graph's state "
+                   "a code key, set to the final code (or None).")

@@ -32,6 +32,7 @@ from ..records import Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
 from . import graph, prompts
+from .feedback import what_happened
 from .loader import is_graph
 
 
@@ -244,7 +245,7 @@ def _failure(attempts: list[Attempt]) -> str:
         return latest.check
     if latest.status == "repeat" and latest.repeat_of is not None:
         latest = attempts[latest.repeat_of - 1]
-    return Verdict(**latest.verdict).first_failure() if latest.verdict else ""
+    return what_happened(Verdict(**latest.verdict)) if latest.verdict else ""
 
 
 def _invoke(agent: object, identity: str, ctx: AgentContext) -> object:
@@ -256,7 +257,7 @@ def _invoke(agent: object, identity: str, ctx: AgentContext) -> object:
         context=ctx)
     if not isinstance(state, dict) or "code" not in state:
         raise ContractBroken(f"{identity} ended without a `code` in its state: give the "
-                          "graph's state a code key, set to the final code (or None).")
+                             "graph's state a code key, set to the final code (or None).")
     return state["code"]
 
 
