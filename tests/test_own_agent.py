@@ -339,16 +339,18 @@ def test_a_fixture_that_gives_no_agent_is_an_error_naming_it(humanfix_pytester, 
         import pytest
 
         @pytest.fixture
-        def humanfix_agent():
-            return "repair"
+        def humanfix_agent(request):
+            return "repair" if request.node.name.startswith("Python_0") else None
     """)
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-task",
-                                         "Python/0")
-    result.assert_outcomes(errors=1)
-    assert record_of(records_by_task())["error"] == (
-        "pytest_humanfix.agent.loader.AgentLoadError: the humanfix_agent fixture returned a "
-        "str, not an agent: return a function that takes the context, a compiled LangGraph "
-        "graph, or None for --humanfix-agent's.")
+                                         "Python/0,Python/1")
+    result.assert_outcomes(errors=2)
+    said = ("pytest_humanfix.agent.loader.AgentLoadError: the humanfix_agent fixture returned "
+            "{}, not an agent: return a function that takes the context, or a compiled "
+            "LangGraph graph.")
+    records = records_by_task()
+    assert [records[t]["error"] for t in ("Python/0", "Python/1")] == \
+        [said.format("str"), said.format("NoneType")]
 
 
 @pytest.mark.parametrize("variant", ["tests", "docs"])

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from _pytest.fixtures import TopRequest
 
+from ..agent.graph import GRAPHS
 from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, is_agent
 from ..dataset import Task
 from ..records import TaskResult
@@ -113,13 +114,13 @@ class TaskItem(pytest.Item):
         try:
             self._request._fillfixtures()
             agent = self.funcargs[AGENT_FIXTURE]
-            if agent is not None and not is_agent(agent):
+            # None is the plugin's own fixture's answer for a built-in agent.
+            built_in = agent is None and self.config.stash[RUNNER].settings.agent in GRAPHS
+            if not built_in and not is_agent(agent):
                 raise AgentLoadError(
-                    f"the {AGENT_FIXTURE} fixture returned a {type(agent).__name__}, not an "
-                    "agent: return a function that takes the context, a compiled LangGraph "
-                    "graph, or None for --humanfix-agent's.")
-        except pytest.fail.Exception:
-            raise
+                    f"the {AGENT_FIXTURE} fixture returned {type(agent).__name__}, not an "
+                    "agent: return a function that takes the context, or a compiled "
+                    "LangGraph graph.")
         except Exception as exc:
             return TaskResult.error_for(self.task, "".join(
                 traceback.format_exception_only(exc)).strip())
