@@ -434,3 +434,33 @@ def test_a_graph_that_ends_without_code_is_its_failure(tasks):
     assert (result.outcome, result.failure) == (
         "unfixed", "graph.py:graph ended without a `code` in its state: give the graph's state "
                    "a code key, set to the final code (or None).")
+
+
+def test_a_brought_agents_shards_merge_and_its_run_replays(humanfix_pytester):
+    folders = []
+    for shard in ("1/2", "2/2"):
+        folder = humanfix_pytester.path / f"shard-{shard[0]}"
+        humanfix_pytester.runpytest(
+            "--humanfix-model", "buggy", "--humanfix-max", "4", "--humanfix-iters", "1",
+            "--humanfix-agent", MINIMAL, "--humanfix-shard", shard,
+            f"--humanfix-report-dir={folder}")
+        folders.append(folder / "humanfix.jsonl")
+    merged = humanfix_pytester.path / "merged"
+    done = subprocess.run([str(Path(sys.executable).parent / "humanfix-report"), "merge",
+                           *map(str, folders), "--out", str(merged)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "merged 2 shard(s), 4 task(s)" in done.stdout
+    # The merged run replayed: the agent gets its recorded replies back, in order.
+    replayed = humanfix_pytester.path / "replayed"
+    humanfix_pytester.runpytest(
+        f"--humanfix-model=replay:{merged / 'humanfix.jsonl'}", "--humanfix-max", "4",
+        "--humanfix-iters", "1", "--humanfix-agent", MINIMAL,
+        f"--humanfix-report-dir={replayed}").assert_outcomes(failed=4)
+    compared = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "compare_agents.py"),
+         str(merged / "humanfix.jsonl"), str(replayed / "humanfix.jsonl")],
+        capture_output=True, text=True)
+    assert compared.returncode == 0, compared.stdout
+    assert compared.stdout.strip().endswith("8 replies in the first run; fixed 0 and 0; "
+                                            "0 tasks differ")
