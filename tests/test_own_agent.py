@@ -14,6 +14,7 @@ import pytest
 from openai_stub import StubServer
 from test_agent import CountingSandbox, Replies, fenced
 
+from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.contract import run_agent
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.specs import load_model
@@ -464,3 +465,19 @@ def test_a_brought_agents_shards_merge_and_its_run_replays(humanfix_pytester):
     assert compared.returncode == 0, compared.stdout
     assert compared.stdout.strip().endswith("8 replies in the first run; fixed 0 and 0; "
                                             "0 tasks differ")
+
+
+def test_the_chat_client_asks_a_server_and_counts_its_tokens(humanfix_pytester, tasks,
+                                                             records_by_task):
+    with StubServer(reply=fenced(tasks["Python/0"].canonical_code)) as stub:
+        result = humanfix_pytester.runpytest(
+            "--humanfix-model", "openai:stub", f"--humanfix-base-url={stub.base_url}",
+            "--humanfix-task", "Python/0", "--humanfix-agent", MINIMAL)
+        [request] = [body for body in stub.posts() if "messages" in body]
+    result.assert_outcomes(passed=1)
+    assert request["messages"] == [
+        {"role": "user", "content": prompts.first_prompt(tasks["Python/0"], "tests")}]
+    assert request["temperature"] == 0.0  # the run's, where the agent gives none
+    attempt = record_of(records_by_task())["attempts"][0]
+    assert (attempt["engine"], attempt["server"], attempt["prompt_tokens"],
+            attempt["completion_tokens"]) == ("openai", stub.base_url, 11, 7)
