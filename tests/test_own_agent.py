@@ -481,3 +481,21 @@ def test_the_chat_client_asks_a_server_and_counts_its_tokens(humanfix_pytester, 
     attempt = record_of(records_by_task())["attempts"][0]
     assert (attempt["engine"], attempt["server"], attempt["prompt_tokens"],
             attempt["completion_tokens"]) == ("openai", stub.base_url, 11, 7)
+
+
+def test_code_the_agent_did_not_run_is_graded_on_its_latest_reply_not_run(tasks):
+    task = tasks["Python/0"]
+
+    def agent(ctx):
+        asked = [{"role": "user", "content": ctx.task.prompt}]
+        ctx.model.chat(asked)
+        ctx.run_tests(task.buggy_code)
+        ctx.model.chat(asked, temperature=0.5)
+        return task.canonical_code  # in no attempt: it is that last reply's
+
+    settings = Settings(model="buggy", iters=1)
+    result = run_agent(agent, "agent", task, lambda: load_model("buggy", settings),
+                       CountingSandbox(), settings)
+    assert [(a.status, a.round, a.temperature) for a in result.attempts] == \
+        [("failed", 0, 0.0), ("graded", 1, 0.5)]
+    assert (result.outcome, result.final_attempt, result.fixed_round) == ("fixed", 1, 1)

@@ -203,7 +203,9 @@ class AgentContext:
                 "and one per repair round): stop at ctx.rounds + 1 calls, or raise "
                 "--humanfix-iters.")
             raise ContractBroken(trajectory.violation)
-        attempts = _with_code(trajectory, code, self._repair_context.task)
+        unrun = bool(trajectory.attempts) and _unrun(trajectory.attempts[-1])
+        attempts, _ = _with_code(trajectory, code, self._repair_context.task,
+                                 len(trajectory.attempts) - 1 if unrun else None)
         state: graph.RepairState = {"messages": [], "attempts": attempts, "rounds_left": 0,
                                     "round": trajectory.runs, "resamples": 0, "result": None}
         runtime = graph.PlainRuntime(self._repair_context)
@@ -227,16 +229,22 @@ class AgentContext:
                          tests=latest.tests, attempt=len(trajectory.attempts))
 
 
-def _with_code(trajectory: Trajectory, code: str, task: Task) -> list[Attempt]:
-    """The attempts with `code` as the latest: the latest reply's, while it has none, else a
-    new attempt of its own."""
+def _unrun(attempt: Attempt) -> bool:
+    """A reply whose code the agent has not run (nor submitted)."""
+    return attempt.status == "" and not attempt.code
+
+
+def _with_code(trajectory: Trajectory, code: str, task: Task,
+               index: int | None) -> tuple[list[Attempt], int]:
+    """The attempts with `code` put on attempt `index`, or on a new one of its own (None),
+    and where it was put."""
     attempts = list(trajectory.attempts)
     diff = graph.unified_diff(task.buggy_code, code)
-    if attempts and attempts[-1].status == "" and not attempts[-1].code:
-        attempts[-1] = dataclasses.replace(attempts[-1], code=code, diff=diff)
-    else:
+    if index is None:
         attempts.append(Attempt(code=code, diff=diff, verdict=None, round=trajectory.runs))
-    return attempts
+        return attempts, len(attempts) - 1
+    attempts[index] = dataclasses.replace(attempts[index], code=code, diff=diff)
+    return attempts, index
 
 
 def _failure(attempts: list[Attempt]) -> str:
@@ -312,13 +320,13 @@ def _agent_traceback(exc: Exception) -> str:
 
 def _final(trajectory: Trajectory, code: str, task: Task) -> tuple[list[Attempt], int]:
     """The attempts, and the index of the one the final code is: the first that holds it (the
-    round that made it, which a fix is counted in), else the latest reply while it has no code,
-    else a new attempt."""
+    round that made it, which a fix is counted in), else the latest reply the agent did not run
+    (the built-in agent's final candidate where it asked again), else a new attempt."""
     for index, attempt in enumerate(trajectory.attempts):
         if attempt.code == code:
             return trajectory.attempts, index
-    attempts = _with_code(trajectory, code, task)
-    return attempts, len(attempts) - 1
+    unrun = [index for index, attempt in enumerate(trajectory.attempts) if _unrun(attempt)]
+    return _with_code(trajectory, code, task, unrun[-1] if unrun else None)
 
 
 @dataclass(frozen=True)
