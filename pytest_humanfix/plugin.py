@@ -1,5 +1,6 @@
-"""pytest hooks for pytest-humanfix. They hold no logic of their own: they delegate to the
-modules named for what they do (settings, dataset, runner, report).
+"""pytest hooks for pytest-humanfix, and the humanfix_agent fixture a conftest.py overrides.
+They hold no logic of their own: they delegate to the modules named for what they do (settings,
+dataset, runner, report, the agent loader).
 
 Nothing heavy is imported here: the plugin is loaded in every pytest run of an environment that
 has it installed, and does nothing until --humanfix-model (or ini humanfix_model) is given.
@@ -88,6 +89,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             extras = getattr(report, "extras", [])
             report.extras = [*extras, *trajectory_extras(record)]  # type: ignore[attr-defined]
     return report
+
+
+@pytest.fixture(scope="session")
+def humanfix_agent(pytestconfig: pytest.Config) -> object:
+    """The agent that repairs each task: the one --humanfix-agent module:callable names, or
+    None for a built-in one. Override it in a conftest.py to bring your own (docs/own-agent.md)."""
+    runner = pytestconfig.stash.get(RUNNER, None)
+    if runner is None:
+        return None
+    from .agent.loader import agent_of
+
+    return agent_of(pytestconfig, runner.settings.agent)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -215,8 +215,12 @@ def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
 
 
 def without_model(fingerprint: dict[str, Any]) -> dict[str, Any]:
-    """What a baseline must share with a run: all of the fingerprint but the model."""
-    return {key: value for key, value in fingerprint.items() if key != "model"}
+    """What a baseline must share with a run: all of the fingerprint but what is evaluated,
+    the model and the agent (the protocol's `agent`), so that two of either compare."""
+    kept = {key: value for key, value in fingerprint.items() if key != "model"}
+    if isinstance(kept.get("protocol"), dict):
+        kept["protocol"] = {k: v for k, v in kept["protocol"].items() if k != "agent"}
+    return kept
 
 
 # Protocol fields added after records were first written, with the value every record written

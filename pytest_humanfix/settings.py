@@ -113,6 +113,17 @@ def _choice(*choices: str) -> Callable[[str], str]:
     return convert
 
 
+# The agents of agent/graph.py; any other --humanfix-agent names a brought one (agent/loader.py).
+BUILT_IN_AGENTS = ("repair", "tools")
+
+
+def _agent(text: str) -> str:
+    target, colon, name = text.rpartition(":")
+    if text in BUILT_IN_AGENTS or (colon and target.strip() and name.strip()):
+        return text
+    raise ValueError("must be repair, tools, module:callable or path/to/file.py:callable")
+
+
 def _flag(text: str | bool) -> bool:
     if isinstance(text, bool):
         return text
@@ -180,8 +191,11 @@ OPTIONS: tuple[Option, ...] = (
            "through the OpenAI tools API, each call runs its code on the tests the variant "
            "allows, and a reply without a call ends the repair; --humanfix-iters counts the "
            "calls after the first; needs a server: --humanfix-serve, or openai:<model> on a "
-           "server that serves tool calls)", default="repair",
-           convert=_choice("repair", "tools"), metavar="repair|tools"),
+           "server that serves tool calls), or your own: module:callable or "
+           "path/to/file.py:callable, a function that takes the context and returns the code, "
+           "or a compiled LangGraph graph (docs/own-agent.md; a conftest.py's humanfix_agent "
+           "fixture overrides it)", default="repair", convert=_agent,
+           metavar="repair|tools|MODULE:CALLABLE"),
     Option("samples", "independent attempts per task, for pass@k (default 1)", default="1",
            convert=_positive_int, metavar="N"),
     Option("temperature", "sampling temperature; 0 is greedy (default)", default="0",

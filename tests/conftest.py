@@ -153,9 +153,9 @@ from pytest_humanfix.session import runner
 
 _evaluate = runner.Runner.evaluate
 
-def evaluate(self, task):
+def evaluate(self, task, agent=None):
 {code}
-    return _evaluate(self, task)
+    return _evaluate(self, task, agent)
 
 runner.Runner.evaluate = evaluate
 """

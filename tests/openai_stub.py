@@ -3,9 +3,10 @@
 `POST /v1/chat/completions` and `POST /v1/completions` answer, in order, the statuses of `script`
 (an int is that error status, "ok" a completion, a float a delay of that many seconds before the
 completion), then completions: `reply` (a chat message, or the text a completion continues with)
-ending for `finish_reason`. `die_after=N` closes the server after its N-th completion: later connections are
-refused, as when a server process goes away. It closes itself after `lifetime` seconds in any case,
-so a broken test cannot leave it running.
+ending for `finish_reason`. `keys` scripts statuses per API key the same way, before `script`:
+`{"key1": [401]}` answers a request made with key1 401 once. `die_after=N` closes the server
+after its N-th completion: later connections are refused, as when a server process goes away.
+It closes itself after `lifetime` seconds in any case, so a broken test cannot leave it running.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ REPLY = "```python\ndef f():\n    return 1\n```"
 class StubServer:
     def __init__(self, script: list[Any] = (), die_after: int | None = None,
                  lifetime: float = 120.0, reply: str = REPLY,
-                 finish_reason: str = "stop") -> None:
+                 finish_reason: str = "stop", keys: dict[str, list[Any]] | None = None) -> None:
         self.script = list(script)
+        self.keys = {key: list(steps) for key, steps in (keys or {}).items()}
         self.reply = reply
         self.finish_reason = finish_reason
         self.die_after = die_after
@@ -47,8 +49,10 @@ class StubServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with stub._lock:
                     stub.requests.append(("POST", self.path, body))
-                    stub.auth.append(self.headers.get("Authorization"))
-                    step = stub.script.pop(0) if stub.script else "ok"
+                    auth = self.headers.get("Authorization")
+                    stub.auth.append(auth)
+                    own = stub.keys.get((auth or "").removeprefix("Bearer "))
+                    step = own.pop(0) if own else stub.script.pop(0) if stub.script else "ok"
                 if isinstance(step, int):
                     self._send(step, {"error": {"message": f"scripted {step}"}})
                     return

@@ -167,19 +167,26 @@ def _code_of(ctx: RepairContext, text: str, continued: bool) -> str:
                           ctx.base + ctx.task.buggy_solution, language)
 
 
+def reply_attempt(generation: Generation, kind: PromptKind, in_round: int, temperature: float,
+                  began: float, tool_calls: int | None = None) -> Attempt:
+    """The attempt of a reply, before any code is read from it: what it said and cost."""
+    seconds = generation.seconds or time.monotonic() - began
+    return Attempt(code="", diff="", verdict=None, prompt_tokens=generation.prompt_tokens,
+                   completion_tokens=generation.completion_tokens,
+                   generate_seconds=round(seconds, 4),
+                   reply=reply_text(generation.text, generation.tool_calls),
+                   prompt=kind, finish_reason=generation.finish_reason,
+                   engine=generation.engine, server=generation.server,
+                   round=in_round, temperature=temperature, tool_calls=tool_calls)
+
+
 def _asked(ctx: RepairContext, state: RepairState, generation: Generation, code: str,
            kind: PromptKind, temperature: float, began: float,
            tool_calls: int | None = None) -> dict[str, Any]:
     """The state's update for a reply: its attempt appended, and its round counted."""
-    seconds = generation.seconds or time.monotonic() - began
-    attempt = Attempt(code=code, diff=unified_diff(ctx.task.buggy_code, code), verdict=None,
-                      prompt_tokens=generation.prompt_tokens,
-                      completion_tokens=generation.completion_tokens,
-                      generate_seconds=round(seconds, 4),
-                      reply=reply_text(generation.text, generation.tool_calls),
-                      prompt=kind, finish_reason=generation.finish_reason,
-                      engine=generation.engine, server=generation.server,
-                      round=state["round"], temperature=temperature, tool_calls=tool_calls)
+    attempt = dataclasses.replace(
+        reply_attempt(generation, kind, state["round"], temperature, began, tool_calls),
+        code=code, diff=unified_diff(ctx.task.buggy_code, code))
     # An ask again belongs to the round it repeats: the round was counted at its first reply.
     spent = 0 if state["resamples"] else 1
     return {"attempts": [*state["attempts"], attempt],
@@ -266,21 +273,26 @@ def resample(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     return {"resamples": state["resamples"] + 1}
 
 
+def told(ctx: RepairContext, attempts: list[Attempt], kind: PromptKind) -> str:
+    """What the repair agent tells the model after its latest attempt: why it was not run, that
+    it repeats an earlier one, or what it did (also what a brought agent's run_tests returns)."""
+    latest = attempts[-1]
+    if latest.status == "rejected":
+        return prompts.rejection_feedback(ctx.task, latest.check, kind)
+    if latest.status == "repeat":
+        assert latest.repeat_of is not None  # `check` names the earlier attempt
+        return prompts.repeat_feedback(
+            ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]), kind)
+    return prompts.failure_feedback(ctx.task, _failure_of(latest),
+                                    example_only=latest.tests == "example_test", prompt=kind)
+
+
 def reflect(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     attempts = state["attempts"]
     latest = attempts[-1]
     kind = ctx.model.prompt
-    if latest.status == "rejected":
-        feedback = prompts.rejection_feedback(ctx.task, latest.check, kind)
-    elif latest.status == "repeat":
-        assert latest.repeat_of is not None  # `check` names the earlier attempt
-        feedback = prompts.repeat_feedback(
-            ctx.task, latest.repeat_of, _failure_of(attempts[latest.repeat_of - 1]), kind)
-    else:
-        feedback = prompts.failure_feedback(ctx.task, _failure_of(latest),
-                                            example_only=latest.tests == "example_test",
-                                            prompt=kind)
+    feedback = told(ctx, attempts, kind)
     messages = [*state["messages"], {"role": "assistant", "content": prompts.attempt_turn(
                     ctx.task, latest.code, latest.reply, kind)},
                 {"role": "user", "content": feedback}]
@@ -323,9 +335,14 @@ def final_candidate(attempts: list[Attempt]) -> int:
 
 
 def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
-    ctx = runtime.context
-    attempts = list(state["attempts"])
-    index = final_candidate(attempts)
+    result = graded(runtime.context, state["attempts"], final_candidate(state["attempts"]))
+    return {"result": result, "attempts": result.attempts}
+
+
+def graded(ctx: RepairContext, attempts: list[Attempt], index: int) -> TaskResult:
+    """The task's result with attempt `index` as the final candidate, graded on the hidden
+    tests (and HumanEval+), reusing an execution of the same code where there is one."""
+    attempts = list(attempts)
     code = attempts[index].code
     ran = next((a for a in attempts
                 if a.tests == "test" and a.verdict and same_code(a.code, code)), None)
@@ -360,7 +377,7 @@ def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
         outcome="fixed" if fixed else "unfixed", code=code,
         diff=attempts[index].diff, verdict=graded, failure=failure, attempts=attempts,
         final_attempt=index, fixed_round=fixed_round, flags=flags, **plus)
-    return {"result": result, "attempts": attempts}
+    return result
 
 
 def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.fixtures import TopRequest
 
+from ..agent.graph import GRAPHS
+from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, is_agent
 from ..dataset import Task
 from ..records import TaskResult
 from . import RUNNER, timeouts
@@ -59,6 +63,19 @@ class TaskItem(pytest.Item):
         self.add_marker("humanfix")
         self.extra_keyword_matches.add(task.bug_slug)
         self.extra_keyword_matches.add(task.language)  # -k rust, -k js
+        # The agent is the humanfix_agent fixture, which a conftest.py overrides as any
+        # fixture; the item takes fixtures the way pytest's own doctest items do.
+        self.add_marker(pytest.mark.usefixtures(AGENT_FIXTURE))
+        info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
+        self._fixtureinfo = info
+        self.fixturenames = info.names_closure
+        self._initrequest()
+
+    def _initrequest(self) -> None:
+        """A fresh fixture request; pytest-rerunfailures calls it before running an item
+        again, as it does for a doctest item."""
+        self.funcargs: dict[str, object] = {}
+        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
 
     def setup(self) -> None:
         runner = self.config.stash[RUNNER]
@@ -73,7 +90,8 @@ class TaskItem(pytest.Item):
         else:
             started = time.monotonic()
             try:
-                self.result = runner.evaluate(self.task)
+                self.result = self.agent_error() or runner.evaluate(
+                    self.task, self.funcargs[AGENT_FIXTURE])
             except pytest.fail.Exception as exc:
                 if not timeouts.fired(exc):
                     raise
@@ -89,6 +107,24 @@ class TaskItem(pytest.Item):
         if self.result.outcome == "error":
             kind = "item timeout" if self.result.item_timeout else "harness error"
             pytest.fail(f"{kind} on {self.task.task_id}: {self.result.error}", pytrace=False)
+
+    def agent_error(self) -> TaskResult | None:
+        """Sets up the item's fixtures, the agent's among them; an error outcome when one of
+        them fails or the agent is none, so that the task still has its record."""
+        try:
+            self._request._fillfixtures()
+            agent = self.funcargs[AGENT_FIXTURE]
+            # None is the plugin's own fixture's answer for a built-in agent.
+            built_in = agent is None and self.config.stash[RUNNER].settings.agent in GRAPHS
+            if not built_in and not is_agent(agent):
+                raise AgentLoadError(
+                    f"the {AGENT_FIXTURE} fixture returned {type(agent).__name__}, not an "
+                    "agent: return a function that takes the context, or a compiled "
+                    "LangGraph graph.")
+        except Exception as exc:
+            return TaskResult.error_for(self.task, "".join(
+                traceback.format_exception_only(exc)).strip())
+        return None
 
     def runtest(self) -> None:
         assert self.result is not None

@@ -16,7 +16,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..agent.graph import repair, repair_graph
+from ..agent.contract import run_agent
+from ..agent.graph import GRAPHS, repair, repair_graph
 from ..agent.syntax import available as syntax_available
 from ..dataset import Task
 from ..languages import LANGUAGES
@@ -153,8 +154,8 @@ class Runner:
     @property
     def uses_langgraph(self) -> bool:
         """The controls' replies are known: their agent walks the graph as plain calls, and the
-        process never imports LangGraph."""
-        return self.settings.model not in CONTROLS
+        process never imports LangGraph (a brought agent imports what it needs itself)."""
+        return self.settings.model not in CONTROLS and self.settings.agent in GRAPHS
 
     def model(self) -> Model:
         if self._model_error is not None:
@@ -206,15 +207,16 @@ class Runner:
             except Exception:
                 pass
 
-    def evaluate(self, task: Task) -> TaskResult:
-        """All --humanfix-samples attempts at the task. The first sample's outcome is the
-        item's outcome; pass@k is computed from the counts over every sample."""
-        first = self.evaluate_once(task)
+    def evaluate(self, task: Task, agent: object = None) -> TaskResult:
+        """All --humanfix-samples attempts at the task, by a brought `agent` (None: the
+        built-in one --humanfix-agent names). The first sample's outcome is the item's outcome;
+        pass@k is computed from the counts over every sample."""
+        first = self.evaluate_once(task, agent)
         result = first
         if self.settings.samples > 1 and first.outcome != "error":
             results = [first]
             while len(results) < self.settings.samples and results[-1].outcome != "error":
-                results.append(self.evaluate_once(task))
+                results.append(self.evaluate_once(task, agent))
             result = combine_samples(results)
         if self.settings.repeat_check and task.task_id in self.repeated \
                 and first.outcome != "error":
@@ -285,11 +287,15 @@ class Runner:
                               self.plus_limit_for(task))
         return lambda code: sandbox.run(program(code, limits))
 
-    def evaluate_once(self, task: Task) -> TaskResult:
+    def evaluate_once(self, task: Task, agent: object = None) -> TaskResult:
         started = time.monotonic()
         try:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
             # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
+            if agent is not None:
+                return run_agent(agent, self.settings.agent, task,
+                                 lambda: OffClock(self.model()), sandbox, self.settings,
+                                 plus=self.plus_grader(task))
             return repair(task, OffClock(self.model()), sandbox, self.settings,
                           langgraph=self.uses_langgraph, plus=self.plus_grader(task))
         except (ModelLoadError, SandboxError) as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..agent.loader import settle_agent
 from ..settings import Settings
 from .runner import Runner
 
@@ -22,6 +23,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: collect the tasks only, not the project's own tests.
         config.args = [str(config.invocation_params.dir)]
+    settings = settle_agent(config, settings)
     if is_worker(config):
         from . import worker
 

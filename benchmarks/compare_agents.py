@@ -1,0 +1,64 @@
+"""Do two runs' agents say the same? Task by task: the model's replies, in order, and the outcome
+(and the round that fixed it), read from each run's results JSONL. Written to check the built-in
+repair agent against examples/agents/repair.py, the same agent written through the contract
+(docs/own-agent.md, "The proof"): on the same model and protocol both should agree on every task.
+
+    python benchmarks/compare_agents.py /tmp/agent-proof/builtin-0/humanfix.jsonl \
+        /tmp/agent-proof/contract-0/humanfix.jsonl
+
+Prints one line per task that differs and a total; exits 1 when any does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_humanfix.records import latest_per_task, read_jsonl
+
+
+def replies(record: dict[str, Any]) -> list[str]:
+    """The model's replies: the attempts that were asked of a model (a brought agent's run of
+    code it did not get from the model has no prompt)."""
+    return [attempt["reply"] for attempt in record.get("attempts") or [] if attempt.get("prompt")]
+
+
+def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    said = []
+    if replies(first) != replies(second):
+        said.append(f"replies differ ({len(replies(first))} and {len(replies(second))})")
+    for key in ("outcome", "fixed_round", "flags"):
+        if first.get(key) != second.get(key):
+            said.append(f"{key}: {first.get(key)!r} and {second.get(key)!r}")
+    return said
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("first", type=Path)
+    parser.add_argument("second", type=Path)
+    arguments = parser.parse_args()
+    runs = [{record["task_id"]: record
+             for record in latest_per_task(read_jsonl(path, bad_lines="raise"))}
+            for path in (arguments.first, arguments.second)]
+    differ = 0
+    for task_id in sorted(set(runs[0]) | set(runs[1]), key=lambda t: int(t.rsplit("/", 1)[1])):
+        if task_id not in runs[0] or task_id not in runs[1]:
+            print(f"{task_id}: only in one run")
+            differ += 1
+            continue
+        said = differences(runs[0][task_id], runs[1][task_id])
+        if said:
+            print(f"{task_id}: {'; '.join(said)}")
+            differ += 1
+    fixed = [sum(r["outcome"] == "fixed" for r in run.values()) for run in runs]
+    count = sum(len(replies(r)) for r in runs[0].values())
+    print(f"{len(runs[0])} and {len(runs[1])} tasks, {count} replies in the first run; "
+          f"fixed {fixed[0]} and {fixed[1]}; {differ} tasks differ")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
