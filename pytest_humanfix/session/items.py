@@ -9,10 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.fixtures import TopRequest
+
+try:  # How pytest's doctest items take fixtures. Private: a pytest that moved it runs the items
+    # without fixtures, the agent then the one --humanfix-agent names.
+    from _pytest.fixtures import TopRequest
+except ImportError:  # pragma: no cover - a pytest without it
+    TopRequest = None  # type: ignore[assignment,misc]
 
 from ..agent.graph import GRAPHS
-from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, is_agent
+from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, is_agent
 from ..dataset import Task
 from ..records import TaskResult
 from . import RUNNER, timeouts
@@ -65,16 +70,18 @@ class TaskItem(pytest.Item):
         self.extra_keyword_matches.add(task.language)  # -k rust, -k js
         # The agent is the humanfix_agent fixture, which a conftest.py overrides as any
         # fixture; the item takes fixtures the way pytest's own doctest items do.
-        self.add_marker(pytest.mark.usefixtures(AGENT_FIXTURE))
-        info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
-        self._fixtureinfo = info
-        self.fixturenames = info.names_closure
-        self._initrequest()
+        self.funcargs: dict[str, object] = {}
+        if TopRequest is not None:
+            self.add_marker(pytest.mark.usefixtures(AGENT_FIXTURE))
+            info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
+            self._fixtureinfo = info
+            self.fixturenames = info.names_closure
+            self._initrequest()
 
     def _initrequest(self) -> None:
         """A fresh fixture request; pytest-rerunfailures calls it before running an item
         again, as it does for a doctest item."""
-        self.funcargs: dict[str, object] = {}
+        self.funcargs = {}
         self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
 
     def setup(self) -> None:
@@ -112,7 +119,11 @@ class TaskItem(pytest.Item):
         """Sets up the item's fixtures, the agent's among them; an error outcome when one of
         them fails or the agent is none, so that the task still has its record."""
         try:
-            self._request._fillfixtures()
+            if TopRequest is None:  # pragma: no cover - a pytest without it: no fixtures
+                self.funcargs[AGENT_FIXTURE] = agent_of(
+                    self.config, self.config.stash[RUNNER].settings.agent)
+            else:
+                self._request._fillfixtures()
             agent = self.funcargs[AGENT_FIXTURE]
             # None is the plugin's own fixture's answer for a built-in agent.
             built_in = agent is None and self.config.stash[RUNNER].settings.agent in GRAPHS
