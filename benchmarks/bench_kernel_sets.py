@@ -15,8 +15,13 @@ reports (`computed_by`), replies and outcomes that differ from the reference's, 
 and completion tokens per second of generation (the records' own generate seconds, summed over
 workers), with its ratio to the reference's, measured in this one run.
 
+`--speed R` measures the kernel sets' speed alone instead, as a machine shared with other work
+allows: one greedy completion of `--speed-tokens` tokens on one thread through each build in
+turn, R rounds alternating, the median tokens/s of each and its ratio to the installed build's.
+
     python benchmarks/bench_kernel_sets.py [--tasks 40] [--kernels installed,native,avx,sse]
         [--layouts 1,4] [--model qwen-coder] [--keep DIR] [--json FILE]
+    python benchmarks/bench_kernel_sets.py --speed 5 [--kernels native,avx,sse]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import importlib.metadata
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,6 +72,44 @@ def build_kernels(kernels: str) -> Path:
     return lib
 
 
+# One greedy completion on one thread, timed in a process of its own (the library is chosen
+# by LLAMA_CPP_LIB_PATH when llama_cpp is imported).
+DECODE = """
+import sys, time, llama_cpp
+llm = llama_cpp.Llama(model_path=sys.argv[1], n_threads=1, n_threads_batch=1, n_ctx=1024,
+                      verbose=False)
+prompt = "def fibonacci(n):\\n    "
+llm.create_completion(prompt, max_tokens=1, temperature=0)
+started = time.perf_counter()
+out = llm.create_completion(prompt, max_tokens=int(sys.argv[2]), temperature=0)
+print(out["usage"]["completion_tokens"] / (time.perf_counter() - started))
+"""
+
+
+def decode_speed(lib: Path | None, model: str, tokens: int) -> float:
+    from pytest_humanfix.models.specs import resolve_spec
+
+    path = resolve_spec(model).gguf_path
+    env = dict(os.environ, **({"LLAMA_CPP_LIB_PATH": str(lib)} if lib else {}))
+    done = subprocess.run([sys.executable, "-c", DECODE, str(path), str(tokens)], env=env,
+                          check=True, capture_output=True, text=True)
+    return float(done.stdout.split()[-1])
+
+
+def speeds(kernels: list[str], model: str, rounds: int, tokens: int) -> None:
+    libs = {"installed": None, **{k: build_kernels(k) for k in kernels if k != "installed"}}
+    found: dict[str, list[float]] = {name: [] for name in libs}
+    for _ in range(rounds):
+        for name, lib in libs.items():
+            found[name].append(decode_speed(lib, model, tokens))
+    base = statistics.median(found["installed"])
+    print_table([{"kernels": name, "tokens_per_s": statistics.median(values),
+                  "min": min(values), "max": max(values),
+                  "x_installed": statistics.median(values) / base}
+                 for name, values in found.items()],
+                ["kernels", "tokens_per_s", "min", "max", "x_installed"])
+
+
 def generation_rate(records: list[dict[str, Any]]) -> float:
     """Completion tokens per second of generation, over every attempt."""
     attempts = [a for r in records for a in r.get("attempts") or []]
@@ -84,8 +128,14 @@ def main() -> None:
     parser.add_argument("--model", default="qwen-coder")
     parser.add_argument("--keep", type=Path, help="keep every run's reports under DIR")
     parser.add_argument("--json", type=Path, help="write the table as JSON to FILE too")
+    parser.add_argument("--speed", type=int, metavar="R",
+                        help="measure each kernel set's decode speed instead, R rounds")
+    parser.add_argument("--speed-tokens", type=int, default=128)
     add_dataset_argument(parser)
     args = parser.parse_args()
+    if args.speed:
+        speeds(args.kernels.split(","), args.model, args.speed, args.speed_tokens)
+        return
 
     configs: list[tuple[str, str | None, int]] = [("installed -n 2", None, 2)]
     configs += [(f"installed -n {n}", None, int(n)) for n in args.layouts.split(",") if n]

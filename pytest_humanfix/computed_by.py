@@ -143,7 +143,9 @@ def describe(computed_by: dict[str, Any] | None) -> str:
     """One line: engine, version, kernels or device, dtype, threads, determinism."""
     if not computed_by:
         return "not recorded"
-    parts = [str(computed_by.get("engine", UNKNOWN)), str(computed_by.get("version", UNKNOWN))]
+    parts = [str(computed_by.get("engine", UNKNOWN))]
+    if computed_by.get("version"):
+        parts.append(str(computed_by["version"]))
     for key in ("kernels", "build", "device", "dtype", "torch", "cuda", "attention"):
         if computed_by.get(key):
             parts.append(f"{key} {computed_by[key]}")

@@ -67,6 +67,7 @@ class Recording:
         self.model = model
         self.spec = model.spec
         self.prompt = model.prompt
+        self.computed_by = model.computed_by
         self.chats: list[list[dict]] = []
         self.temperatures: list[float | None] = []
         self.stops: list[list[str] | None] = []
@@ -445,6 +446,7 @@ def test_recursion_limit_is_passed_to_the_graph(tmp_path, task, replies, monkeyp
 class TokenModel:
     spec = "tokens"
     prompt = "chat"
+    computed_by = {"engine": "tokens"}
 
     def generate(self, messages, task, temperature=None, tools=None, stop=None):
         wrong = task.buggy_code.replace("elem - elem2", "elem - elem2 - 1")

@@ -90,8 +90,8 @@ def test_every_view_of_a_run_says_what_computed_it(humanfix_pytester, read_recor
     reports = humanfix_pytester.path / "reports"
     records = read_records()
     assert {json.dumps(r["computed_by"]) for r in records} == {json.dumps(
-        {"engine": "control", "version": "canonical", "device": "none"})}
-    line = "control; canonical; device none"
+        {"engine": "control", "device": "none"})}
+    line = "control; device none"
     summary = json.loads((reports / "summary.json").read_text())
     assert summary["run"]["computed_by"] == [
         {"computed_by": records[0]["computed_by"], "tasks": 3, "line": line}]
@@ -119,9 +119,9 @@ def test_a_baseline_computed_otherwise_is_named_and_may_fail_the_gate(humanfix_p
     assert warned.ret == 0
     (verdict,) = [line for line in warned.outlines if line.startswith("humanfix gates")]
     assert verdict.startswith("humanfix gates held: 0 regression(s)")
-    assert ("WARNING: the baseline was computed otherwise than this run (version: "
-            "'llama-cpp-python 0.3.36' there, 'canonical' here; device: 'cpu' there, 'none' "
-            "here; kernels: ") in verdict
+    assert ("WARNING: the baseline was computed otherwise than this run (device: 'cpu' there, "
+            "'none' here; version: 'llama-cpp-python 0.3.36' there, None here; kernels: ") \
+        in verdict
     refused = canonical_run(humanfix_pytester, f"--humanfix-baseline={baseline}",
                             "--humanfix-computed-by-mismatch=error")
     assert refused.ret == 1
@@ -132,7 +132,7 @@ def test_a_baseline_computed_otherwise_is_named_and_may_fail_the_gate(humanfix_p
     assert report_main([str(reports / "humanfix.jsonl"), "--baseline", str(baseline),
                         "--computed-by-mismatch", "error", "--out", str(tmp_path / "r")]) == 1
     same = with_computed_by(reports / "humanfix.jsonl", tmp_path / "same.jsonl",
-                            {"engine": "control", "version": "canonical", "device": "none"})
+                            {"engine": "control", "device": "none"})
     held = canonical_run(humanfix_pytester, f"--humanfix-baseline={same}",
                          "--humanfix-computed-by-mismatch=error")
     assert held.ret == 0

@@ -412,6 +412,7 @@ class Slow:
 
     def __init__(self, model):
         self.model, self.spec, self.prompt = model, model.spec, model.prompt
+        self.computed_by = model.computed_by
 
     def generate(self, *args, **kwargs):
         time.sleep({seconds})

@@ -33,8 +33,9 @@ class ControlModel:
         self.spec = spec
         self.solution = target  # "canonical" or "buggy"
         self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
-        self.computed_by: dict[str, Any] = {"engine": "control", "version": target,
-                                            "device": "none"}
+        # No version: which control answers is the run's model, and a canonical run is
+        # compared with a buggy baseline as with any other model's.
+        self.computed_by: dict[str, Any] = {"engine": "control", "device": "none"}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[dict[str, Any]] | None = None,
@@ -77,8 +78,8 @@ class ReplayModel(RecordedAnswers):
         self.replies: dict[str, list[str]] = {}
         self._served: dict[str, int] = {}
         # The replies were computed when they were recorded: by what the records say.
-        self.computed_by: dict[str, Any] = {"engine": "replay", "version": path.name,
-                                            "device": "none", "replayed": None}
+        self.computed_by: dict[str, Any] = {"engine": "replay", "device": "none",
+                                            "replayed": None}
         try:
             rows = read_jsonl(path, bad_lines="raise")
         except OSError as exc:
