@@ -48,16 +48,18 @@ def host() -> dict[str, Any]:
             "machine": platform.machine()}
 
 
+def _ggml_enabled(system_info: str) -> set[str]:
+    """What a ggml build's system info says is on ("CPU : SSE3 = 1 | ... | LLAMAFILE = 1 |")."""
+    return set(re.findall(r"([A-Z0-9_]+) = 1", system_info))
+
+
 def ggml_kernels(system_info: str) -> list[str]:
-    """The instruction sets a ggml build computes with, from its system info
-    ("CPU : SSE3 = 1 | AVX2 = 1 | ... | LLAMAFILE = 1 |"), build features left out."""
-    enabled = re.findall(r"([A-Z0-9_]+) = 1", system_info)
-    return sorted({name for name in enabled if name not in GGML_BUILD_FEATURES})
+    """The instruction sets a ggml build computes with, build features left out."""
+    return sorted(_ggml_enabled(system_info) - GGML_BUILD_FEATURES)
 
 
 def ggml_build_features(system_info: str) -> list[str]:
-    enabled = re.findall(r"([A-Z0-9_]+) = 1", system_info)
-    return sorted({name for name in enabled if name in GGML_BUILD_FEATURES})
+    return sorted(_ggml_enabled(system_info) & GGML_BUILD_FEATURES)
 
 
 def kernel_set(kernels: list[str]) -> str:
@@ -132,8 +134,7 @@ def differences(found: dict[str, Any] | None, wanted: dict[str, Any] | None) -> 
     was not recorded (records written before `computed_by` existed)."""
     if not found or not wanted:
         return [] if found == wanted else [
-            f"computed_by: {'not recorded' if not found else describe(found)!s} there, "
-            f"{'not recorded' if not wanted else describe(wanted)!s} here"]
+            f"computed_by: {describe(found)} there, {describe(wanted)} here"]
     there, here = compared(found), compared(wanted)
     return [f"{key}: {there.get(key)!r} there, {here.get(key)!r} here"
             for key in dict.fromkeys([*here, *there]) if there.get(key) != here.get(key)]

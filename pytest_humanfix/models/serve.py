@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import os
@@ -316,6 +317,12 @@ class Engine:
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
+    @functools.cached_property
+    def gpu(self) -> str:
+        """The engine's GPU as nvidia-smi names it: asked once, however many workers it has."""
+        assert self.device is not None
+        return gpu_description(self.device)
+
     def endpoint(self) -> dict[str, Any]:
         """What a worker needs to reach this engine, and what the engine does not say of itself
         (the GPU it runs on, its determinism): plain data for `workerinput`."""
@@ -324,7 +331,7 @@ class Engine:
         if self.device is not None:
             variables = dict(self.environment)
             variables.update((k, v) for k, v in os.environ.items() if k in variables)
-            endpoint["computed_by"] = {"device": gpu_description(self.device),
+            endpoint["computed_by"] = {"device": self.gpu,
                                        "determinism": variables or "off"}
         return endpoint
 

@@ -206,7 +206,7 @@ def _spread(values: list[float]) -> dict[str, float]:
             "median": statistics.median(values), "max": max(values)}
 
 
-def computed_by(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def computations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each distinct description of what computed the replies, with the tasks it computed and
     its one line: one entry for a run on one engine build, several for a merge across builds
     or workers on unlike GPUs. Records without one (a model that never loaded, a record
@@ -399,7 +399,7 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
             "dataset": first.get("dataset"), "dataset_hash": first.get("dataset_hash"),
             "shard": _shard_label(first.get("shard")),
             "run_ids": sorted({r.get("run_id") for r in records if r.get("run_id")}),
-            "computed_by": computed_by(records),
+            "computed_by": computations(records),
             "versions": versions(), **run,
         },
         "tasks": task_counts(records),
