@@ -3,14 +3,15 @@ several times with `--humanfix-deterministic` on or off, every run's replies com
 first run's, in one session on one machine.
 
 Each run is `pytest --humanfix-model MODEL -n WORKERS --humanfix-deterministic SETTING` from the
-checkout root (in-process transformers on the GPU, greedy, no repair round), its reports in a
-folder of its own. Printed per run: wall seconds, completion tokens per second of generation
-(the records' generate seconds summed over workers), fixed tasks, replies and outcomes that
-differ from the first run's, and what computed the replies (`computed_by`). With `--mps` the
+checkout root (in-process transformers on the GPU, or with `--layout serve` the shared engine
+that is the default on a GPU; greedy, no repair round), its reports in a folder of its own.
+Printed per run: wall seconds, completion tokens per second of generation (the records'
+generate seconds summed over workers), fixed tasks, replies and outcomes that differ from the
+first run's, and what computed the replies (`computed_by`). With `--mps` the
 GPU's MPS daemon is started first, so the workers' kernels run side by side.
 
     python benchmarks/bench_gpu_determinism.py --model ~/gpu/hf [-n 16] [--runs on,on,off]
-        [--max N] [--mps] [--deadline 420] --out DIR [--json FILE]
+        [--max N] [--mps] [--layout in-process|serve] [--deadline 420] --out DIR [--json FILE]
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def main() -> None:
                         help="--humanfix-deterministic of each run, in order")
     parser.add_argument("--max", type=int, help="only the first N tasks")
     parser.add_argument("--mps", action="store_true", help="start the GPU's MPS daemon first")
+    parser.add_argument("--layout", choices=("in-process", "serve"), default="in-process",
+                        help="a copy of the model per worker, or one shared engine per GPU")
     parser.add_argument("--deadline", type=float, default=float("inf"),
                         help="start no run after this many seconds of the script")
     parser.add_argument("--out", type=Path, required=True)
@@ -52,7 +55,8 @@ def main() -> None:
         folder = args.out / f"run{index}-{setting}"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    "--humanfix-model", args.model, "-n", str(args.workers),
-                   f"--humanfix-deterministic={setting}", f"--humanfix-report-dir={folder}",
+                   f"--humanfix-{args.layout}", f"--humanfix-deterministic={setting}",
+                   f"--humanfix-report-dir={folder}",
                    *(["--humanfix-max", str(args.max)] if args.max else [])]
         began = time.monotonic()
         done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from . import settings as settings_mod
-from .session import RUNNER
+from .session import LAYOUT_NOTE, RUNNER
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,7 +45,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     runner = config.stash.get(RUNNER, None)
     if runner is None:
         return None
-    return [f"humanfix {note}" for note in runner.sandbox_choice.notes + runner.language_notes()]
+    layout = [config.stash[LAYOUT_NOTE]] if LAYOUT_NOTE in config.stash else []
+    return [f"humanfix {note}"
+            for note in layout + runner.sandbox_choice.notes + runner.language_notes()]
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -260,7 +260,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("devices", "GPUs handed to xdist workers, e.g. 0,1 (default: every visible GPU)",
            convert=_id_list, metavar="ID[,ID...]"),
     Option("serve", "start one shared OpenAI-compatible engine per device on the controller "
-           "and point every worker at it (engine: see --humanfix-engine)", flag=True),
+           "and point every worker at it (engine: see --humanfix-engine); the default for a "
+           "transformers model where GPUs are present", flag=True),
+    Option("in-process", "load a copy of the model in each worker, one GPU each, even where "
+           "GPUs are present (where a shared engine per GPU is the default)", flag=True),
     Option("engine", "the engine --humanfix-serve starts: vllm (GPU), llamacpp (llama.cpp, for "
            "GGUF models on a CPU), transformers (transformers serve), or auto (vllm with a GPU, "
            "llamacpp for a GGUF model without one, else transformers; default)", default="auto",
@@ -391,6 +394,7 @@ class Settings:
     request_timeout: float = 300.0
     devices: tuple[str, ...] | None = None
     serve: bool = False
+    in_process: bool = False
     engine: str = "auto"
     serve_layout: str = "per-device"
     engine_args: tuple[str, ...] = ()
@@ -501,6 +505,10 @@ class Settings:
                 f"--humanfix-agent tools talks with the model through the chat API, and "
                 f"--humanfix-prompt {values['prompt']} does not: use --humanfix-prompt chat "
                 "(or auto), or --humanfix-agent repair.")
+        if values.get("serve") and values.get("in_process"):
+            raise pytest.UsageError(
+                "--humanfix-serve (one shared engine per device) and --humanfix-in-process (a "
+                "copy of the model in each worker) are two layouts: give one of them.")
         if values.get("repeat_with") and not values.get("repeat_check"):
             raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
                                     "check: give --humanfix-repeat-check N too.")

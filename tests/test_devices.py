@@ -18,7 +18,13 @@ from pytest_humanfix.devices import (
     resolve_requested,
     visible_gpus,
 )
-from pytest_humanfix.session.placement import auto_num_workers, run_devices
+from pytest_humanfix.session.placement import (
+    WORKERS_PER_ENGINE,
+    Layout,
+    auto_num_workers,
+    choose_layout,
+    run_devices,
+)
 from pytest_humanfix.settings import Settings
 
 
@@ -74,18 +80,46 @@ def test_run_devices_for_each_kind_of_model() -> None:
     # A control or a server needs no GPU in the workers, so none is looked for.
     assert run_devices(Settings(model="canonical"), {}, no_gpu_listing) == []
     assert run_devices(Settings(model="openai:m"), {}, no_gpu_listing) == []
-    assert run_devices(Settings(model="qwen"), {}, lambda: ["0", "1"]) == ["0", "1"]
-    assert run_devices(Settings(model="qwen"), {"CUDA_VISIBLE_DEVICES": "3"}, no_gpu_listing) \
-        == ["3"]
+    copies = Settings(model="qwen", in_process=True)
+    assert run_devices(copies, {}, lambda: ["0", "1"]) == ["0", "1"]
+    assert run_devices(copies, {"CUDA_VISIBLE_DEVICES": "3"}, no_gpu_listing) == ["3"]
     assert run_devices(Settings(model="qwen"), {}, lambda: []) == []
+    # Where GPUs are present, a transformers model runs in shared engines, which hold them.
+    assert run_devices(Settings(model="qwen"), {}, lambda: ["0", "1"]) == []
 
 
-def test_auto_workers_is_one_per_gpu() -> None:
-    assert auto_num_workers(Settings(model="qwen"), {}, lambda: ["0", "1", "2", "3"]) == 4
+def test_gpus_present_mean_a_shared_engine_unless_copies_are_asked_for() -> None:
+    two = lambda: ["0", "1"]  # noqa: E731
+    layout = choose_layout(Settings(model="qwen"), {}, two)
+    assert layout.serve and "2 GPU(s) present" in layout.why
+    assert "--humanfix-in-process" in layout.why
+    # The GPUs the run may use are those counted: CUDA_VISIBLE_DEVICES and --humanfix-devices.
+    assert "1 GPU(s)" in choose_layout(Settings(model="qwen"),
+                                       {"CUDA_VISIBLE_DEVICES": "1"}, two).why
+    assert "1 GPU(s)" in choose_layout(Settings(model="qwen", devices=("0",)), {}, two).why
+    assert choose_layout(Settings(model="qwen", in_process=True), {}, two) == \
+        Layout(False, "as --humanfix-in-process asks")
+    # A CUDA_VISIBLE_DEVICES on a machine without GPUs (nvidia-smi lists none) is no GPU.
+    cpu = choose_layout(Settings(model="qwen"), {"CUDA_VISIBLE_DEVICES": "0"}, lambda: [])
+    assert not cpu.serve and cpu.why.startswith("no GPU present")
+    assert choose_layout(Settings(model="qwen", serve=True), {}, no_gpu_listing).serve
+    # Servers, replays and controls run nowhere of ours: nothing to choose, nothing said.
+    for model in ("openai:m", "canonical"):
+        assert choose_layout(Settings(model=model), {}, no_gpu_listing) == Layout(False, "")
+
+
+def test_auto_workers_is_one_per_gpu_for_copies_and_enough_to_feed_shared_engines(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    four = lambda: ["0", "1", "2", "3"]  # noqa: E731
+    assert auto_num_workers(Settings(model="qwen", in_process=True), {}, four) == 4
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert auto_num_workers(Settings(model="qwen"), {}, four) == 4 * WORKERS_PER_ENGINE
+    # At least a worker per core, for the sandbox.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(128)))
+    assert auto_num_workers(Settings(model="qwen"), {}, four) == 128
     # No GPU, or a bad option (reported when the run starts): xdist picks, one per CPU.
     assert auto_num_workers(Settings(model="qwen"), {}, lambda: []) is None
-    assert auto_num_workers(Settings(model="qwen", devices=("0", "0")), {}, no_gpu_listing) \
-        is None
+    assert auto_num_workers(Settings(model="qwen", devices=("0", "0")), {}, four) is None
 
 
 def test_pool_spreads_workers_and_reuses_a_crashed_workers_gpu() -> None:

@@ -195,7 +195,7 @@ def test_tiny_model_under_xdist_on_two_devices(humanfix_pytester: pytest.Pyteste
                                                tiny_model: Path, read_records) -> None:
     result = humanfix_pytester.runpytest(
         "--humanfix-model", str(tiny_model), "--humanfix-max", "3", "-n", "2",
-        "--humanfix-devices", "0,1", "--humanfix-max-new-tokens", "16")
+        "--humanfix-devices", "0,1", "--humanfix-max-new-tokens", "16", "--humanfix-in-process")
     records = read_records()
     assert len(records) == 3
     # A random model fixes nothing, but every task is scored: no harness error.
@@ -218,7 +218,7 @@ def test_a_base_model_runs_on_bigcodes_completion_prompt(run_on_a_device, tiny_b
                                                          task, read_records) -> None:
     result = run_on_a_device(
         f"--humanfix-model={tiny_base_model}", "--humanfix-task=Python/0",
-        "--humanfix-max-new-tokens=8", "--humanfix-iters=1")
+        "--humanfix-max-new-tokens=8", "--humanfix-iters=1", "--humanfix-in-process")
     (record,) = read_records()
     assert record["outcome"] in ("fixed", "unfixed"), record["error"]
     result.stdout.fnmatch_lines(["*prompt=auto *"])
@@ -237,7 +237,7 @@ def test_a_base_model_runs_on_bigcodes_completion_prompt(run_on_a_device, tiny_b
 def test_a_folder_holding_one_gguf_file_runs_through_the_plugin(
         run_on_a_device, tiny_gguf: Path, read_records) -> None:
     run_on_a_device(f"--humanfix-model={tiny_gguf.parent}", "--humanfix-max=1",
-                    "--humanfix-max-new-tokens=8")
+                    "--humanfix-max-new-tokens=8", "--humanfix-in-process")
     (record,) = read_records()
     assert record["outcome"] in ("fixed", "unfixed"), record["error"]
     (attempt,) = record["attempts"]

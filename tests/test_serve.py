@@ -337,3 +337,42 @@ def test_a_llamacpp_engine_that_cannot_start_shows_its_log(humanfix_pytester, tm
     assert "the llamacpp engine for" in message and "exited with status" in message
     assert "server-0.log" in message and "ending:" in message
     assert processes_with(str(broken)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_outer_cuda")
+def test_gpus_present_mean_one_shared_engine_unless_copies_are_asked_for(
+        humanfix_pytester, tiny_gguf, read_records, tmp_path, monkeypatch):
+    # A machine whose nvidia-smi lists one GPU; the llama.cpp engine runs on its CPU all the
+    # same, which is all this test needs of a "GPU" engine: the layout chosen, said and used.
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: GPU-a)'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    run = ("--humanfix-model", str(tiny_gguf), "--humanfix-engine", "llamacpp",
+           "--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
+    result = humanfix_pytester.runpytest_subprocess(*run)
+    result.stdout.fnmatch_lines([
+        "humanfix layout: 1 shared llamacpp engine(s) on GPU 0, asked by 2 worker(s), "
+        "1 GPU(s) present: one batching engine per GPU serves every worker*"])
+    pid, port = engine_pid_and_port(result.outlines, "llamacpp")
+    records = read_records()
+    assert {a["engine"] for r in records for a in r["attempts"]} == {"llamacpp"}
+    assert_served_and_gone(records, humanfix_pytester.path / "reports" / "server-0.log",
+                           pid, port)
+
+    result = humanfix_pytester.runpytest_subprocess(*run, "--humanfix-in-process")
+    result.stdout.fnmatch_lines(["humanfix layout: a copy of the model in each of 2 worker(s), "
+                                 "as --humanfix-in-process asks"])
+    records = read_records()
+    assert {a["engine"] for r in records for a in r["attempts"]} == {"transformers"}
+    assert {r["device"] for r in records} == {"0"}
+
+
+def test_a_shared_engine_and_copies_in_the_workers_are_not_asked_for_together(
+        humanfix_pytester):
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-serve",
+                                         "--humanfix-in-process")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "are two layouts: give one of them" in result.stderr.str()

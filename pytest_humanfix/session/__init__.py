@@ -12,3 +12,5 @@ if TYPE_CHECKING:
 
 # The run's Runner, in the config's stash only while humanfix is active.
 RUNNER: pytest.StashKey[Runner] = pytest.StashKey()
+# Where the model runs and why (shared engines or a copy per worker), for the terminal's header.
+LAYOUT_NOTE: pytest.StashKey[str] = pytest.StashKey()

@@ -9,6 +9,7 @@ that the terminal, JUnit, the report files and the gates all read.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,9 +37,10 @@ from ..reporting.gates import (
 )
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
+from . import LAYOUT_NOTE
 from .calibration import CalibrationFile, Reading, calibrate
 from .items import earlier_run
-from .placement import run_devices
+from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
 from .workload import Workload
@@ -46,6 +48,8 @@ from .xdist import XdistHooks
 
 if TYPE_CHECKING:
     from _pytest.junitxml import LogXML
+
+    from ..models.serve import Serving
 
 # The most seconds a reference solution is timed for on its HumanEval+ program.
 PLUS_CALIBRATION_LIMIT = 300.0
@@ -75,6 +79,24 @@ def deselected_by(config: pytest.Config) -> str:
     return "deselected by " + ", ".join(used) if used else "not collected"
 
 
+def workers_of(config: pytest.Config) -> int:
+    """The xdist workers this run starts; 1 without xdist (the process runs its items)."""
+    workers = getattr(config.option, "numprocesses", None)
+    return workers if is_distributing(config) and workers else 1
+
+
+def layout_note(layout: Layout, serving: Serving | None, workers: int) -> str:
+    """The terminal's line of where the model runs, and why."""
+    if serving is None:
+        where = f"a copy of the model in each of {workers} worker(s)"
+    else:
+        engines = serving.engines
+        devices = ", ".join(f"GPU {e.device}" if e.device else "the CPU" for e in engines)
+        where = (f"{len(engines)} shared {engines[0].model.engine} engine(s) on {devices}, "
+                 f"asked by {workers} worker(s)")
+    return f"layout: {where}, {layout.why}"
+
+
 def remember_failed(config: pytest.Config, nodeid: str) -> None:
     """Records an unfixed task in pytest's last-failed cache. Under a gate it is an expected
     failure, which the cache would count as passed, so --lf would skip exactly the tasks a
@@ -88,6 +110,8 @@ def remember_failed(config: pytest.Config, nodeid: str) -> None:
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
     try:
+        layout = choose_layout(settings)
+        settings = dataclasses.replace(settings, serve=layout.serve)
         if not settings.serve:  # under serve, serve.engine_model checks it below
             check_spec(settings.model or "", settings)
         if settings.repeat_with:
@@ -115,11 +139,12 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         from ..models.serve import ServeError, serve
 
         try:
-            workers = getattr(config.option, "numprocesses", None)
-            serving = serve(settings, workers if is_distributing(config) and workers else 1)
+            serving = serve(settings, workers_of(config))
         except (ServeError, DeviceError, ModelSpecError) as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
+    if layout.why:
+        config.stash[LAYOUT_NOTE] = layout_note(layout, serving, workers_of(config))
     try:
         # Before any worker starts: the canonical solutions are timed on an idle harness, each
         # allowed what the default floor would allow it, so a tiny floor still measures. Only

@@ -21,7 +21,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     workerinput: dict[str, Any] = config.workerinput  # type: ignore[attr-defined]
     device = workerinput.get("humanfix_device")
     try:
-        if not settings.serve:
+        endpoint = workerinput.get("humanfix_endpoint")
+        if endpoint is None:  # a shared engine's model was checked by the controller
             check_spec(settings.model or "", settings)
         # The collector needs the tasks: a bad dataset fails here, not per item.
         workload = Workload.load(settings)
@@ -30,7 +31,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         start: Start = "wait" if settings.executor == "warm" else "launch"
         runner = Runner(settings, workerinput["humanfix_run_id"], workload=workload,
                         sandbox_choice=choose_sandbox(settings, workload, start), device=device,
-                        endpoint=workerinput.get("humanfix_endpoint"),
+                        endpoint=endpoint,
                         resumed=workerinput.get("humanfix_resumed", {}),
                         canonical_seconds=workerinput.get("humanfix_canonical_seconds", {}),
                         plus_reference=workerinput.get("humanfix_plus_reference", {}))
