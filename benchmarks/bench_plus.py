@@ -46,7 +46,7 @@ def compile_cost(args: argparse.Namespace) -> str:
     """CPU time to compile each task's HumanEval+ program (its inputs and outputs are Python
     literals, compiled once per execution), with the canonical solution as the candidate."""
     from pytest_humanfix.dataset import load_tasks
-    from pytest_humanfix.plus import load_plus
+    from pytest_humanfix.plus.data import load_plus
 
     tasks = load_tasks(str(args.dataset))
     plus = load_plus(args.plus, tasks)

@@ -156,7 +156,7 @@ def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
         humanfix_pytester, dataset_rows, read_records):
     """The canonical control fails HumanEval+ on exactly the listed tasks, but for those whose
     verdict the machine's speed decides; the buggy control fails it on every task."""
-    from pytest_humanfix.plus import PLUS_KNOWN_FAILURES
+    from pytest_humanfix.plus.known import PLUS_KNOWN_FAILURES
 
     for model in ("canonical", "buggy"):
         humanfix_pytester.runpytest("--humanfix-model", model, "-n", "2", "--humanfix-tests",

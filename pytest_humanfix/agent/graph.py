@@ -55,11 +55,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
-from .. import plus as humaneval_plus
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Generation, Message, Model, PromptKind
 from ..models.toolcalls import reply_text, written_calls
+from ..plus import verdicts as plus_verdicts
 from ..records import Attempt, TaskResult, attempt_round
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
@@ -371,7 +371,7 @@ def graded(ctx: RepairContext, attempts: list[Attempt], index: int) -> TaskResul
         on_plus = ctx.plus(code)
         plus = {"plus_verdict": on_plus.to_dict(),
                 "plus_outcome": "fixed" if fixed and on_plus.passed else "unfixed",
-                "plus_failure": "" if on_plus.passed else humaneval_plus.failure(on_plus)}
+                "plus_failure": "" if on_plus.passed else plus_verdicts.failure(on_plus)}
     result = TaskResult(
         task_id=ctx.task.task_id, entry_point=ctx.task.entry_point, bug_type=ctx.task.bug_type,
         outcome="fixed" if fixed else "unfixed", code=code,

@@ -21,7 +21,7 @@ from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
-from ..plus import is_reference_times, reference_times
+from ..plus.verdicts import is_reference_times, reference_times
 from ..records import JsonlWriter, ReportError, run_fingerprint, without_model
 from ..reporting import files, summary as summary_mod, terminal
 from ..reporting.gates import (

@@ -23,14 +23,9 @@ from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.specs import CONTROLS, load_model
-from ..plus import (
-    GT_TIME_LIMIT_FACTOR,
-    MIN_TIME_LIMIT,
-    PLUS_KNOWN_FAILURES,
-    InputLimits,
-    input_limits,
-    program_limit,
-)
+from ..plus.known import PLUS_KNOWN_FAILURES
+from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
+from ..plus.verdicts import InputLimits
 from ..records import Sample, TaskResult
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict

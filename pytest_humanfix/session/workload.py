@@ -26,7 +26,7 @@ from ..dataset import (
     select,
 )
 from ..languages import NAMES
-from ..plus import PlusData, load_plus
+from ..plus.data import PlusData, load_plus
 from ..settings import Settings
 
 
