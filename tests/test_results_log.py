@@ -7,7 +7,8 @@ import pytest
 
 from pytest_humanfix import records as records_module
 from pytest_humanfix.records import JsonlError, JsonlWriter, read_jsonl
-from pytest_humanfix.reporting.summary import build, junit_properties
+from pytest_humanfix.reporting.junit import junit_properties
+from pytest_humanfix.reporting.summary import build
 from pytest_humanfix.reporting.terminal import pass_line
 
 

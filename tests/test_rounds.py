@@ -18,8 +18,9 @@ from pytest_humanfix.reporting.chart import write_chart
 from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.files import markdown
 from pytest_humanfix.reporting.html_report import summary_html
+from pytest_humanfix.reporting.junit import junit_properties
 from pytest_humanfix.reporting.stats import wilson_interval
-from pytest_humanfix.reporting.summary import build, by_round, junit_properties, rate, repairs
+from pytest_humanfix.reporting.summary import build, by_round, rate, repairs
 from pytest_humanfix.reporting.terminal import summary_lines
 from pytest_humanfix.session.runner import combine_samples
 

@@ -36,6 +36,7 @@ from .gates import (
     load_baseline,
     verdict_line,
 )
+from .junit import write_junit
 from .merge import MergeError, merge
 
 MERGED_JSONL = "humanfix.jsonl"
@@ -221,7 +222,7 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     except files.ChartError as exc:  # as in a run: the summary files stand without it
         written, problem = exc.written, exc.warning()
     if junit:
-        written.insert(0, files.write_junit(summary, records, out / "junit.xml", gated))
+        written.insert(0, write_junit(summary, records, out / "junit.xml", gated))
     lines = terminal.summary_lines(summary)
     lines += [f"wrote {path}" for path in written]
     if problem:

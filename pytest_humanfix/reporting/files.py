@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from ..dataset import item_name
 from .chart import write_chart
-from .summary import computed_by_text, item_timed_out, junit_properties
+from .summary import computed_by_text
 from .terminal import (
     baseline_lines,
     coverage_lines,
@@ -138,38 +136,3 @@ def write_reports(summary: dict[str, Any], records: list[dict[str, Any]],
     except Exception as exc:  # the figures are in the files above; the chart only shows them
         raise ChartError(chart, exc, written) from exc
     return written
-
-
-def write_junit(summary: dict[str, Any], records: list[dict[str, Any]], path: Path,
-                gated: bool) -> Path:
-    """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
-    unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
-    harness error an error, and the summary's figures as suite properties."""
-    tasks = summary["tasks"]
-    unfixed_failures = 0 if gated else tasks["unfixed"]
-    suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
-                       failures=str(unfixed_failures),
-                       errors=str(tasks["errors"] + tasks.get("item_timeouts", 0)),
-                       skipped=str(tasks["unfixed"] - unfixed_failures),
-                       time=f"{summary['seconds']['total']:.3f}")
-    properties = ET.SubElement(suite, "properties")
-    for name, value in junit_properties(summary):
-        ET.SubElement(properties, "property", name=name, value=value)
-    for record in records:
-        case = ET.SubElement(suite, "testcase", classname="humanfix",
-                             name=item_name(record["task_id"], record["entry_point"]),
-                             time=f"{float(record.get('seconds') or 0):.3f}")
-        if record["outcome"] == "error":
-            ET.SubElement(case, "error", message="item timeout" if item_timed_out(record)
-                          else "harness error").text = record.get("error", "")
-        elif record["outcome"] == "unfixed":
-            detail = f"{record.get('failure', '')}\n{record.get('diff', '')}".strip()
-            if gated:
-                ET.SubElement(case, "skipped", type="pytest.xfail", message="not fixed")
-            else:
-                ET.SubElement(case, "failure", message="not fixed").text = detail
-    path.parent.mkdir(parents=True, exist_ok=True)
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
-    return path

@@ -438,30 +438,6 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
     }
 
 
-def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The JUnit suite properties: the same figures as every other view of the summary."""
-    tasks, covered = summary["tasks"], summary["coverage"]
-    return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
-            ("humanfix_fixed", str(tasks["fixed"])),
-            ("humanfix_scored", str(tasks["scored"])),
-            ("humanfix_errors", str(tasks["errors"])),
-            ("humanfix_item_timeouts", str(tasks["item_timeouts"])),
-            ("humanfix_flagged", str(tasks["flagged"])),
-            ("humanfix_selected", str(covered["selected"])),
-            ("humanfix_run", str(covered["run"])),
-            ("humanfix_not_run", str(covered["not_run"])),
-            ("humanfix_not_run_why", "; ".join(covered["why"])),
-            ("humanfix_model", str(summary["run"].get("model"))),
-            ("humanfix_computed_by", computed_by_text(summary)),
-            ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
-            ("humanfix_known_failures", str(tasks["known_failures"])),
-            *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
-              for row in summary["by_language"]),
-            *plus_properties(summary),
-            *round_properties(summary),
-            *repeat_properties(summary)]
-
-
 def computed_by_text(summary: dict[str, Any]) -> str:
     """What computed the replies, in one line (several descriptions joined, with their task
     counts)."""
@@ -470,40 +446,6 @@ def computed_by_text(summary: dict[str, Any]) -> str:
         return str(entries[0]["line"])
     return " | ".join(f"{entry['line']} ({entry['tasks']} tasks)" for entry in entries) \
         or "not recorded"
-
-
-def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """pass@1+ and the weak-test fixes, for a run graded on HumanEval+ too."""
-    figures = summary.get("plus")
-    if not figures:
-        return []
-    return [("humanfix_pass_at_1_plus", f"{figures['pass_at_1_plus']['value']:.4f}"),
-            ("humanfix_fixed_plus", str(figures["fixed_plus"])),
-            ("humanfix_scored_plus", str(figures["pass_at_1_plus"]["tasks"])),
-            ("humanfix_weak_test_fixes", str(len(figures["weak_test_fixes"]))),
-            ("humanfix_plus_known_failures", str(len(figures["known_failures"])))]
-
-
-def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """pass@1 within each round, for a run with repair rounds."""
-    rows = summary.get("by_round") or []
-    if len(rows) < 2:
-        return []
-    repaired = summary.get("repairs") or {}
-    return [*((f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}")
-              for row in rows),
-            *((f"humanfix_repair_{name}", str(repaired[name]))
-              for name in ("replies", "repeated", "rounds", "wasted_rounds") if repaired)]
-
-
-def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    repeat = summary.get("repeat_check")
-    if repeat is None:
-        return []
-    return [("humanfix_repeat_tasks", str(repeat["tasks"])),
-            ("humanfix_repeat_replies_differ", str(repeat["replies_differ"]["count"])),
-            ("humanfix_repeat_outcomes_flipped", str(repeat["outcomes_flipped"]["count"])),
-            ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
 def run_times(started: datetime, ended: datetime) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..records import JsonlWriter, ReportError, run_fingerprint, without_model
-from ..reporting import files, summary as summary_mod, terminal
+from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
     Comparison,
@@ -47,22 +47,10 @@ from .workload import Workload
 from .xdist import XdistHooks
 
 if TYPE_CHECKING:
-    from _pytest.junitxml import LogXML
-
     from ..models.serve import Serving
 
 # The most seconds a reference solution is timed for on its HumanEval+ program.
 PLUS_CALIBRATION_LIMIT = 300.0
-
-
-def junit_writer(config: pytest.Config) -> LogXML | None:
-    """pytest's JUnit writer of this run, if it writes one. It is reached through a private
-    name, behind a guarded import: a pytest that moved it costs only the suite properties."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:  # pragma: no cover - a pytest that moved it
-        return None
-    return config.stash.get(xml_key, None)
 
 
 def is_distributing(config: pytest.Config) -> bool:
@@ -305,9 +293,9 @@ class Controller:
                                        alpha=self.runner.settings.alpha), comparison)
         self.summary = summary = summary_mod.build(records, run, comparison, checks, selection,
                                                    alpha=self.runner.settings.alpha)
-        xml = junit_writer(self.config)
+        xml = junit.junit_writer(self.config)
         if xml is not None and self.records:
-            for name, value in summary_mod.junit_properties(summary):
+            for name, value in junit.junit_properties(summary):
                 xml.add_global_property(name, value)
         if xml is not None and self.verdict:
             xml.add_global_property("humanfix_gate", self.verdict)

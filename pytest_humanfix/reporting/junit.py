@@ -1,0 +1,118 @@
+"""JUnit XML: the summary's figures as suite properties, on pytest's own file during a run and
+on the file `humanfix-report merge` rebuilds from records; the same names and values in both."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..dataset import item_name
+from .summary import computed_by_text, item_timed_out
+
+if TYPE_CHECKING:
+    import pytest
+    from _pytest.junitxml import LogXML
+
+
+def junit_writer(config: pytest.Config) -> LogXML | None:
+    """pytest's JUnit writer of this run, if it writes one. It is reached through a private
+    name, behind a guarded import: a pytest that moved it costs only the suite properties."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - a pytest that moved it
+        return None
+    return config.stash.get(xml_key, None)
+
+
+def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The JUnit suite properties: the same figures as every other view of the summary."""
+    tasks, covered = summary["tasks"], summary["coverage"]
+    return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
+            ("humanfix_fixed", str(tasks["fixed"])),
+            ("humanfix_scored", str(tasks["scored"])),
+            ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_item_timeouts", str(tasks["item_timeouts"])),
+            ("humanfix_flagged", str(tasks["flagged"])),
+            ("humanfix_selected", str(covered["selected"])),
+            ("humanfix_run", str(covered["run"])),
+            ("humanfix_not_run", str(covered["not_run"])),
+            ("humanfix_not_run_why", "; ".join(covered["why"])),
+            ("humanfix_model", str(summary["run"].get("model"))),
+            ("humanfix_computed_by", computed_by_text(summary)),
+            ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
+            ("humanfix_known_failures", str(tasks["known_failures"])),
+            *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
+              for row in summary["by_language"]),
+            *plus_properties(summary),
+            *round_properties(summary),
+            *repeat_properties(summary)]
+
+
+def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """pass@1+ and the weak-test fixes, for a run graded on HumanEval+ too."""
+    figures = summary.get("plus")
+    if not figures:
+        return []
+    return [("humanfix_pass_at_1_plus", f"{figures['pass_at_1_plus']['value']:.4f}"),
+            ("humanfix_fixed_plus", str(figures["fixed_plus"])),
+            ("humanfix_scored_plus", str(figures["pass_at_1_plus"]["tasks"])),
+            ("humanfix_weak_test_fixes", str(len(figures["weak_test_fixes"]))),
+            ("humanfix_plus_known_failures", str(len(figures["known_failures"])))]
+
+
+def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """pass@1 within each round, for a run with repair rounds."""
+    rows = summary.get("by_round") or []
+    if len(rows) < 2:
+        return []
+    repaired = summary.get("repairs") or {}
+    return [*((f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}")
+              for row in rows),
+            *((f"humanfix_repair_{name}", str(repaired[name]))
+              for name in ("replies", "repeated", "rounds", "wasted_rounds") if repaired)]
+
+
+def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    repeat = summary.get("repeat_check")
+    if repeat is None:
+        return []
+    return [("humanfix_repeat_tasks", str(repeat["tasks"])),
+            ("humanfix_repeat_replies_differ", str(repeat["replies_differ"]["count"])),
+            ("humanfix_repeat_outcomes_flipped", str(repeat["outcomes_flipped"]["count"])),
+            ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
+
+
+def write_junit(summary: dict[str, Any], records: list[dict[str, Any]], path: Path,
+                gated: bool) -> Path:
+    """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
+    unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
+    harness error an error, and the summary's figures as suite properties."""
+    tasks = summary["tasks"]
+    unfixed_failures = 0 if gated else tasks["unfixed"]
+    suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
+                       failures=str(unfixed_failures),
+                       errors=str(tasks["errors"] + tasks.get("item_timeouts", 0)),
+                       skipped=str(tasks["unfixed"] - unfixed_failures),
+                       time=f"{summary['seconds']['total']:.3f}")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in junit_properties(summary):
+        ET.SubElement(properties, "property", name=name, value=value)
+    for record in records:
+        case = ET.SubElement(suite, "testcase", classname="humanfix",
+                             name=item_name(record["task_id"], record["entry_point"]),
+                             time=f"{float(record.get('seconds') or 0):.3f}")
+        if record["outcome"] == "error":
+            ET.SubElement(case, "error", message="item timeout" if item_timed_out(record)
+                          else "harness error").text = record.get("error", "")
+        elif record["outcome"] == "unfixed":
+            detail = f"{record.get('failure', '')}\n{record.get('diff', '')}".strip()
+            if gated:
+                ET.SubElement(case, "skipped", type="pytest.xfail", message="not fixed")
+            else:
+                ET.SubElement(case, "failure", message="not fixed").text = detail
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    return path
