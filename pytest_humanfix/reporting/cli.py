@@ -30,9 +30,8 @@ from . import files, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
-    check_gates,
     compare,
-    computed_by_check,
+    gate_checks,
     load_baseline,
     verdict_line,
 )
@@ -205,17 +204,12 @@ def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.
     if args.max_regressions is not None and comparison is None:
         return fail("--max-regressions needs --baseline.")
     run = {**summary_mod.times_from_records(records), **facts}
-    first = summary_mod.build(records, run, comparison, alpha=args.alpha)
-    rate, repeat = first["pass_at_1"], first["repeat_check"]
+    summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
     gated = args.fail_under is not None or comparison is not None
-    checks = check_gates(rate["value"], rate["tasks"], args.fail_under, comparison, args.alpha,
-                         args.max_regressions, terminal.noise_note(repeat) if repeat else None
-                         ) if gated else []
-    mismatch = computed_by_check(baseline.values(), records, args.computed_by_mismatch) \
-        if comparison is not None else None
-    if mismatch is not None:
-        checks.append(mismatch)
-    summary = summary_mod.build(records, run, comparison, checks, alpha=args.alpha)
+    checks = gate_checks(summary, comparison, args.fail_under, args.alpha,
+                         args.max_regressions, args.computed_by_mismatch, baseline.values(),
+                         records)
+    summary_mod.attach_gates(summary, checks)
     problem = None
     try:
         written = files.write_reports(summary, records, out)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .chart import write_chart
+from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
     baseline_lines,
@@ -16,7 +17,6 @@ from .terminal import (
     interval,
     item_timeout_lines,
     known_failure_lines,
-    pct,
     plus_lines,
     repairs_text,
     repeat_lines,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..computed_by import differences
 from ..records import SCORED, JsonlError, language_differences, read_jsonl
-from .stats import mcnemar_exact
+from .stats import mcnemar_exact, pct
 
 
 class BaselineError(Exception):
@@ -131,6 +131,39 @@ def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
                                     f"{regressions} regression(s) against the baseline, "
                                     f"--humanfix-max-regressions {max_regressions}"))
     return checks
+
+
+def noise_note(repeat: dict[str, Any]) -> str:
+    """The flip rate and what it means for the paired gate, as the gate's verdict quotes it."""
+    detect = repeat["detectable_drop"]
+    flips = repeat["outcomes_flipped"]
+    note = f"observed flip rate {flips['count']}/{flips['of']} on the repeat check"
+    if detect["drop"] is None:
+        return note + (f": over {detect['tasks']} task(s) no drop is caught with "
+                       f"{pct(detect['power'])} power at alpha {detect['alpha']:g}")
+    return note + (f": over {detect['tasks']} task(s) a drop smaller than {detect['drop']} "
+                   f"task(s) is within noise (the gate catches {detect['drop']} with "
+                   f"{pct(detect['power'])} power at alpha {detect['alpha']:g})")
+
+
+def gate_checks(summary: dict[str, Any], comparison: Comparison | None,
+                fail_under: float | None, alpha: float, max_regressions: int | None,
+                computed_by_mismatch: str, baseline: Iterable[dict], records: Iterable[dict],
+                whole_selection: bool = False) -> list[GateCheck]:
+    """Every gate a run or a report is held to, decided on its summary's figures: pass@1's
+    floor, the paired comparison with the baseline and the computations it was made with, and
+    (`whole_selection`, a run's) whether every selected task ran."""
+    checks = []
+    if fail_under is not None or comparison is not None:
+        rate, repeat = summary["pass_at_1"], summary["repeat_check"]
+        checks = check_gates(rate["value"], rate["tasks"], fail_under, comparison, alpha,
+                             max_regressions, noise_note(repeat) if repeat else None)
+    if comparison is not None:
+        mismatch = computed_by_check(baseline, records, computed_by_mismatch)
+        if mismatch is not None:
+            checks.append(mismatch)
+    incomplete = completeness_check(summary["coverage"]) if whole_selection else None
+    return [incomplete, *checks] if incomplete is not None else checks
 
 
 def first_computed_by(records: Iterable[dict]) -> dict[str, Any] | None:

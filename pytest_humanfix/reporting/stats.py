@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import math
 
+
+def pct(value: float | None) -> str:
+    """A share as a percentage with one decimal, as every view prints it."""
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 

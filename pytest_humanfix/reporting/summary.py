@@ -376,12 +376,12 @@ def repairs(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def build(records: list[dict[str, Any]], run: dict[str, Any],
           comparison: Comparison | None = None,
-          gates: list[GateCheck] | None = None,
           selection: dict[str, Any] | None = None,
           alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
     """The content of summary.json. `run` holds what records do not: start, end, wall time;
     `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
-    paired gate's level, at which a repeat check's flip rate is turned into power."""
+    paired gate's level, at which a repeat check's flip rate is turned into power. The gates,
+    decided on these figures, are attached afterwards (`attach_gates`)."""
     counted = [r for r in records if scored(r)]
     errors = [r for r in records if harness_error(r)]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
@@ -433,9 +433,15 @@ def build(records: list[dict[str, Any]], run: dict[str, Any],
         "repeat_check": repeat_check(
             records, comparison.paired if comparison is not None else len(counted), alpha),
         "baseline": comparison.to_dict() if comparison is not None else None,
-        "gates": [vars(g) for g in gates or []],
-        "gate_failed": any(not g.passed for g in gates or []),
+        "gates": [],
+        "gate_failed": False,
     }
+
+
+def attach_gates(summary: dict[str, Any], gates: list[GateCheck]) -> None:
+    """The gates' checks, decided on the summary's own figures, written into it."""
+    summary["gates"] = [vars(g) for g in gates]
+    summary["gate_failed"] = any(not g.passed for g in gates)
 
 
 def computed_by_text(summary: dict[str, Any]) -> str:

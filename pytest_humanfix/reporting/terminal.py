@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .gates import noise_note
+from .stats import pct
 from .summary import computed_by_text
-
-
-def pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def interval(rate: dict[str, Any]) -> str:
@@ -219,19 +217,6 @@ def server_lines(summary: dict[str, Any]) -> list[str]:
 def share(row: dict[str, Any]) -> str:
     low, high = row["ci95"]
     return f"{row['count']}/{row['of']} ({pct(row['rate'])} [{pct(low)}, {pct(high)}])"
-
-
-def noise_note(repeat: dict[str, Any]) -> str:
-    """The flip rate and what it means for the paired gate, as the gate's verdict quotes it."""
-    detect = repeat["detectable_drop"]
-    flips = repeat["outcomes_flipped"]
-    note = f"observed flip rate {flips['count']}/{flips['of']} on the repeat check"
-    if detect["drop"] is None:
-        return note + (f": over {detect['tasks']} task(s) no drop is caught with "
-                       f"{pct(detect['power'])} power at alpha {detect['alpha']:g}")
-    return note + (f": over {detect['tasks']} task(s) a drop smaller than {detect['drop']} "
-                   f"task(s) is within noise (the gate catches {detect['drop']} with "
-                   f"{pct(detect['power'])} power at alpha {detect['alpha']:g})")
 
 
 def repeat_lines(repeat: dict[str, Any] | None) -> list[str]:

@@ -28,10 +28,8 @@ from ..reporting.gates import (
     BaselineError,
     Comparison,
     GateCheck,
-    check_gates,
     compare,
-    completeness_check,
-    computed_by_check,
+    gate_checks,
     load_baseline,
     verdict_line,
 )
@@ -288,11 +286,9 @@ class Controller:
         comparison = compare(records, self.baseline) if self.baseline is not None else None
         run = self.run_facts()
         selection = self.selection(session)
-        checks = self.check_gates(
-            session, summary_mod.build(records, run, comparison, selection=selection,
-                                       alpha=self.runner.settings.alpha), comparison)
-        self.summary = summary = summary_mod.build(records, run, comparison, checks, selection,
+        self.summary = summary = summary_mod.build(records, run, comparison, selection,
                                                    alpha=self.runner.settings.alpha)
+        summary_mod.attach_gates(summary, self.check_gates(session, summary, comparison))
         xml = junit.junit_writer(self.config)
         if xml is not None and self.records:
             for name, value in junit.junit_properties(summary):
@@ -328,19 +324,10 @@ class Controller:
         if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             self.verdict = "humanfix gates not checked: the run did not finish"
             return []
-        rate = summary["pass_at_1"]
-        repeat = summary["repeat_check"]
-        checks = check_gates(rate["value"], rate["tasks"], settings.fail_under, comparison,
-                             settings.alpha, settings.max_regressions,
-                             terminal.noise_note(repeat) if repeat else None)
-        mismatch = computed_by_check(self.baseline.values(), self.records.values(),
-                                     settings.computed_by_mismatch) \
-            if self.baseline is not None else None
-        if mismatch is not None:
-            checks.append(mismatch)
-        incomplete = completeness_check(summary["coverage"])
-        if incomplete is not None:
-            checks.insert(0, incomplete)
+        checks = gate_checks(summary, comparison, settings.fail_under, settings.alpha,
+                             settings.max_regressions, settings.computed_by_mismatch,
+                             (self.baseline or {}).values(), self.records.values(),
+                             whole_selection=True)
         self.verdict = verdict_line(checks)
         if any(not check.passed for check in checks):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
