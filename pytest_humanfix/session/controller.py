@@ -1,16 +1,14 @@
-"""The controller's side of a run: the one process that writes files.
-
-`start` builds the controller's Runner complete: it validates the model spec, the dataset, the
-sandbox, the devices and the gate and resume files before any work is done, starts the shared
-engines under --humanfix-serve, and registers the `Controller` plugin, which turns each task's
-report into a JSONL record and, at the end, into the one summary (`reporting.summary.build`)
-that the terminal, JUnit, the report files and the gates all read.
+"""The controller's side of a run: the one process that writes files. `start` validates every
+input, starts the shared engines, times the canonical solutions and registers the `Controller`,
+which turns each task's report into a JSONL record and, at the end, into the one summary that
+the terminal, JUnit, the report files and the gates all read.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +31,7 @@ from ..reporting.gates import (
     load_baseline,
     verdict_line,
 )
+from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
 from . import LAYOUT_NOTE
@@ -94,11 +93,37 @@ def remember_failed(config: pytest.Config, nodeid: str) -> None:
         lastfailed[nodeid] = True
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What `validate` found usable before any work is done: the settings under the chosen
+    layout, the tasks, the sandbox, the GPUs and the files the gate and resume options name."""
+
+    settings: Settings
+    layout: Layout
+    workload: Workload
+    sandbox_choice: Choice
+    devices: DevicePool
+    device: str | None
+    baseline: dict[str, dict] | None
+    resumed: dict[str, dict[str, Any]]
+
+
 def start(config: pytest.Config, settings: Settings) -> Runner:
+    """The controller's Runner, complete: every input checked, the shared engines started, the
+    canonical solutions timed, and the controller's plugins registered."""
+    checked = validate(config, settings)
+    serving = start_engines(config, checked)
+    canonical_seconds, plus_reference = calibrate_limits(config, checked)
+    return register(config, checked, serving, canonical_seconds, plus_reference)
+
+
+def validate(config: pytest.Config, settings: Settings) -> Checked:
+    """Checks the model spec, the dataset, the sandbox, the devices and the gate and resume
+    files; a problem is a usage error before anything starts."""
     try:
         layout = choose_layout(settings)
         settings = dataclasses.replace(settings, serve=layout.serve)
-        if not settings.serve:  # under serve, serve.engine_model checks it below
+        if not settings.serve:  # under serve, serve.engine_model checks it
             check_spec(settings.model or "", settings)
         if settings.repeat_with:
             try:
@@ -120,27 +145,44 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         baseline, resumed = prepare(config, settings, workload)
     except (ResumeError, BaselineError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    return Checked(settings, layout, workload, sandbox_choice, devices, device, baseline,
+                   resumed)
+
+
+def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
+    """The shared engines of the run's layout, registered so that the run's end stops them;
+    the terminal's layout line."""
     serving = None
-    if settings.serve:
+    if checked.settings.serve:
         from ..models.serve import ServeError, serve
 
         try:
-            serving = serve(settings, workers_of(config))
+            serving = serve(checked.settings, workers_of(config))
         except (ServeError, DeviceError, ModelSpecError) as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
-    if layout.why:
-        config.stash[LAYOUT_NOTE] = layout_note(layout, serving, workers_of(config))
+    if checked.layout.why:
+        config.stash[LAYOUT_NOTE] = layout_note(checked.layout, serving, workers_of(config))
+    return serving
+
+
+def calibrate_limits(config: pytest.Config, checked: Checked
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The canonical solutions' times that set each task's limit, and under
+    --humanfix-tests plus EvalPlus's reference's times on each input: measured before any
+    worker starts, on an idle harness."""
+    settings, workload, resumed = checked.settings, checked.workload, checked.resumed
+    sandbox = checked.sandbox_choice.sandbox
+    anew = bool(config.getoption("cacheclear", False))
     try:
-        # Before any worker starts: the canonical solutions are timed on an idle harness, each
-        # allowed what the default floor would allow it, so a tiny floor still measures. Only
-        # Python's: the other languages run under BigCode's limits, which hold a compile step.
+        # Each allowed what the default floor would allow it, so a tiny floor still measures.
+        # Only Python's: the other languages run under BigCode's limits, which hold a compile
+        # step.
         python = settings.timeout_for("python")
         canonical_seconds = calibrate(
             [t for t in workload.tasks if t.task_id not in resumed and t.language == "python"],
-            sandbox_choice.sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
-            max(python, LANGUAGES["python"].timeout) * settings.timeout_factor,
-            anew=bool(config.getoption("cacheclear", False)))
+            sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
+            max(python, LANGUAGES["python"].timeout) * settings.timeout_factor, anew=anew)
         plus_reference = {}
         if workload.plus is not None:
             # EvalPlus times its own reference solution on each input (evaluate.py,
@@ -150,17 +192,26 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
             plus = workload.plus
             plus_reference = calibrate(
                 [t for t in workload.tasks if t.task_id not in resumed],
-                sandbox_choice.sandbox, CalibrationFile("plus-inputs-" + plus.hash),
-                PLUS_CALIBRATION_LIMIT, anew=bool(config.getoption("cacheclear", False)),
+                sandbox, CalibrationFile("plus-inputs-" + plus.hash),
+                PLUS_CALIBRATION_LIMIT, anew=anew,
                 reading=Reading(lambda task: plus.tasks[task.task_id].reference_program,
                                 reference_times, is_reference_times))
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
-    runner = Runner(settings, new_run_id(), workload=workload, sandbox_choice=sandbox_choice,
-                    device=device, resumed=resumed, canonical_seconds=canonical_seconds,
+    return canonical_seconds, plus_reference
+
+
+def register(config: pytest.Config, checked: Checked, serving: Serving | None,
+             canonical_seconds: dict[str, Any], plus_reference: dict[str, Any]) -> Runner:
+    """The controller's Runner, and its plugins: the Controller, which writes every file, and
+    the xdist hooks that hand the workers their state."""
+    settings = checked.settings
+    runner = Runner(settings, new_run_id(), workload=checked.workload,
+                    sandbox_choice=checked.sandbox_choice, device=checked.device,
+                    resumed=checked.resumed, canonical_seconds=canonical_seconds,
                     plus_reference=plus_reference,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
-    controller = Controller(config, runner, baseline,
+    controller = Controller(config, runner, checked.baseline,
                             serving.facts() if serving is not None else None)
     try:
         controller.writer.open(append=settings.resume)
@@ -168,7 +219,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(controller, "humanfix-controller")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(runner, devices, serving), "humanfix-xdist")
+        config.pluginmanager.register(XdistHooks(runner, checked.devices, serving),
+                                      "humanfix-xdist")
     return runner
 
 
