@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypedDict, cast, get_args
 
 if TYPE_CHECKING:
     from .dataset import Task
@@ -68,20 +69,98 @@ class Attempt:
     tool_calls: int | None = None
 
 
-def attempt_round(attempt: dict[str, Any], index: int) -> int:
+class RecordedAttempt(TypedDict, total=False):
+    """One attempt as a record holds it: `Attempt`'s fields (docs/schema.md, "The attempts").
+    Not total: records written before a field was kept lack it."""
+
+    code: str
+    diff: str
+    verdict: dict[str, Any] | None
+    feedback: str
+    prompt_tokens: int
+    completion_tokens: int
+    generate_seconds: float
+    execute_seconds: float
+    reply: str
+    status: AttemptStatus
+    check: str
+    repeat_of: int | None
+    tests: str
+    guard: str | None
+    prompt: str
+    finish_reason: str
+    engine: str
+    server: str
+    round: int | None
+    temperature: float | None
+    tool_calls: int | None
+
+
+class Record(TypedDict, total=False):
+    """One line of the results JSONL, a task's record (docs/schema.md, "humanfix.jsonl"):
+    `TaskResult.to_dict()` and what `Runner.record` adds of the run. Not total: records
+    written by earlier versions lack later fields, and their readers say what a missing one
+    means; the fields of HumanEval+, a known failure and reruns appear only where they apply."""
+
+    task_id: str
+    entry_point: str
+    bug_type: str
+    language: str
+    outcome: Outcome
+    code: str
+    diff: str
+    verdict: dict[str, Any] | None
+    failure: str
+    error: str
+    attempts: list[RecordedAttempt]
+    final_attempt: int | None
+    fixed_round: int | None
+    seconds: float
+    tokens: dict[str, int]  # prompt, completion
+    n: int
+    n_fixed: int
+    samples: list[dict[str, Any]]
+    flags: list[str]
+    repeat_check: dict[str, Any] | None
+    item_timeout: bool
+    known_failure: str
+    plus_outcome: str | None
+    plus_verdict: dict[str, Any] | None
+    plus_failure: str
+    plus_time_limit: dict[str, Any]
+    plus_known_failure: str
+    run_id: str
+    model: str | None
+    protocol: dict[str, Any]
+    dataset: str
+    dataset_hash: str
+    shard: dict[str, Any] | None
+    sandbox: str | None
+    worker: str
+    device: str | None
+    time_limit: dict[str, Any]
+    model_error: str | None
+    computed_by: dict[str, Any] | None
+    servers_out: list[dict[str, str]]
+    finished_at: str
+    reruns: list[dict[str, Any]]
+
+
+def attempt_round(attempt: Mapping[str, Any], index: int) -> int:
     """The round of a recorded attempt (a dict from the JSONL) at position `index`."""
     value = attempt.get("round")
     return index if value is None else int(value)
 
 
-def graded_round(record: dict[str, Any]) -> int | None:
+def graded_round(record: Record) -> int | None:
     """The round that fixed a record (a dict from the JSONL): its `fixed_round`, else, for a
     record written before that was kept, the round of its graded attempt; None when it is not
     fixed or the record cannot tell."""
     if record.get("outcome") != "fixed":
         return None
-    if record.get("fixed_round") is not None:
-        return int(record["fixed_round"])
+    fixed_round = record.get("fixed_round")
+    if fixed_round is not None:
+        return int(fixed_round)
     attempts = record.get("attempts") or []
     index = record.get("final_attempt")
     if not isinstance(index, int) or not 0 <= index < len(attempts):
@@ -157,20 +236,22 @@ class TaskResult:
             return sum(s.outcome == "fixed" for s in self.samples)
         return int(self.outcome == "fixed")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Record:
+        """The task's part of its record, as JSON-able builtins."""
         data = asdict(self)
         data["tokens"] = {"prompt": self.prompt_tokens, "completion": self.completion_tokens}
         data["n"], data["n_fixed"] = self.n, self.n_fixed
         if self.plus_outcome is None:  # a run without HumanEval+ writes the records it always did
             for key in ("plus_outcome", "plus_verdict", "plus_failure"):
                 del data[key]
-        return data
+        return cast(Record, data)
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> TaskResult:
+    def from_record(cls, record: Record) -> TaskResult:
         """Rebuild a result from its JSONL record (the run fields around it are ignored)."""
-        values = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
-        values["attempts"] = [Attempt(**_known(Attempt, a)) for a in record.get("attempts") or []]
+        values: dict[str, Any] = {k: v for k, v in record.items() if k in _RESULT_FIELDS}
+        values["attempts"] = [Attempt(**_known(Attempt, dict(a)))
+                              for a in record.get("attempts") or []]
         values["samples"] = [Sample(**_known(Sample, s)) for s in record.get("samples") or []]
         values["fixed_round"] = graded_round(record)
         return cls(**values)
@@ -230,13 +311,13 @@ def without_model(fingerprint: dict[str, Any]) -> dict[str, Any]:
 PROTOCOL_DEFAULTS: dict[str, Any] = {"prompt": "auto", "strict": False, "language": "python"}
 
 
-def record_language(record: dict[str, Any]) -> str:
+def record_language(record: Record) -> str:
     protocol = record.get("protocol")
     in_protocol = protocol.get("language") if isinstance(protocol, dict) else None
     return str(record.get("language") or in_protocol or PROTOCOL_DEFAULTS["language"])
 
 
-def record_fingerprint(record: dict[str, Any]) -> dict[str, Any]:
+def record_fingerprint(record: Record) -> dict[str, Any]:
     protocol = record.get("protocol")
     if isinstance(protocol, dict):
         protocol = {**PROTOCOL_DEFAULTS, **protocol}
@@ -257,7 +338,7 @@ def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> li
     return lines
 
 
-def language_differences(record: dict[str, Any], wanted: dict[str, dict[str, Any]]
+def language_differences(record: Record, wanted: dict[str, dict[str, Any]]
                          ) -> tuple[str | None, list[str]]:
     """`fingerprint_differences` against the fingerprint of the record's language in
     `wanted` (by language); first, the record's language when the run has none of it."""
@@ -296,20 +377,26 @@ def read_jsonl(path: Path, bad_lines: BadLines) -> list[dict[str, Any]]:
     return rows
 
 
-def latest_per_task(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def read_records(path: Path, bad_lines: BadLines) -> list[Record]:
+    """The records of a results JSONL: its JSON objects, taken for what the writer wrote
+    (readers treat a missing field as a record of an earlier version)."""
+    return cast(list[Record], read_jsonl(path, bad_lines))
+
+
+def latest_per_task(records: list[Record]) -> list[Record]:
     """One record per task (the last one written, as a resumed run appends), in first-seen
     order."""
-    by_task: dict[str, dict[str, Any]] = {}
+    by_task: dict[str, Record] = {}
     for record in records:
         by_task[record["task_id"]] = record
     return list(by_task.values())
 
 
-def jsonl_bytes(records: list[dict[str, Any]]) -> bytes:
+def jsonl_bytes(records: list[Record]) -> bytes:
     return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
 
 
-def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+def rewrite_jsonl(path: Path, records: list[Record]) -> None:
     """Make the file hold exactly `records`, replaced atomically (a kill now still leaves the
     old or the new file); a file that already does is left alone."""
     content = jsonl_bytes(records)
@@ -353,7 +440,7 @@ class JsonlWriter:
                 "Choose a writable place with --humanfix-report-dir or --humanfix-jsonl."
             ) from None
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Record) -> None:
         assert self._handle is not None, "JsonlWriter.open() first"
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
@@ -369,8 +456,8 @@ class JsonlWriter:
         """Leaves one line per task, the last written: a plugin that ran an item again logged
         each run, and the last run decides (it carries the earlier ones as `reruns`)."""
         self.close()
-        last: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(self.path, bad_lines="skip"):
+        last: dict[str, Record] = {}
+        for record in read_records(self.path, bad_lines="skip"):
             last.pop(str(record.get("task_id")), None)
             last[str(record.get("task_id"))] = record
         rewrite_jsonl(self.path, list(last.values()))

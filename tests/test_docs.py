@@ -13,6 +13,7 @@ unmarked block fails the check: every such command can be run, so one is.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
 import json
 import os
@@ -23,11 +24,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.records import Attempt, Record, RecordedAttempt
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -501,3 +503,16 @@ def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs)
     assert excuses == set(NOT_WRITTEN_BY_THE_RUNS), (
         f"the runs write these now: {sorted(set(NOT_WRITTEN_BY_THE_RUNS) - excuses)}; take them "
         "out of NOT_WRITTEN_BY_THE_RUNS")
+
+
+def test_the_record_types_name_every_field_of_the_schema_page():
+    """`Record` and `RecordedAttempt`, the types the code reads records through, hold exactly the
+    fields the schema page names (which real runs are checked to write, above), and an
+    attempt's record exactly the fields of the `Attempt` the agent makes."""
+    fields = schema_tables()["humanfix.jsonl"]
+    top = {path for path in fields if re.fullmatch(r"[a-z_0-9]+", path)}
+    attempt = {path.removeprefix("attempts[].") for path in fields
+               if re.fullmatch(r"attempts\[\]\.[a-z_0-9]+", path)}
+    assert set(get_type_hints(Record)) == top
+    assert set(get_type_hints(RecordedAttempt)) == attempt
+    assert {f.name for f in dataclasses.fields(Attempt)} == attempt

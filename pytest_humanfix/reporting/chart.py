@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..records import Record
+
 WIDTH, HEIGHT = 1300, 420
 FONT = 12
 # DejaVu Sans, the widest of the usual sans fonts, averages about this much of its size per
@@ -126,7 +128,7 @@ def _histogram(values: list[float]) -> tuple[float, float, list[int]]:
     return low, high, counts
 
 
-def _tokens(record: dict[str, Any]) -> float:
+def _tokens(record: Record) -> float:
     total = 0.0
     for value in (record.get("tokens") or {}).values():
         try:
@@ -137,7 +139,7 @@ def _tokens(record: dict[str, Any]) -> float:
     return total if math.isfinite(total) else 0.0  # finite parts can still add up past it
 
 
-def _seconds(record: dict[str, Any]) -> float:
+def _seconds(record: Record) -> float:
     try:
         seconds = float(record.get("seconds") or 0)
     except (TypeError, ValueError):
@@ -388,7 +390,7 @@ def _svg(width: float, height: float, title: str, body: list[str]) -> str:
         *body, "</svg>", ""])
 
 
-def render(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def render(summary: dict[str, Any], records: list[Record]) -> str:
     """The chart's SVG text."""
     # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did; a run with repair
     # rounds adds its curve, the chart growing wider rather than the others narrower.
@@ -429,7 +431,7 @@ def write_rounds_chart(curves: Sequence[Curve], path: Path) -> Path:
     return _write(render_rounds(curves), path)
 
 
-def write_chart(summary: dict[str, Any], records: list[dict[str, Any]], path: Path) -> Path:
+def write_chart(summary: dict[str, Any], records: list[Record], path: Path) -> Path:
     """Writes the chart at `path`, whole or not at all: a reader never sees half a file."""
     return _write(render(summary, records), path)
 

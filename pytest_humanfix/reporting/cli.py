@@ -19,9 +19,10 @@ from typing import Any
 
 from ..records import (
     JsonlError,
+    Record,
     fingerprint_differences,
     latest_per_task,
-    read_jsonl,
+    read_records,
     record_fingerprint,
     record_language,
     without_model,
@@ -119,19 +120,19 @@ def main(argv: list[str] | None = None) -> int:
     return report(records, {}, args, args.out or args.results.parent, junit=False)
 
 
-def load_results(path: Path) -> list[dict[str, Any]] | str:
+def load_results(path: Path) -> list[Record] | str:
     """The records of a results JSONL, one per task, or why there are none to read."""
     if not path.is_file():
         return f"{path} is not a file."
     try:
-        records = latest_per_task(read_jsonl(path, bad_lines="torn-tail"))
+        records = latest_per_task(read_records(path, bad_lines="torn-tail"))
     except JsonlError as exc:
         return f"{exc}; only a torn last line is skipped."
     return records or f"{path} holds no result records."
 
 
 def main_rounds(args: argparse.Namespace) -> int:
-    runs: list[tuple[Path, list[dict[str, Any]]]] = []
+    runs: list[tuple[Path, list[Record]]] = []
     for path in args.results:
         records = load_results(path)
         if isinstance(records, str):
@@ -152,7 +153,7 @@ def main_rounds(args: argparse.Namespace) -> int:
     return 0
 
 
-def rounds_warnings(runs: list[tuple[Path, list[dict[str, Any]]]]) -> list[str]:
+def rounds_warnings(runs: list[tuple[Path, list[Record]]]) -> list[str]:
     """Where a run's curve is not comparable with the first's: another protocol or dataset in
     a language both ran, or other tasks."""
     first_path, first = runs[0]
@@ -188,12 +189,12 @@ def main_merge(args: argparse.Namespace) -> int:
     return report(records, facts, args, args.out, junit=True)
 
 
-def report(records: list[dict[str, Any]], facts: dict[str, Any], args: argparse.Namespace,
+def report(records: list[Record], facts: dict[str, Any], args: argparse.Namespace,
            out: Path, junit: bool) -> int:
     """Compares with the baseline, checks the gates, writes the report files and prints the
     summary; the exit status."""
     comparison = None
-    baseline: dict[str, dict] = {}
+    baseline: dict[str, Record] = {}
     if args.baseline is not None:
         try:
             baseline = load_baseline(args.baseline, {

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..records import Record
 from .chart import write_chart
 from .stats import pct
 from .summary import computed_by_text
@@ -115,7 +116,7 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(summary: dict[str, Any], records: list[dict[str, Any]],
+def write_reports(summary: dict[str, Any], records: list[Record],
                   folder: Path) -> list[Path]:
     """summary.json, summary.md and summary.svg; summary.md is also appended to
     $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only the chart

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..computed_by import differences
-from ..records import SCORED, JsonlError, language_differences, read_jsonl
+from ..records import SCORED, JsonlError, Record, language_differences, read_records
 from .stats import mcnemar_exact, pct
 
 
@@ -22,16 +22,16 @@ class BaselineError(Exception):
     """The baseline cannot be compared with this run; the message says why."""
 
 
-def load_baseline(path: Path, wanted: dict[str, dict[str, Any]]) -> dict[str, dict]:
+def load_baseline(path: Path, wanted: dict[str, dict[str, Any]]) -> dict[str, Record]:
     """The baseline's records by task id (the last one wins), refused unless they were made
     under this run's protocol and on the same dataset content, in one of its languages
     (`wanted`: the protocol and dataset hash by language)."""
     if not path.is_file():
         raise BaselineError(f"--humanfix-baseline: {path} is not a file; pass the results JSONL "
                             "of an earlier run (e.g. reports/humanfix.jsonl).")
-    records: dict[str, dict] = {}
+    records: dict[str, Record] = {}
     try:
-        rows = read_jsonl(path, bad_lines="torn-tail")  # an interrupted run's torn last line
+        rows = read_records(path, bad_lines="torn-tail")  # an interrupted run's torn last line
     except JsonlError as exc:
         raise BaselineError(f"--humanfix-baseline: {exc}, and it is not the last line; pass "
                             "the results JSONL of an earlier run.") from None
@@ -78,7 +78,7 @@ class Comparison:
                 "test": "exact McNemar, one-sided (drop)"}
 
 
-def compare(records: Iterable[dict], baseline: dict[str, dict]) -> Comparison:
+def compare(records: Iterable[Record], baseline: dict[str, Record]) -> Comparison:
     """Pairs each task's outcome now with its baseline outcome (the first sample's outcome
     when several samples were drawn)."""
     result = Comparison()
@@ -148,7 +148,7 @@ def noise_note(repeat: dict[str, Any]) -> str:
 
 def gate_checks(summary: dict[str, Any], comparison: Comparison | None,
                 fail_under: float | None, alpha: float, max_regressions: int | None,
-                computed_by_mismatch: str, baseline: Iterable[dict], records: Iterable[dict],
+                computed_by_mismatch: str, baseline: Iterable[Record], records: Iterable[Record],
                 whole_selection: bool = False) -> list[GateCheck]:
     """Every gate a run or a report is held to, decided on its summary's figures: pass@1's
     floor, the paired comparison with the baseline and the computations it was made with, and
@@ -166,12 +166,12 @@ def gate_checks(summary: dict[str, Any], comparison: Comparison | None,
     return [incomplete, *checks] if incomplete is not None else checks
 
 
-def first_computed_by(records: Iterable[dict]) -> dict[str, Any] | None:
+def first_computed_by(records: Iterable[Record]) -> dict[str, Any] | None:
     """What computed the first replies of these records (None: not recorded)."""
     return next((r["computed_by"] for r in records if r.get("computed_by")), None)
 
 
-def computed_by_check(baseline: Iterable[dict], records: Iterable[dict],
+def computed_by_check(baseline: Iterable[Record], records: Iterable[Record],
                       mismatch: str) -> GateCheck | None:
     """A check when the baseline's replies were computed otherwise than this run's: its
     regressions may then be the build's or the device's, not the model's. It holds, saying

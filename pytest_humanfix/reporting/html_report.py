@@ -15,6 +15,7 @@ import json
 from html import escape
 from typing import Any
 
+from ..records import Record, RecordedAttempt
 from .terminal import coverage_lines, interval, pass_line, plus_lines, round_lines
 
 
@@ -23,7 +24,7 @@ def _pre(label: str, text: str, css_class: str) -> str:
             f'<pre style="white-space: pre-wrap">{escape(text)}</pre></div>')
 
 
-def _attempt_html(number: int, attempt: dict[str, Any]) -> str:
+def _attempt_html(number: int, attempt: RecordedAttempt) -> str:
     timings = (f"generate {float(attempt.get('generate_seconds') or 0):.2f} s, execute "
                f"{float(attempt.get('execute_seconds') or 0):.2f} s, tokens "
                f"{attempt.get('prompt_tokens', 0)} prompt / {attempt.get('completion_tokens', 0)}"
@@ -43,7 +44,7 @@ def _attempt_html(number: int, attempt: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def trajectory_extras(record: dict[str, Any]) -> list[dict[str, Any]]:
+def trajectory_extras(record: Record) -> list[dict[str, Any]]:
     """One html extra holding the task's outcome and its trajectory."""
     head = (f'<div class="humanfix-trajectory"><h3>{escape(record["task_id"])} '
             f'{escape(str(record.get("entry_point")))} [{escape(str(record.get("bug_type")))}]: '

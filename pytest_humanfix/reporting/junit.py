@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..dataset import item_name
+from ..records import Record
 from .summary import computed_by_text, item_timed_out
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
-def write_junit(summary: dict[str, Any], records: list[dict[str, Any]], path: Path,
+def write_junit(summary: dict[str, Any], records: list[Record], path: Path,
                 gated: bool) -> Path:
     """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
     unfixed task a failure (an expected failure, skipped, when a gate decides the run), a

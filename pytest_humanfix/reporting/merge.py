@@ -17,9 +17,10 @@ from .. import computed_by
 from ..dataset import task_number
 from ..records import (
     JsonlError,
+    Record,
     fingerprint_differences,
     latest_per_task,
-    read_jsonl,
+    read_records,
     record_fingerprint,
 )
 
@@ -31,7 +32,7 @@ class MergeError(Exception):
 @dataclass
 class ShardFile:
     path: Path
-    records: list[dict[str, Any]]
+    records: list[Record]
     shard: dict[str, Any]
 
     @property
@@ -49,7 +50,7 @@ def read_shard(path: Path) -> ShardFile:
     if not path.is_file():
         raise MergeError(f"{path} is not a file; pass the results JSONL of each shard.")
     try:
-        records = latest_per_task(read_jsonl(path, bad_lines="torn-tail"))
+        records = latest_per_task(read_records(path, bad_lines="torn-tail"))
     except JsonlError as exc:
         raise MergeError(f"{exc}; only a torn last line is skipped.") from None
     if not records:
@@ -58,12 +59,14 @@ def read_shard(path: Path) -> ShardFile:
         if not record.get("shard"):
             raise MergeError(f"{path}: the record of {record['task_id']} has no shard; merge "
                              "takes the results of runs with --humanfix-shard K/N.")
-    shard: dict[str, Any] = records[0]["shard"]
+    shard = records[0].get("shard")
+    assert shard is not None  # every record was checked to have one
     for record in records:
-        if record["shard"] != shard:
+        other = record.get("shard") or {}
+        if other != shard:
             raise MergeError(
-                f"{path}: {record['task_id']} is of shard {record['shard']['index']}/"
-                f"{record['shard']['count']}, the file's first record of shard {shard['index']}/"
+                f"{path}: {record['task_id']} is of shard {other.get('index')}/"
+                f"{other.get('count')}, the file's first record of shard {shard['index']}/"
                 f"{shard['count']}; give each shard's results in a file of its own.")
     return ShardFile(path, records, shard)
 
@@ -93,7 +96,7 @@ def check_same_run(first: ShardFile, other: ShardFile, accept_computed_by: bool)
 
 
 def merge(paths: list[Path], accept_computed_by: bool = False
-          ) -> tuple[list[dict[str, Any]], list[ShardFile]]:
+          ) -> tuple[list[Record], list[ShardFile]]:
     """The records of every shard, one per task in task order, and the shards; MergeError
     when they do not make one whole run, or (unless `accept_computed_by`) when their replies
     were computed otherwise."""

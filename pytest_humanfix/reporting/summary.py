@@ -25,7 +25,7 @@ from importlib import metadata
 from typing import Any
 
 from ..computed_by import compared, describe
-from ..records import attempt_round, graded_round, record_language
+from ..records import Record, attempt_round, graded_round, record_language
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
@@ -53,7 +53,7 @@ def _installed_versions() -> dict[str, str | None]:
     return found
 
 
-def _counts(record: dict[str, Any], within: int | None = None) -> tuple[int, int]:
+def _counts(record: Record, within: int | None = None) -> tuple[int, int]:
     """(samples, fixed samples) of a record; records from before samples existed hold one.
     With `within`, a sample fixed in a later round than that, or in a round the record does
     not tell, counts as not fixed."""
@@ -66,7 +66,7 @@ def _counts(record: dict[str, Any], within: int | None = None) -> tuple[int, int
     return n, c
 
 
-def fixed_rounds(record: dict[str, Any]) -> list[int | None]:
+def fixed_rounds(record: Record) -> list[int | None]:
     """The round each fixed sample of a record was fixed in, None where the record cannot
     tell (an older record's later samples): `by_round` counts such a fix from the last round
     on only, where every fix counts."""
@@ -82,7 +82,7 @@ def fixed_rounds(record: dict[str, Any]) -> list[int | None]:
     return found
 
 
-def item_timed_out(record: dict[str, Any]) -> bool:
+def item_timed_out(record: Record) -> bool:
     """The item timeout stopped the task: not scored, and no harness fault either (records
     written before `item_timeout` was kept say so in their error)."""
     return record["outcome"] == "error" and (
@@ -90,17 +90,17 @@ def item_timed_out(record: dict[str, Any]) -> bool:
         or str(record.get("error", "")).startswith("item timeout fired"))
 
 
-def harness_error(record: dict[str, Any]) -> bool:
+def harness_error(record: Record) -> bool:
     return record["outcome"] == "error" and not item_timed_out(record)
 
 
-def scored(record: dict[str, Any]) -> bool:
+def scored(record: Record) -> bool:
     """A record counts in pass@1: no harness error, and a task whose reference solution can
     pass here (a `known_failure` is counted apart)."""
     return record["outcome"] != "error" and not record.get("known_failure")
 
 
-def rate(records: list[dict[str, Any]], within: int | None = None) -> dict[str, Any]:
+def rate(records: list[Record], within: int | None = None) -> dict[str, Any]:
     """pass@1 over the scored records (the unbiased mean of c/n) with a 95% Wilson interval
     over the tasks: samples of one task are not independent, so the interval counts tasks.
     With `within`, only the fixes made within that many repair rounds count (`by_round`)."""
@@ -110,7 +110,7 @@ def rate(records: list[dict[str, Any]], within: int | None = None) -> dict[str, 
     return {"value": value, "ci95": [low, high], "tasks": len(counts)}
 
 
-def rounds(records: list[dict[str, Any]]) -> int:
+def rounds(records: list[Record]) -> int:
     """The repair rounds the run allowed (--humanfix-iters, from the records' protocol), and
     never fewer than the latest round a recorded fix was made in, so that `by_round` ends at
     pass@1 whatever the records say."""
@@ -121,7 +121,7 @@ def rounds(records: list[dict[str, Any]]) -> int:
     return max(allowed + made, default=0)
 
 
-def by_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def by_round(records: list[Record]) -> list[dict[str, Any]]:
     """pass@1 within k repair rounds for k = 0 .. `rounds`: `rate` counting only the samples
     fixed by round k, and how many those are (tasks, with one sample each). The last point
     counts every fix: it is the run's pass@1, `rate(records)` itself."""
@@ -135,7 +135,7 @@ def by_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return points
 
 
-def if_timeouts_failed(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def if_timeouts_failed(records: list[Record]) -> dict[str, Any] | None:
     """pass@1 had the tasks the item timeout stopped been scored as not fixed (None when the
     item timeout stopped none): a timeout is left out of pass@1, which a slow machine would
     otherwise raise by leaving out the tasks that ran long, often the ones that fail."""
@@ -143,24 +143,24 @@ def if_timeouts_failed(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not stopped:
         return None
     counted = [r for r in records if scored(r)]
-    failed = [{**r, "outcome": "unfixed", "n": 1, "n_fixed": 0} for r in stopped]
+    failed: list[Record] = [{**r, "outcome": "unfixed", "n": 1, "n_fixed": 0} for r in stopped]
     return {**rate(counted + failed), "item_timeouts": len(stopped),
             "fixed": sum(r["outcome"] == "fixed" for r in counted)}
 
 
-def plus_run(records: list[dict[str, Any]]) -> bool:
+def plus_run(records: list[Record]) -> bool:
     """The records were graded on HumanEval+ as well (--humanfix-tests plus)."""
     return any((r.get("protocol") or {}).get("tests") == "plus" for r in records)
 
 
-def _plus_counts(record: dict[str, Any]) -> tuple[int, int]:
+def _plus_counts(record: Record) -> tuple[int, int]:
     samples = record.get("samples") or []
     if samples:
         return len(samples), sum(s.get("plus_outcome") == "fixed" for s in samples)
     return 1, int(record.get("plus_outcome") == "fixed")
 
 
-def plus(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def plus(records: list[Record]) -> dict[str, Any] | None:
     """HumanEvalFix+ (None for a run without it): pass@1 on the hidden tests (the run's
     pass@1, comparable with published HumanEvalFix figures) beside pass@1+ (fixed on the hidden
     tests and HumanEval+ alike), over the same scored tasks less those whose reference solution
@@ -194,7 +194,7 @@ def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
         "tasks": len(shard.get("tasks") or [])}
 
 
-def _tokens(record: dict[str, Any]) -> int:
+def _tokens(record: Record) -> int:
     tokens = record.get("tokens") or {}
     return int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0))
 
@@ -206,7 +206,7 @@ def _spread(values: list[float]) -> dict[str, float]:
             "median": statistics.median(values), "max": max(values)}
 
 
-def computations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def computations(records: list[Record]) -> list[dict[str, Any]]:
     """Each distinct description of what computed the replies, with the tasks it computed and
     its one line: one entry for a run on one engine build, several for a merge across builds
     or workers on unlike GPUs. Records without one (a model that never loaded, a record
@@ -221,7 +221,7 @@ def computations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-def servers(records: list[dict[str, Any]]) -> dict[str, Any]:
+def servers(records: list[Record]) -> dict[str, Any]:
     """Per OpenAI-compatible server that answered: its replies and their seconds (the
     attempts it served)."""
     seconds: dict[str, list[float]] = {}
@@ -234,7 +234,7 @@ def servers(records: list[dict[str, Any]]) -> dict[str, Any]:
             for url, values in sorted(seconds.items())}
 
 
-def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+def servers_out(records: list[Record]) -> list[dict[str, str]]:
     """Each server taken out of rotation (by any worker), with the first reason given."""
     out: dict[str, str] = {}
     for record in records:
@@ -243,7 +243,7 @@ def servers_out(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"base_url": url, "reason": reason} for url, reason in sorted(out.items())]
 
 
-def timeouts(records: list[dict[str, Any]]) -> dict[str, Any]:
+def timeouts(records: list[Record]) -> dict[str, Any]:
     """Graded runs that timed out, and those re-run alone after a first timeout (with how many
     of those then finished), with the largest limit any task ran under; and graded runs whose
     first execution was lost before it started and ran once more (sandbox/rerun)."""
@@ -262,24 +262,25 @@ def _share(count: int, of: int) -> dict[str, Any]:
     return {"count": count, "of": of, "rate": count / of if of else None, "ci95": [low, high]}
 
 
-def repeat_check(records: list[dict[str, Any]], tasks: int,
+def repeat_check(records: list[Record], tasks: int,
                  alpha: float) -> dict[str, Any] | None:
     """--humanfix-repeat-check: of the tasks whose first attempt was generated twice, how many
     replies differed and how many outcomes flipped (each with a 95% Wilson interval), and the
     smallest drop the paired gate catches over `tasks` tasks at that flip rate (None for a run
     without the check)."""
-    checks = [r["repeat_check"] for r in records
-              if r["outcome"] != "error" and isinstance(r.get("repeat_check"), dict)]
+    checked = {r["task_id"]: check for r in records
+               if isinstance(check := r.get("repeat_check"), dict)}
+    checks = [checked[r["task_id"]] for r in records
+              if r["outcome"] != "error" and r["task_id"] in checked]
     if not checks:
         return None
     compared = [c for c in checks if not c.get("error")]
-    flipped = [r["task_id"] for r in records if isinstance(r.get("repeat_check"), dict)
-               and r["repeat_check"].get("outcome_flipped")]
+    flipped = [task for task, check in checked.items() if check.get("outcome_flipped")]
     flips = _share(len(flipped), len(compared))
     drop = detectable_drop(tasks, flips["rate"] or 0.0, alpha, GATE_POWER) \
         if compared and tasks else None
-    errors = [{"task_id": r["task_id"], "error": r["repeat_check"]["error"]} for r in records
-              if isinstance(r.get("repeat_check"), dict) and r["repeat_check"].get("error")]
+    errors = [{"task_id": task, "error": check["error"]} for task, check in checked.items()
+              if check.get("error")]
     return {"tasks": len(compared), "errors": errors,
             "engines": sorted({str(c.get("engine")) for c in compared}),
             "replies_differ": _share(sum(bool(c["reply_differs"]) for c in compared),
@@ -289,7 +290,7 @@ def repeat_check(records: list[dict[str, Any]], tasks: int,
                                 "drop": drop}}
 
 
-def coverage(records: list[dict[str, Any]],
+def coverage(records: list[Record],
              selection: dict[str, Any] | None) -> dict[str, Any]:
     """Tasks selected, run and not run, and why not, by reason. `selection` holds the selected
     task ids and the reason each one that did not run has; without it, what ran is the
@@ -307,7 +308,7 @@ def coverage(records: list[dict[str, Any]],
             "reruns": sum(bool(r.get("reruns")) for r in records)}
 
 
-def task_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+def task_counts(records: list[Record]) -> dict[str, int]:
     counted = [r for r in records if scored(r)]
     return {"total": len(records), "scored": len(counted),
             "errors": sum(harness_error(r) for r in records),
@@ -318,8 +319,8 @@ def task_counts(records: list[dict[str, Any]]) -> dict[str, int]:
             "known_failures": sum(bool(r.get("known_failure")) for r in records)}
 
 
-def by_bug_type(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[str, list[dict[str, Any]]] = {}
+def by_bug_type(records: list[Record]) -> list[dict[str, Any]]:
+    groups: dict[str, list[Record]] = {}
     for record in records:
         groups.setdefault(record["bug_type"], []).append(record)
     return [{"bug_type": name, "fixed": sum(r["outcome"] == "fixed" for r in rows if scored(r)),
@@ -330,9 +331,9 @@ def by_bug_type(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for name, rows in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
-def by_language(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def by_language(records: list[Record]) -> list[dict[str, Any]]:
     """The same figures per language, in the order the run's records first name them."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[Record]] = {}
     for record in records:
         groups.setdefault(record_language(record), []).append(record)
     return [{"language": name, "protocol": rows[0].get("protocol"),
@@ -341,7 +342,7 @@ def by_language(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for name, rows in groups.items()]
 
 
-def repairs(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def repairs(records: list[Record]) -> dict[str, Any] | None:
     """What the repair rounds did with their replies (None for a run without rounds): the
     replies asked for in rounds 1 and after, how many repeated code that had already failed
     (asks again included), the rounds those replies made, and how many rounds ended on a repeat
@@ -374,7 +375,7 @@ def repairs(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             "wasted_rate": len(wasted) / len(rounds) if rounds else 0.0}
 
 
-def build(records: list[dict[str, Any]], run: dict[str, Any],
+def build(records: list[Record], run: dict[str, Any],
           comparison: Comparison | None = None,
           selection: dict[str, Any] | None = None,
           alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
@@ -460,7 +461,7 @@ def run_times(started: datetime, ended: datetime) -> dict[str, Any]:
             "wall_seconds": round((ended - started).total_seconds(), 3)}
 
 
-def times_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def times_from_records(records: Iterable[Record]) -> dict[str, Any]:
     """Start and end for a JSONL read afterwards: the first task's start, the last task's end."""
     spans = []
     for record in records:

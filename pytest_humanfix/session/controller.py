@@ -20,7 +20,7 @@ from ..devices import DeviceError, DevicePool, pin
 from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
-from ..records import JsonlWriter, ReportError, run_fingerprint, without_model
+from ..records import JsonlWriter, Record, ReportError, run_fingerprint, without_model
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -104,8 +104,8 @@ class Checked:
     sandbox_choice: Choice
     devices: DevicePool
     device: str | None
-    baseline: dict[str, dict] | None
-    resumed: dict[str, dict[str, Any]]
+    baseline: dict[str, Record] | None
+    resumed: dict[str, Record]
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
@@ -225,7 +225,7 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
 
 
 def prepare(config: pytest.Config, settings: Settings, workload: Workload
-            ) -> tuple[dict[str, dict] | None, dict[str, dict[str, Any]]]:
+            ) -> tuple[dict[str, Record] | None, dict[str, Record]]:
     """Checks the gate and resume options against the files they name: the baseline's records
     and the records of tasks already finished, by task id."""
     if settings.max_regressions is not None and not settings.baseline:
@@ -240,7 +240,7 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
     if settings.baseline:
         baseline = load_baseline(Path(settings.baseline),
                                  {name: without_model(print_) for name, print_ in wanted.items()})
-    resumed: dict[str, dict[str, Any]] = {}
+    resumed: dict[str, Record] = {}
     if settings.resume:
         selected = [task.task_id for task in workload.tasks]
         finished = load_finished(settings.jsonl_path, wanted, selected)
@@ -257,14 +257,14 @@ class Controller:
     """Collects each task's record from the reports, writes the JSONL and the summary."""
 
     def __init__(self, config: pytest.Config, runner: Runner,
-                 baseline: dict[str, dict] | None,
+                 baseline: dict[str, Record] | None,
                  serve_facts: dict[str, Any] | None = None) -> None:
         self.config = config
         self.serve_facts = serve_facts
         self.runner = runner
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         # One record per task, by task id: a task run again (reruns) replaces its record.
-        self.records: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, Record] = {}
         self.rerun_logged = False
         # Task ids of the items left after deselection (-k, --lf, a shard), once collected.
         self.collected: set[str] | None = None
@@ -286,7 +286,7 @@ class Controller:
             if record["outcome"] == "unfixed" and self.runner.settings.gated:
                 remember_failed(self.config, report.nodeid)
 
-    def collect(self, record: dict[str, Any]) -> None:
+    def collect(self, record: Record) -> None:
         task_id = record["task_id"]
         earlier = self.records.pop(task_id, None)
         if earlier is not None:

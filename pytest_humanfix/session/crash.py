@@ -5,18 +5,18 @@ so the JSONL and the summary count it and the run goes on with a new worker."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..records import TaskResult
+from ..records import Record, TaskResult
 
 if TYPE_CHECKING:
     from .runner import Runner
 
 
 def crashed_record(runner: Runner, nodeid: str, report: pytest.TestReport
-                   ) -> dict[str, Any] | None:
+                   ) -> Record | None:
     name = nodeid.rsplit("::", 1)[-1]
     task = next((t for t in runner.tasks if t.item_name == name), None)
     if task is None:

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - a pytest without it
 from ..agent.graph import GRAPHS
 from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, is_agent
 from ..dataset import Task
-from ..records import TaskResult
+from ..records import Record, TaskResult
 from . import RUNNER, timeouts
 
 DIFF_LINES_SHOWN = 60
@@ -46,7 +46,7 @@ def failure_report(task: Task, result: TaskResult) -> str:
     ])
 
 
-def earlier_run(record: dict[str, Any]) -> dict[str, Any]:
+def earlier_run(record: Record) -> dict[str, Any]:
     """What a task's record keeps of a run that a later run replaced: enough to see why it was
     run again and what it cost (its tokens are not in the task's own count)."""
     return {"outcome": record["outcome"], "error": record.get("error", ""),
@@ -61,7 +61,7 @@ class TaskItem(pytest.Item):
         super().__init__(**kwargs)
         self.task = task
         self.result: TaskResult | None = None
-        self.humanfix_record: dict[str, Any] | None = None
+        self.humanfix_record: Record | None = None
         # Earlier runs of this item's protocol (pytest-rerunfailures, the flaky marker, any
         # plugin that runs an item again): the last run decides, these stay in its record.
         self.reruns: list[dict[str, Any]] = []

@@ -14,8 +14,9 @@ from typing import Any
 from ..records import (
     SCORED,
     JsonlError,
+    Record,
     language_differences,
-    read_jsonl,
+    read_records,
     rewrite_jsonl,
 )
 
@@ -25,7 +26,7 @@ class ResumeError(Exception):
 
 
 def load_finished(path: Path, wanted: dict[str, dict[str, Any]],
-                  selected: Iterable[str]) -> dict[str, dict[str, Any]]:
+                  selected: Iterable[str]) -> dict[str, Record]:
     """Finished records by task id, after repairing the file in place; `wanted` is the
     fingerprint each language's records must have.
 
@@ -36,14 +37,14 @@ def load_finished(path: Path, wanted: dict[str, dict[str, Any]],
     if not path.exists():
         return {}
     try:
-        records = read_jsonl(path, bad_lines="torn-tail")
+        records = read_records(path, bad_lines="torn-tail")
     except JsonlError as exc:
         raise ResumeError(
             f"--humanfix-resume: {exc}, and it is not the last line, so it is not a torn "
             "write. Remove the line, or start afresh without --humanfix-resume.") from None
     rerun = set(selected)
-    kept: list[dict[str, Any]] = []
-    finished: dict[str, dict[str, Any]] = {}
+    kept: list[Record] = []
+    finished: dict[str, Record] = {}
     for number, record in enumerate(records, 1):
         task_id = str(record.get("task_id", "?"))
         other_language, mismatch = language_differences(record, wanted)

@@ -26,7 +26,7 @@ from ..models.specs import CONTROLS, load_model
 from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
-from ..records import Sample, TaskResult
+from ..records import Record, Sample, TaskResult
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
@@ -62,7 +62,7 @@ class Runner:
     def __init__(self, settings: Settings, run_id: str, *, workload: Workload | None = None,
                  sandbox_choice: Choice | None = None, device: str | None = None,
                  endpoint: dict[str, Any] | None = None,
-                 resumed: dict[str, dict[str, Any]] | None = None,
+                 resumed: dict[str, Record] | None = None,
                  canonical_seconds: dict[str, float] | None = None,
                  plus_reference: dict[str, dict[str, Any]] | None = None) -> None:
         self.settings = settings
@@ -78,7 +78,7 @@ class Runner:
         # answering instead.
         self.endpoint = endpoint
         # --humanfix-resume: finished records by task id, decided by the controller.
-        self.resumed: dict[str, dict[str, Any]] = resumed or {}
+        self.resumed: dict[str, Record] = resumed or {}
         # The canonical solution's seconds per task on this machine (session/calibration),
         # timed by the controller; a task without one runs under --humanfix-timeout.
         self.canonical_seconds: dict[str, float] = canonical_seconds or {}
@@ -308,7 +308,7 @@ class Runner:
         if "sandbox_choice" in self.__dict__:
             self.sandbox.shutdown()
 
-    def record(self, result: TaskResult) -> dict[str, Any]:
+    def record(self, result: TaskResult) -> Record:
         """The JSONL line for one task: the result plus what identifies the run."""
         task = self.workload.task(result.task_id)
         known_failure = LANGUAGES[task.language].known_failures.get(task.task_id)
