@@ -4,7 +4,7 @@ Eight workers on one GPU then send eight concurrent requests that one engine bat
 loading eight model copies. Three engines, chosen by `--humanfix-engine` (auto: vLLM with a GPU,
 llama.cpp for a GGUF model without one, else `transformers serve`):
 
-- vLLM, the GPU engine;
+- vLLM, the GPU engine (its CPU build too, in an environment of its own: --humanfix-vllm-python);
 - llama.cpp, the CPU engine for GGUF files: quantized kernels several times faster than
   dequantized fp32 transformers on the same cores, served by our own `llamacpp_server` on
   llama-cpp-python's bindings, whose parallel slots decode together. On a CPU the workers are
