@@ -277,6 +277,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("engine-args", "extra arguments for the engine --humanfix-serve starts, as one "
            "shell-quoted string, e.g. \"--max-model-len 8192\" (appended last, so they win; "
            "written in summary.json)", default="", convert=_arguments, metavar="ARGS"),
+    Option("vllm-python", "the Python interpreter that runs the vllm engine of --humanfix-serve "
+           "(default: pytest's own): vLLM's pins may want an environment of its own, such as "
+           "the .venv-vllm of scripts/setup-vllm (env HUMANFIX_VLLM_PYTHON)",
+           env="HUMANFIX_VLLM_PYTHON", metavar="PATH"),
     Option("deterministic", "determinism settings of the GPU engines: on (in process, torch's "
            "deterministic algorithms, cuBLAS's fixed workspace and the sdpa attention; vLLM, its "
            "batch-invariant mode) or off (default: on an H100 torch's settings left 29 of 164 "
@@ -324,7 +328,8 @@ OPTIONS: tuple[Option, ...] = (
            "(default <report-dir>/humanfix.jsonl)", metavar="PATH"),
 )
 
-PATH_OPTIONS = frozenset({"dataset", "report-dir", "jsonl", "baseline", "plus-dataset"})
+PATH_OPTIONS = frozenset({"dataset", "report-dir", "jsonl", "baseline", "plus-dataset",
+                          "vllm-python"})
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -398,6 +403,7 @@ class Settings:
     engine: str = "auto"
     serve_layout: str = "per-device"
     engine_args: tuple[str, ...] = ()
+    vllm_python: str | None = None  # None: this interpreter
     deterministic: str = "off"
     sandbox: str = "auto"
     strict: bool = False

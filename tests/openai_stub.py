@@ -1,11 +1,12 @@
 """A scripted OpenAI-compatible server on loopback, for faults a real server will not stage on cue.
 
 `POST /v1/chat/completions` and `POST /v1/completions` answer, in order, the statuses of `script`
-(an int is that error status, "ok" a completion, a float a delay of that many seconds before the
-completion), then completions: `reply` (a chat message, or the text a completion continues with)
-ending for `finish_reason`. `keys` scripts statuses per API key the same way, before `script`:
-`{"key1": [401]}` answers a request made with key1 401 once. `die_after=N` closes the server
-after its N-th completion: later connections are refused, as when a server process goes away.
+(an int is that error status, a (status, message) pair that status with that error message, "ok"
+a completion, a float a delay of that many seconds before the completion), then completions:
+`reply` (a chat message, or the text a completion continues with) ending for `finish_reason`.
+`keys` scripts statuses per API key the same way, before `script`: `{"key1": [401]}` answers a
+request made with key1 401 once. `die_after=N` closes the server after its N-th completion: later
+connections are refused, as when a server process goes away.
 It closes itself after `lifetime` seconds in any case, so a broken test cannot leave it running.
 """
 
@@ -53,6 +54,9 @@ class StubServer:
                     stub.auth.append(auth)
                     own = stub.keys.get((auth or "").removeprefix("Bearer "))
                     step = own.pop(0) if own else stub.script.pop(0) if stub.script else "ok"
+                if isinstance(step, tuple):  # (status, the server's error message)
+                    self._send(step[0], {"error": {"message": step[1]}})
+                    return
                 if isinstance(step, int):
                     self._send(step, {"error": {"message": f"scripted {step}"}})
                     return

@@ -142,10 +142,13 @@ def test_a_template_without_tools_refuses_them(tiny_gguf):
 
 
 def test_a_server_that_refuses_tools_is_an_error_that_names_the_fix():
-    with StubServer(script=[400]) as stub:
+    # vLLM's words when it was started without a tool parser.
+    refusal = (400, '"auto" tool choice requires --enable-auto-tool-choice and '
+                    '--tool-call-parser to be set')
+    with StubServer(script=[refusal]) as stub:
         model = OpenAIModel("openai:m", "m", Settings(model="openai:m", base_url=stub.base_url))
         with pytest.raises(ModelLoadError) as raised:
             model.generate(CALLED[:1], task=None, tools=TOOLS)
-    assert TOOLS_REFUSED in str(raised.value) and "answered 400" in str(raised.value)
+    assert TOOLS_REFUSED.advice in str(raised.value) and "answered 400" in str(raised.value)
     assert "\n" not in str(raised.value)
     assert stub.posts()[-1]["tools"] == TOOLS

@@ -75,11 +75,45 @@ def test_a_primed_answer_asks_the_server_to_continue_its_start_as_vllm_names_it(
 
 
 def test_a_server_that_refuses_to_continue_an_answer_names_the_chat_prompt():
-    with StubServer(script=[400]) as stub:
+    refusal = (400, "Extra inputs are not permitted: continue_final_message")
+    with StubServer(script=[refusal]) as stub:
         with pytest.raises(ModelLoadError, match="answered 400.*continue_final_message.*"
                                                  "use --humanfix-prompt chat"):
             model_for(stub, prompt="primed").continue_answer(MESSAGES, "def f():", [], task=TASK)
     assert len(stub.posts()) == 1
+
+
+# What vLLM 0.32 answered a chat request with 8 stop strings under its default
+# VLLM_MAX_STOP_STRINGS of 4 (its message, which the client reads).
+TOO_MANY_STOPS = (400, "2 validation errors:\n  {'type': 'string_type', 'loc': 'body.stop', "
+                       "'msg': 'Input should be a valid string', 'input': '<list of 8 items>'}\n"
+                       "  {'type': 'too_long', 'loc': 'body.stop', 'msg': 'List should have at "
+                       "most 4 items after validation, not 8', 'input': '<list of 8 items>', "
+                       "'ctx': {'field_type': 'List', 'max_length': 4, 'actual_length': 8}}")
+
+
+def test_too_many_stop_strings_name_vllms_variable_and_blame_nothing_else():
+    for prompt, ask in (("primed", lambda m: m.continue_answer(MESSAGES, "def f():", ["a"] * 8,
+                                                               task=TASK)),
+                        ("completion", lambda m: m.complete("def f():", ["a"] * 8, task=TASK)),
+                        ("chat", lambda m: m.generate(MESSAGES, task=TASK, stop=["a"] * 8))):
+        with StubServer(script=[TOO_MANY_STOPS]) as stub:
+            with pytest.raises(ModelLoadError) as refused:
+                ask(model_for(stub, prompt=prompt))
+        message = str(refused.value)
+        assert "at most 4 items" in message
+        assert f"VLLM_MAX_STOP_STRINGS={openai_backend.VLLM_STOP_STRINGS}" in message
+        assert "continue a final assistant message" not in message
+        assert "tool calls" not in message
+
+
+def test_a_refusal_of_something_else_blames_neither_priming_nor_tools():
+    for ask in (lambda m: m.continue_answer(MESSAGES, "def f():", [], task=TASK),
+                lambda m: m.generate(MESSAGES, task=TASK, tools=[{"type": "function"}])):
+        with StubServer(script=[(400, "max_tokens must be at least 1")]) as stub:
+            with pytest.raises(ModelLoadError) as refused:
+                ask(model_for(stub))
+        assert str(refused.value).endswith("max_tokens must be at least 1")
 
 
 def test_rate_limit_and_server_errors_are_retried_until_an_answer():

@@ -389,7 +389,7 @@ def test_without_parts_a_served_model_is_the_downloaded_hub_gguf(
         fake_model: Callable[..., FakeModel], hub: list[tuple[str, str]],
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake_model(installed=())
-    monkeypatch.setattr(serve, "installed", lambda kind: True)
+    monkeypatch.setattr(serve, "installed", lambda kind, python=None: True)
     served = serve.served_model(Settings(model=ALIAS), gpus=False)
     local = str(tmp_path / "hub" / HUB_FILE)
     assert served == serve.ServedModel("llamacpp", local, local)
@@ -405,7 +405,7 @@ def test_a_served_model_whose_hub_cannot_be_reached_stops_with_the_install_line(
 
     fake_model(installed=())
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
-    monkeypatch.setattr(serve, "installed", lambda kind: True)
+    monkeypatch.setattr(serve, "installed", lambda kind, python=None: True)
     with pytest.raises(serve.ServeError) as error:
         serve.served_model(Settings(model=ALIAS), gpus=False)
     assert str(error.value) == (

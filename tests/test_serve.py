@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def test_each_worker_is_pointed_at_an_engine_round_robin():
 
 def pretend_installed(monkeypatch, *engines: str) -> None:
     """Only `engines` count as installed, whatever this machine has."""
-    monkeypatch.setattr(server, "installed", lambda kind: kind.name in engines)
+    monkeypatch.setattr(server, "installed", lambda kind, python=None: kind.name in engines)
 
 
 def test_vllm_is_preferred_with_a_gpu(monkeypatch):
@@ -117,7 +118,8 @@ def test_vllm_parses_tool_calls_only_for_the_tools_agent():
 def test_an_engine_that_is_not_installed_names_its_extra(monkeypatch):
     pretend_installed(monkeypatch, "transformers")
     for engine, install in (("llamacpp", "pytest-humanfix[llamacpp]"),
-                            ("vllm", "pip install vllm")):
+                            ("vllm", "pip install 'pytest-humanfix[vllm]'"),
+                            ("vllm", "bash scripts/setup-vllm")):
         settings = Settings(model="org/model", engine=engine)
         with pytest.raises(server.ServeError, match=re.escape(install)):
             server.choose_engine(settings, server.served_spec("org/model"), gpus=False)
@@ -159,8 +161,84 @@ def test_tensor_parallel_is_one_vllm_engine_over_every_gpu(monkeypatch):
         with pytest.raises(server.ServeError, match="tensor-parallel needs the vllm engine"):
             server.check_layout(settings, engine)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    with pytest.raises(server.ServeError, match="none is visible"):
+    with pytest.raises(server.ServeError, match="none is visible; drop the option"):
         server.serve_devices(settings)
+    # One GPU is no tensor parallelism either: refused, not run as one engine.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
+    with pytest.raises(server.ServeError, match="only GPU 5 is visible; drop the option"):
+        server.serve_devices(settings)
+
+
+def test_tensor_parallel_on_one_gpu_or_none_is_a_usage_error(humanfix_pytester, monkeypatch):
+    for visible in ("", "0"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        result = humanfix_pytester.runpytest("--humanfix-model", "org/model", "--humanfix-serve",
+                                             "--humanfix-serve-layout", "tensor-parallel")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*tensor-parallel spreads one engine over several GPUs*"])
+
+
+def test_vllm_on_a_cpu_starts_eager_in_float32_under_the_users_arguments():
+    vllm = server.ServedModel("vllm", "/m", "/m")
+    command = server.engine_command(vllm, 8123, None, seed=0, engine_args=("--dtype", "bf16"))
+    assert command[-len(server.VLLM_CPU_ARGS) - 2:] == [*server.VLLM_CPU_ARGS, "--dtype", "bf16"]
+    assert "--enforce-eager" not in server.engine_command(vllm, 8123, "0", seed=0)
+
+
+def test_vllm_runs_under_the_python_it_is_given(humanfix_pytester, monkeypatch, tmp_path):
+    vllm = server.ServedModel("vllm", "/m", "/m")
+    assert server.engine_command(vllm, 8123, "0", seed=0)[0] == sys.executable
+    settings = Settings(model="/m", vllm_python="/envs/vllm/bin/python")
+    engine = server.new_engine(vllm, tmp_path / "log", None, settings)
+    assert engine.command[:3] == ["/envs/vllm/bin/python", "-m",
+                                  "vllm.entrypoints.openai.api_server"]
+    # Only vLLM's: the other engines are this project's own modules.
+    llamacpp = server.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
+    assert server.new_engine(llamacpp, tmp_path / "log", None, settings).command[0] == \
+        sys.executable
+    # A relative path is the invocation folder's; the environment variable names it too.
+    config = humanfix_pytester.parseconfig("--humanfix-vllm-python=.venv-vllm/bin/python")
+    assert Settings.from_config(config).vllm_python == \
+        str(humanfix_pytester.path / ".venv-vllm" / "bin" / "python")
+    monkeypatch.setenv("HUMANFIX_VLLM_PYTHON", "/opt/vllm/bin/python")
+    assert Settings.from_config(humanfix_pytester.parseconfig()).vllm_python == \
+        "/opt/vllm/bin/python"
+
+
+def test_whether_an_engine_is_installed_is_asked_of_its_python(tmp_path):
+    present = server.EngineKind("k", ("json", "sqlite3"), "", "/")
+    absent = server.EngineKind("k", ("json", "no_such_module_here"), "", "/")
+    assert server.installed(present, sys.executable)
+    assert not server.installed(absent, sys.executable)
+    assert not server.installed(present, str(tmp_path / "no-python"))
+    with pytest.raises(server.ServeError, match=re.escape(
+            f"vllm: the engine is not installed for {tmp_path / 'no-python'}; install it")
+            + ".*bash scripts/setup-vllm.*--humanfix-vllm-python"):
+        server.choose_engine(Settings(model="org/model", engine="vllm",
+                                      vllm_python=str(tmp_path / "no-python")),
+                             server.served_spec("org/model"), gpus=False)
+
+
+def test_vllm_takes_a_gguf_dequantized(monkeypatch, tiny_gguf, tmp_path):
+    pretend_installed(monkeypatch, "vllm")
+    monkeypatch.setattr(server, "dequantized_folder", lambda gguf: tmp_path / "folder")
+    served = server.served_model(Settings(model=str(tiny_gguf), engine="vllm"), gpus=False)
+    assert served == server.ServedModel("vllm", str(tmp_path / "folder"),
+                                        str(tmp_path / "folder"))
+
+
+def test_vllm_takes_enough_stop_strings_unless_the_user_says_otherwise(monkeypatch, tmp_path):
+    show = [sys.executable, "-c", "import os; print(os.environ['VLLM_MAX_STOP_STRINGS'])"]
+    model = server.ServedModel("vllm", "/m", "/m")
+    for users, seen in ((None, server.VLLM_STOP_STRINGS), ("16", "16")):
+        if users is None:
+            monkeypatch.delenv("VLLM_MAX_STOP_STRINGS", raising=False)
+        else:
+            monkeypatch.setenv("VLLM_MAX_STOP_STRINGS", users)
+        engine = server.Engine(model, None, 0, tmp_path / f"{seen}.log", show)
+        engine.start()
+        assert engine.process is not None and engine.process.wait(60) == 0
+        assert engine.log_path.read_text().splitlines()[-1] == seen
 
 
 @pytest.mark.parametrize("engine", ["vllm", "llamacpp", "transformers"])

@@ -52,12 +52,41 @@ from .toolcalls import ToolCall
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 PROBE_TIMEOUT = 10.0
 PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
+# VLLM_MAX_STOP_STRINGS for a vLLM server: more than our longest stop list (the completion
+# prompt's function end has over 100 strings; vLLM's default is 4).
+VLLM_STOP_STRINGS = "1024"
 # vLLM's names (ChatCompletionRequest): the final message is left open for the model to continue.
 CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
-TOOLS_REFUSED = ("the server may not serve tool calls (`tools` in a chat request), which "
-                 "--humanfix-agent tools needs; start it with tool calling (vLLM: "
-                 "--enable-auto-tool-choice --tool-call-parser hermes), or use --humanfix-agent "
-                 "repair")
+
+@dataclass(frozen=True)
+class Refusal:
+    """Advice added to a 4xx whose server message names one of `about` (case ignored): a
+    refusal blames a field only when the server's words do."""
+
+    about: tuple[str, ...]
+    advice: str
+
+    def explain(self, message: str) -> str:
+        lowered = message.lower()
+        return f"{message}; {self.advice}." if any(w in lowered for w in self.about) else message
+
+
+TOOLS_REFUSED = Refusal(("tool",),
+                        "the server may not serve tool calls (`tools` in a chat request), which "
+                        "--humanfix-agent tools needs; start it with tool calling (vLLM: "
+                        "--enable-auto-tool-choice --tool-call-parser hermes), or use "
+                        "--humanfix-agent repair")
+CONTINUE_REFUSED = Refusal(("continue_final_message", "add_generation_prompt"),
+                           "the server may not continue a final assistant message (vLLM's "
+                           "continue_final_message), which --humanfix-prompt primed needs; use "
+                           "--humanfix-prompt chat")
+# vLLM validates `stop` as a list of at most VLLM_MAX_STOP_STRINGS (default 4) items; 0.32 says
+# "List should have at most 4 items after validation, not 8" at 'loc': 'body.stop'.
+STOPS_REFUSED = Refusal(("body.stop", "'stop'"),
+                        "a vLLM server takes at most VLLM_MAX_STOP_STRINGS stop strings (4 by "
+                        "default) and our stop lists are longer: restart it with "
+                        f"VLLM_MAX_STOP_STRINGS={VLLM_STOP_STRINGS} in its environment "
+                        "(--humanfix-serve does so)")
 
 
 class ServerFailed(Exception):
@@ -193,7 +222,7 @@ class OpenAIModel:
                          {**self.request(messages, task, temperature, tools),
                           **({"stop": stop} if stop else {})},
                          lambda choice: choice.message.content,
-                         refused=TOOLS_REFUSED if tools else "")
+                         refused=(TOOLS_REFUSED,) if tools else ())
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
@@ -222,16 +251,14 @@ class OpenAIModel:
                                temperature)
         return self._ask(lambda client: client.chat.completions.create,
                          {**request, "stop": stop, "extra_body": CONTINUE_FIELDS},
-                         lambda choice: choice.message.content,
-                         refused="the server may not continue a final assistant message "
-                                 "(vLLM's continue_final_message), which --humanfix-prompt "
-                                 "primed needs; use --humanfix-prompt chat")
+                         lambda choice: choice.message.content, refused=(CONTINUE_REFUSED,))
 
     def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
-             text_of: Callable[[Any], str | None], refused: str = "") -> Generation:
+             text_of: Callable[[Any], str | None], refused: tuple[Refusal, ...] = ()
+             ) -> Generation:
         """Asks the servers in rotation in turn until one answers; each that fails is taken
-        out, except the last one left, whose failure is the error. `refused` is appended to
-        the error of a request the server refuses (a 4xx)."""
+        out, except the last one left, whose failure is the error. `refused` explains a request
+        the server refuses (a 4xx) when its message is about them; so does STOPS_REFUSED."""
         started = time.monotonic()
         if self.settings.max_length is not None:
             fitted = self._fit_length(self.in_rotation()[0], request)
@@ -306,7 +333,7 @@ class OpenAIModel:
         return count
 
     def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                 request: dict[str, Any], refused: str = "") -> Any:
+                 request: dict[str, Any], refused: tuple[Refusal, ...] = ()) -> Any:
         """One server's response (the client retries); ServerFailed when the server is at
         fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
         try:
@@ -323,4 +350,6 @@ class OpenAIModel:
                        f"{self.model_name!r}: {exc.message}")
             if exc.status_code >= 500:
                 raise ServerFailed(message) from None
-            raise ModelLoadError(f"{message}; {refused}." if refused else message) from None
+            for refusal in (*refused, STOPS_REFUSED):
+                message = refusal.explain(message)
+            raise ModelLoadError(message) from None

@@ -4,7 +4,7 @@ Eight workers on one GPU then send eight concurrent requests that one engine bat
 loading eight model copies. Three engines, chosen by `--humanfix-engine` (auto: vLLM with a GPU,
 llama.cpp for a GGUF model without one, else `transformers serve`):
 
-- vLLM, the GPU engine;
+- vLLM, the GPU engine (its CPU build too, in an environment of its own: --humanfix-vllm-python);
 - llama.cpp, the CPU engine for GGUF files: quantized kernels several times faster than
   dequantized fp32 transformers on the same cores, served by our own `llamacpp_server` on
   llama-cpp-python's bindings, whose parallel slots decode together. On a CPU the workers are
@@ -44,7 +44,7 @@ from ..devices import gpu_description, requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings, user_cache_dir
 from .base import ModelLoadError
-from .openai_api import worker_index
+from .openai_api import VLLM_STOP_STRINGS, worker_index
 from .specs import ResolvedSpec, local_gguf, resolve_spec
 
 if TYPE_CHECKING:
@@ -76,8 +76,16 @@ class EngineKind:
     environment: tuple[tuple[str, str], ...] = ()
 
 
+# What a CPU's vLLM needs: a KV cache of a set size (vLLM otherwise reserves 90% of the
+# machine's memory and refuses to start when that much is not free), and no bf16 or
+# torch.compile, with which qwen-coder 0.5B took 390-435 s to be healthy here against 75 s.
+VLLM_CPU_ARGS = ("--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", "2G")
 ENGINE_KINDS = {
-    "vllm": EngineKind("vllm", ("vllm",), "pip install vllm", "/health"),
+    "vllm": EngineKind("vllm", ("vllm",), "pip install 'pytest-humanfix[vllm]' (GPU), or for a "
+                       "CPU vLLM's CPU build in an environment of its own: bash "
+                       "scripts/setup-vllm, then --humanfix-vllm-python=.venv-vllm/bin/python",
+                       "/health",
+                       environment=(("VLLM_MAX_STOP_STRINGS", VLLM_STOP_STRINGS),)),
     # OpenMP threads that spin at each barrier lose most of their time to any other busy process
     # (the workers' sandboxes): 78 tokens took 33 s spinning and 4 s passive with 2 threads on 2
     # loaded cores.
@@ -89,8 +97,22 @@ ENGINE_KINDS = {
 }
 
 
-def installed(kind: EngineKind) -> bool:
-    return all(importlib.util.find_spec(module) is not None for module in kind.modules)
+def installed(kind: EngineKind, python: str | None = None) -> bool:
+    """Whether `kind` is importable here, or by the interpreter `python` when one is named."""
+    if python is None:
+        return all(importlib.util.find_spec(module) is not None for module in kind.modules)
+    check = ("import importlib.util, sys; "
+             "sys.exit(not all(importlib.util.find_spec(m) for m in sys.argv[1:]))")
+    try:
+        return subprocess.run([python, "-c", check, *kind.modules], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def engine_python(settings: Settings, engine: str) -> str | None:
+    """The interpreter the user named for `engine`, or None: this one."""
+    return settings.vllm_python if engine == "vllm" else None
 
 
 def served_spec(spec: str | None) -> ResolvedSpec:
@@ -109,15 +131,17 @@ def choose_engine(settings: Settings, resolved: ResolvedSpec, gpus: bool) -> str
     or the best one installed."""
     if settings.engine != "auto":
         kind = ENGINE_KINDS[settings.engine]
-        if not installed(kind):
-            raise ServeError(f"--humanfix-engine {kind.name}: the engine is not installed; "
-                             f"install it with `{kind.install}`.")
+        python = engine_python(settings, kind.name)
+        if not installed(kind, python):
+            where = f" for {python}" if python else ""
+            raise ServeError(f"--humanfix-engine {kind.name}: the engine is not installed"
+                             f"{where}; install it with `{kind.install}`.")
         if kind.name == "llamacpp" and resolved.gguf_file is None:
             raise ServeError(
                 f"--humanfix-engine llamacpp serves GGUF files; {settings.model!r} is not one. "
                 "Name a .gguf file (or a folder holding one), or choose another engine.")
         return kind.name
-    if gpus and installed(ENGINE_KINDS["vllm"]):
+    if gpus and installed(ENGINE_KINDS["vllm"], settings.vllm_python):
         return "vllm"
     if not gpus and resolved.gguf_file is not None and installed(ENGINE_KINDS["llamacpp"]):
         return "llamacpp"
@@ -129,9 +153,11 @@ def serve_devices(settings: Settings) -> list[str | None]:
     one engine over every device ("0,1,2,3"); None is one engine on the CPU."""
     devices: list[str | None] = [*requested_or_visible(settings)]
     if settings.serve_layout == "tensor-parallel":
-        if not devices:
+        if len(devices) < 2:
+            seen = f"only GPU {devices[0]} is" if devices else "none is"
             raise ServeError("--humanfix-serve-layout tensor-parallel spreads one engine over "
-                             "several GPUs, and none is visible; drop the option.")
+                             f"several GPUs, and {seen} visible; drop the option (or name "
+                             "several with --humanfix-devices).")
         return [",".join(d for d in devices if d is not None)]
     return devices or [None]
 
@@ -187,7 +213,9 @@ def served_model(settings: Settings, gpus: bool) -> ServedModel:
     if gguf is None:
         # Workers name the model exactly as the engine was given it (a folder is absolute).
         return ServedModel(engine, resolved.target, resolved.target)
-    if engine == "transformers":
+    if engine in ("transformers", "vllm"):
+        # vLLM 0.32 takes no GGUF file offline: it reads the tokenizer from the Hub repo of its
+        # base model, and its CPU build has no kernels for GGUF's quantized types.
         folder = str(dequantized_folder(Path(gguf)))
         return ServedModel(engine, folder, folder)
     return ServedModel(engine, str(gguf), str(gguf))
@@ -236,24 +264,28 @@ def cpu_layout(workers: int) -> CpuLayout:
 
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
                    engine_args: tuple[str, ...] = (), layout: CpuLayout | None = None,
-                   tools: bool = False) -> list[str]:
+                   tools: bool = False, python: str | None = None) -> list[str]:
     """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
     over them, tensor-parallel), or None (the CPU); `layout` is a llama.cpp engine's share of
     the cores (default: all of them, one slot); `tools`: the engine must answer tool calls
-    (--humanfix-agent tools). The user's `engine_args` come last, so each engine's parser lets
-    them override a default set here."""
-    return base_command(model, port, device, seed, layout, tools) + list(engine_args)
+    (--humanfix-agent tools); `python`: the interpreter that runs it (default: this one). The
+    user's `engine_args` come last, so each engine's parser lets them override a default set
+    here."""
+    return base_command(model, port, device, seed, layout, tools, python) + list(engine_args)
 
 
 def base_command(model: ServedModel, port: int, device: str | None, seed: int,
-                 layout: CpuLayout | None = None, tools: bool = False) -> list[str]:
+                 layout: CpuLayout | None = None, tools: bool = False,
+                 python: str | None = None) -> list[str]:
     if model.engine == "vllm":
-        command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
+        command = [python or sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
                    "--port", str(port), "--seed", str(seed)]
         gpus = len(device.split(",")) if device else 1
         if gpus > 1:
             command += ["--tensor-parallel-size", str(gpus)]
+        if device is None:
+            command += VLLM_CPU_ARGS
         if tools:
             # vLLM answers `tools` only with a parser for the model's calls; the Hermes form is
             # the one Qwen2.5's template asks for (and the one our llama.cpp engine reads).
@@ -393,7 +425,8 @@ def new_engine(model: ServedModel, log_path: Path, device: str | None,
         if model.engine == "vllm" and device is not None and settings.determinism else ()
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
-                                 layout, tools=settings.agent == "tools"), deterministic)
+                                 layout, tools=settings.agent == "tools",
+                                 python=engine_python(settings, model.engine)), deterministic)
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,

