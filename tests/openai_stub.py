@@ -9,10 +9,11 @@ after its N-th completion: later connections are refused, as when a server proce
 It closes itself after `lifetime` seconds in any case, so a broken test cannot leave it running.
 
 A request with `"stream": true` is answered as transformers serve streams: a chunk per piece of
-`pieces` (a token each; default the whole reply in one), `piece_delay` seconds apart (a None piece: the server breaks off there), then a
-chunk with `finish_reason` and, unless `stream_usage` is false, the usage. `sent` holds, per
-stream, the pieces written before it ended or the client closed it (`disconnected` counts those
-closed early): a write after the client's close fails within a piece or two.
+`pieces` (a token each; default the whole reply in one), `piece_delay` seconds apart (a None
+piece: the server breaks off there), then a chunk with `finish_reason` and, unless
+`stream_usage` is false, the usage. `sent` holds, per stream, the pieces written before it ended
+or the client closed it (`disconnected` counts those closed early): a write after the client's
+close fails within a piece or two.
 """
 
 from __future__ import annotations

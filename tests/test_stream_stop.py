@@ -6,23 +6,26 @@ first stop string whatever the server sent."""
 
 from __future__ import annotations
 
+import os
+import time
 from types import SimpleNamespace
 
 import pytest
 from openai_stub import StubServer
 
-from pytest_humanfix.models import openai_api
+from pytest_humanfix.models import openai_api, serve
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.stopping import stop_point
 from pytest_humanfix.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]
 TASK = SimpleNamespace(task_id="Python/0", language="python")
 STOP = ["\n```"]
-# A chat reply, a token a piece, whose stop string "\n```" straddles three pieces, then a long
-# tail the server would have generated had it ignored the close.
-CHAT_PIECES = ["```python\n", "def f():\n", "    return 1\n", "`", "``", "\n\nThis", *[" more"] * 200]
+# What a server would have generated past the stop had it ignored the client's close.
 TAIL = [" more"] * 200
+# A chat reply, a token a piece, whose stop string "\n```" straddles three pieces.
+CHAT_PIECES = ["```python\n", "def f():\n", "    return 1\n", "`", "``", "\n\nThis", *TAIL]
 
 
 def model_for(stub: StubServer, tiny_model, engine: str = "transformers",
@@ -132,3 +135,37 @@ def test_a_stream_slower_than_the_request_timeout_fails_naming_the_option(tiny_m
 
 def test_only_engines_known_to_ignore_stop_are_streamed():
     assert openai_api.STOP_IGNORED_BY == {"transformers"}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process and its finished children, from /proc."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.slow
+def test_transformers_serve_stops_at_the_stop_and_counts_what_it_generated(tmp_path):
+    """The real fallback on smollm2: no reply runs past its stop, the tokens counted are fewer
+    than the limit, and the engine stops computing once the stream is closed."""
+    engine = serve.launch(Settings(model="smollm2", engine="transformers"),
+                          tmp_path / "server.log")
+    try:
+        limit = 96
+        model = OpenAIModel(f"openai:{engine.model.name}", engine.model.name, Settings(
+            model=f"openai:{engine.model.name}", base_url=engine.base_url,
+            engine="transformers", max_new_tokens=limit))
+        chat = model.generate([{"role": "user", "content": "Write a Python function that adds "
+                                "two numbers, in a code block."}], TASK, stop=STOP)
+        idle_from = cpu_seconds(engine.pid)
+        time.sleep(2)
+        # A reply running on to its limit would keep a core busy for these 2 s.
+        assert cpu_seconds(engine.pid) - idle_from < 0.5
+        completion = model.complete('def add(a, b):\n    """Return a + b."""\n',
+                                    ["\ndef", "\nif", "\nprint"], TASK)
+    finally:
+        engine.stop()
+    assert chat.text.startswith("```") and "\n```" not in chat.text
+    for generation in (chat, completion):
+        assert generation.finish_reason == "stop" and generation.engine == "transformers"
+        assert 0 < generation.completion_tokens < limit and generation.prompt_tokens > 0
+    assert stop_point(completion.text, ["\ndef", "\nif", "\nprint"], "indent") is not None
