@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import dataclasses
 import re
 import signal
 import time
@@ -337,3 +338,18 @@ def test_a_llamacpp_engine_that_cannot_start_shows_its_log(humanfix_pytester, tm
     assert "the llamacpp engine for" in message and "exited with status" in message
     assert "server-0.log" in message and "ending:" in message
     assert processes_with(str(broken)) == []
+
+
+def test_the_fallbacks_kv_cache_holds_each_workers_longest_request(tmp_path):
+    settings = Settings(model="m", max_new_tokens=512)
+    assert server.request_tokens(settings) == 2048 + 512
+    assert server.request_tokens(dataclasses.replace(settings, iters=2)) == \
+        2048 + 2 * (512 + 512) + 512
+    assert server.request_tokens(Settings(model="m", max_length=1000)) == 1000
+    # Ten blocks of 256 tokens hold 2,560, and one each is spare.
+    assert server.cache_blocks(4, 2560) == 4 * 11
+    model = server.ServedModel("transformers", "m", "m")
+    for device in (None, "0"):  # sized alike on a CPU and a GPU, never from free memory
+        command = server.new_engine(model, tmp_path / "log", device, settings, workers=4).command
+        assert command[command.index("--cb-num-blocks") + 1] == "44"
+        assert "--cb-max-memory-percent" not in command
