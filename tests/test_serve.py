@@ -3,9 +3,9 @@ server.py both for the openai: backend test and by the plugin itself under --hum
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import dataclasses
 import re
 import signal
 import time
