@@ -169,3 +169,9 @@ def test_transformers_serve_stops_at_the_stop_and_counts_what_it_generated(tmp_p
         assert generation.finish_reason == "stop" and generation.engine == "transformers"
         assert 0 < generation.completion_tokens < limit and generation.prompt_tokens > 0
     assert stop_point(completion.text, ["\ndef", "\nif", "\nprint"], "indent") is not None
+
+
+def test_a_cut_reply_whose_tokenizer_cannot_be_loaded_is_a_load_error(tmp_path):
+    with StubServer(pieces=["x", "\n```", *TAIL]) as stub:
+        with pytest.raises(ModelLoadError, match="served model's tokenizer"):
+            model_for(stub, tmp_path / "no-model").generate(MESSAGES, TASK, stop=STOP)

@@ -363,7 +363,15 @@ class OpenAIModel:
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(self.model_name)
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(self.model_name)
+            except (OSError, ValueError) as exc:
+                raise ModelLoadError(
+                    f"a reply of transformers serve cut at its stop carries no usage, and its "
+                    f"prompt is counted with the served model's tokenizer, which cannot be "
+                    f"loaded from {self.model_name!r} ({type(exc).__name__}: {exc}); let "
+                    "--humanfix-serve start the engine, or name the model as it was served."
+                ) from None
         if "prompt" in request:
             return len(self._tokenizer(request["prompt"])["input_ids"])
         return len(self._tokenizer.apply_chat_template(
