@@ -14,17 +14,19 @@ from the Q4_K_M file, llama.cpp with its Q4_K_M kernels: their replies may diffe
 alone.
 
     python benchmarks/bench_fallback_stops.py [--tasks 4] [--max-new-tokens 256] [--keep DIR]
+        [--runs fallback-before,fallback,llamacpp] [--reuse]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 
-from common import REPO, add_dataset_argument, agreement, project_run, replies
+from common import REPO, add_dataset_argument, agreement, project_run, read_records, replies
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.computed_by import describe
@@ -55,6 +57,14 @@ def run(name: str, args: argparse.Namespace, folder: Path) -> tuple[float, list[
         f"--humanfix-request-timeout={args.request_timeout}"], args.dataset, tree=tree)
 
 
+def reused(project: Path) -> tuple[float, list[dict]]:
+    """A finished run's wall seconds, as its summary recorded them, and its records."""
+    reports = project / "reports"
+    summary = json.loads((reports / "summary.json").read_text())
+    print(f"{project.name}: reused from {reports}")
+    return float(summary["run"]["wall_seconds"]), read_records(reports / "humanfix.jsonl")
+
+
 def past_stop(records: list[dict], stops: dict[str, list[str]]) -> int:
     """Replies holding one of their task's chat stop strings: text the server generated past
     the stop and the client kept."""
@@ -82,13 +92,18 @@ def main() -> None:
     parser.add_argument("--runs", default=",".join(RUNS),
                         help="comma-separated subset of " + ", ".join(RUNS))
     parser.add_argument("--keep", type=Path, help="keep each run's project folder here")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take a finished run from the --keep folder instead of running it "
+                             "again (its wall time is the one its summary recorded)")
     args = parser.parse_args()
 
     tasks = {t.task_id: t for t in load_tasks(str(args.dataset))}
     stops = {task_id: prompts.chat_stop("code", task) for task_id, task in tasks.items()}
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or Path(scratch)
-        results = {name: run(name, args, folder) for name in args.runs.split(",") if name}
+        results = {name: reused(folder / name) if args.reuse and args.keep
+                   and (folder / name / "reports" / "summary.json").is_file()
+                   else run(name, args, folder) for name in args.runs.split(",") if name}
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; qwen-coder, first "
           f"{args.tasks} tasks, greedy, chat, {args.max_new_tokens} new tokens at most, "
           f"-n {args.workers}; before = {args.before}")
