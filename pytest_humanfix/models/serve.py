@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
+import math
 import os
 import shlex
 import shutil
@@ -58,8 +59,10 @@ LOG_TAIL_CHARS = 2000
 # model stays small on a CPU (the file's own training context can be far larger).
 LLAMACPP_CONTEXT = 8192
 # transformers' paged KV cache: tokens a block holds (ContinuousBatchingConfig.page_size, its
-# default, left as it is).
+# default, left as it is), and the share of blocks its FIFO scheduler keeps free (no new request
+# starts below it: FIFOScheduler's default safety margin).
 CB_BLOCK_TOKENS = 256
+CB_FREE_SHARE = 0.15
 # Bounds of what one request holds, for sizing that cache: HumanEvalFix's longest first prompt
 # (Rust's, 4,741 characters of prompt, buggy code and tests, with the instruction) is under 2,048
 # tokens; a repair round adds a reply and its feedback, whose text is cut at 1,200 characters
@@ -254,11 +257,10 @@ def request_tokens(settings: Settings) -> int:
 
 def cache_blocks(requests: int, tokens: int) -> int:
     """Blocks of transformers' paged KV cache that hold `requests` concurrent requests of up to
-    `tokens` tokens each, with a block each to spare (a request's last block is partly full,
-    and a block shared by two prompts' common start is not always shared). Sized from free
-    memory instead, the cache took 69 GB of an H100 for 0.5B-model replies, and on a CPU 10 GB
-    and half a minute at the first request."""
-    return requests * (-(-tokens // CB_BLOCK_TOKENS) + 1)
+    `tokens` tokens each with the scheduler's free share left over, so that none waits for
+    another to end. Sized from free memory instead, the cache took 69 GB of an H100 for
+    0.5B-model replies, and on a CPU 10 GB and half a minute at the first request."""
+    return math.ceil(requests * -(-tokens // CB_BLOCK_TOKENS) / (1 - CB_FREE_SHARE))
 
 
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
