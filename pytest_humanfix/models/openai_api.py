@@ -313,10 +313,12 @@ class OpenAIModel:
                     request: dict[str, Any], refused: str, scanner: StopScanner) -> Reply:
         """One server's reply, streamed and closed once `scanner` sees the stop. The tokens
         are the server's usage when the stream ran to its end. Closed early, the server sends
-        none: each streamed piece is one token (transformers serve sends a chunk per token
-        that decodes to text; a token holding part of a character is counted with the next
-        one), and the prompt's are counted by the served model's own tokenizer. Tokens the
-        server had generated past the stop before it saw the stream close are not counted."""
+        none, and the served model's tokenizer counts the prompt and the text streamed, up to
+        the piece that completed the stop. Counting pieces instead fell short: transformers
+        serve sends a chunk only for a token that adds text it can render, 117 chunks for a
+        reply of 141 tokens (llama.cpp's count of the identical reply), where the tokenizer
+        counted 140. Tokens the server generated past the stop before it saw the stream close
+        are not counted."""
         import httpx
 
         deadline = time.monotonic() + self.settings.request_timeout
@@ -350,16 +352,29 @@ class OpenAIModel:
             raise ServerFailed(self._too_slow(server, tries=1))
         if not stopped and finish_reason is None:
             raise ServerFailed(self._broke_off(server, "it ended without a finish reason"))
+        text = "".join(pieces)
         if stopped or usage is None:
-            return Reply("".join(pieces), self.served_prompt_tokens(request), len(pieces),
+            # A piece is at least one token, and the text's tokens are those the server
+            # generated but where the model wrote a text otherwise than its tokenizer would.
+            generated = max(len(pieces), len(self.served_tokenizer()(
+                text, add_special_tokens=False)["input_ids"]))
+            return Reply(text, self.served_prompt_tokens(request), generated,
                          "stop" if stopped else finish_reason, [])
-        return Reply("".join(pieces), usage.prompt_tokens, usage.completion_tokens,
-                     finish_reason, [])
+        return Reply(text, usage.prompt_tokens, usage.completion_tokens, finish_reason, [])
 
     def served_prompt_tokens(self, request: dict[str, Any]) -> int:
         """The prompt's tokens as transformers serve counts them (`ChatCompletionHandler`,
-        `CompletionHandler`), with the served model's tokenizer, loaded once: that server has
-        no /tokenize, and it names its usage only at the end of a stream."""
+        `CompletionHandler`): that server has no /tokenize, and it names its usage only at the
+        end of a stream."""
+        tokenizer = self.served_tokenizer()
+        if "prompt" in request:
+            return len(tokenizer(request["prompt"])["input_ids"])
+        return len(tokenizer.apply_chat_template(
+            request["messages"], tools=request.get("tools"), add_generation_prompt=True,
+            tokenize=True, return_dict=True)["input_ids"])
+
+    def served_tokenizer(self) -> Any:
+        """The served model's tokenizer, loaded once."""
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
@@ -368,15 +383,11 @@ class OpenAIModel:
             except (OSError, ValueError) as exc:
                 raise ModelLoadError(
                     f"a reply of transformers serve cut at its stop carries no usage, and its "
-                    f"prompt is counted with the served model's tokenizer, which cannot be "
+                    f"tokens are counted with the served model's tokenizer, which cannot be "
                     f"loaded from {self.model_name!r} ({type(exc).__name__}: {exc}); let "
                     "--humanfix-serve start the engine, or name the model as it was served."
                 ) from None
-        if "prompt" in request:
-            return len(self._tokenizer(request["prompt"])["input_ids"])
-        return len(self._tokenizer.apply_chat_template(
-            request["messages"], tools=request.get("tools"), add_generation_prompt=True,
-            tokenize=True, return_dict=True)["input_ids"])
+        return self._tokenizer
 
     def _fit_length(self, server: Server, request: dict[str, Any]
                     ) -> dict[str, Any] | Generation:
