@@ -20,13 +20,12 @@ alone.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 
-from common import REPO, add_dataset_argument, agreement, project_run, read_records, replies
+from common import REPO, add_dataset_argument, agreement, project_run, replies, reused
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.computed_by import describe
@@ -55,14 +54,6 @@ def run(name: str, args: argparse.Namespace, folder: Path) -> tuple[float, list[
         f"--humanfix-max-new-tokens={args.max_new_tokens}", "-n", str(args.workers),
         "--humanfix-serve", f"--humanfix-engine={RUNS[name]}",
         f"--humanfix-request-timeout={args.request_timeout}"], args.dataset, tree=tree)
-
-
-def reused(project: Path) -> tuple[float, list[dict]]:
-    """A finished run's wall seconds, as its summary recorded them, and its records."""
-    reports = project / "reports"
-    summary = json.loads((reports / "summary.json").read_text())
-    print(f"{project.name}: reused from {reports}")
-    return float(summary["run"]["wall_seconds"]), read_records(reports / "humanfix.jsonl")
 
 
 def past_stop(records: list[dict], stops: dict[str, list[str]]) -> int:

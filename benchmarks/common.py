@@ -77,6 +77,14 @@ def project_run(project: Path, arguments: list[str], dataset: Path,
     return seconds, read_records(project / "reports" / "humanfix.jsonl")
 
 
+def reused(project: Path) -> tuple[float, list[dict]]:
+    """A finished `project_run`'s wall seconds, as its summary recorded them, and its records."""
+    reports = project / "reports"
+    summary = json.loads((reports / "summary.json").read_text())
+    print(f"{project.name}: reused from {reports}")
+    return float(summary["run"]["wall_seconds"]), read_records(reports / "humanfix.jsonl")
+
+
 def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()]
