@@ -14,12 +14,11 @@ McNemar p on the flips (the gate's paired test).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from pathlib import Path
 
-from common import add_dataset_argument, agreement, project_run, read_records
+from common import add_dataset_argument, agreement, project_run, reused
 
 from pytest_humanfix.reporting.stats import mcnemar_exact
 
@@ -43,13 +42,6 @@ def run_engine(name: str, dataset: Path, tasks: int, max_new_tokens: int,
                                        str(tasks), "--humanfix-max-new-tokens",
                                        str(max_new_tokens), "-n", str(workers), *arguments],
                        dataset)
-
-
-def reused(project: Path) -> tuple[float, list[dict]]:
-    reports = project / "reports"
-    summary = json.loads((reports / "summary.json").read_text())
-    print(f"{project.name}: reused from {reports}")
-    return float(summary["run"]["wall_seconds"]), read_records(reports / "humanfix.jsonl")
 
 
 def described(reference: list[dict], other: list[dict]) -> str:

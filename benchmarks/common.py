@@ -46,24 +46,28 @@ def canonical_run(dataset: Path, workers: int, folder: Path) -> tuple[float, flo
     return seconds, cpu, read_records(folder / "humanfix.jsonl")
 
 
-def tree_env(dataset: Path, **extra: str) -> dict[str, str]:
-    """The environment of a pytest run of this checkout's plugin on `dataset`."""
+def tree_env(dataset: Path, tree: Path = REPO, **extra: str) -> dict[str, str]:
+    """The environment of a pytest run of the plugin in `tree` (this checkout's by default, or
+    another commit's exported tree) on `dataset`."""
     return dict(os.environ, HUMANFIX_DATASET=str(dataset), **extra,
-                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                PYTHONPATH=os.pathsep.join(filter(None, [str(tree),
                                                          os.environ.get("PYTHONPATH")])))
 
 
 def project_run(project: Path, arguments: list[str], dataset: Path,
-                environment: dict[str, str] | None = None) -> tuple[float, list[dict]]:
+                environment: dict[str, str] | None = None,
+                tree: Path = REPO) -> tuple[float, list[dict]]:
     """`pytest ARGUMENTS` in the fresh project folder PROJECT (made here, with an empty
-    pytest.ini, so no other configuration applies), with `environment` added to this one's:
+    pytest.ini, so no other configuration applies), the plugin imported from `tree`, with
+    `environment` added to this one's:
     its wall seconds, engine start and model load included as a user waits for them, and the
     records it wrote."""
     project.mkdir(parents=True)
     (project / "pytest.ini").write_text("[pytest]\n")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=project, env=tree_env(dataset, **(environment or {})),
+    done = subprocess.run(command, cwd=project,
+                          env=tree_env(dataset, tree, **(environment or {})),
                           stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     seconds = time.perf_counter() - started
@@ -71,6 +75,14 @@ def project_run(project: Path, arguments: list[str], dataset: Path,
         raise SystemExit(f"{project.name}: pytest exited {done.returncode}:\n"
                          f"{done.stdout[-3000:]}")
     return seconds, read_records(project / "reports" / "humanfix.jsonl")
+
+
+def reused(project: Path) -> tuple[float, list[dict]]:
+    """A finished `project_run`'s wall seconds, as its summary recorded them, and its records."""
+    reports = project / "reports"
+    summary = json.loads((reports / "summary.json").read_text())
+    print(f"{project.name}: reused from {reports}")
+    return float(summary["run"]["wall_seconds"]), read_records(reports / "humanfix.jsonl")
 
 
 def read_records(path: Path) -> list[dict]:

@@ -8,6 +8,13 @@ a completion, a float a delay of that many seconds before the completion), then 
 request made with key1 401 once. `die_after=N` closes the server after its N-th completion: later
 connections are refused, as when a server process goes away.
 It closes itself after `lifetime` seconds in any case, so a broken test cannot leave it running.
+
+A request with `"stream": true` is answered as transformers serve streams: a chunk per piece of
+`pieces` (a token each; default the whole reply in one), `piece_delay` seconds apart (a None
+piece: the server breaks off there), then a chunk with `finish_reason` and, unless
+`stream_usage` is false, the usage. `sent` holds, per stream, the pieces written before it ended
+or the client closed it (`disconnected` counts those closed early): a write after the client's
+close fails within a piece or two.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ REPLY = "```python\ndef f():\n    return 1\n```"
 class StubServer:
     def __init__(self, script: list[Any] = (), die_after: int | None = None,
                  lifetime: float = 120.0, reply: str = REPLY,
-                 finish_reason: str = "stop", keys: dict[str, list[Any]] | None = None) -> None:
+                 finish_reason: str = "stop", keys: dict[str, list[Any]] | None = None,
+                 pieces: list[str | None] | None = None, piece_delay: float = 0.01,
+                 stream_usage: bool = True) -> None:
         self.script = list(script)
         self.keys = {key: list(steps) for key, steps in (keys or {}).items()}
         self.reply = reply
@@ -35,6 +44,11 @@ class StubServer:
         self.requests: list[tuple[str, str, dict]] = []
         self.auth: list[str | None] = []
         self.completions = 0
+        self.pieces: list[str | None] = [reply] if pieces is None else pieces
+        self.piece_delay = piece_delay
+        self.stream_usage = stream_usage
+        self.sent: list[int] = []
+        self.disconnected = 0
         self._lock = threading.Lock()
         stub = self
 
@@ -62,7 +76,10 @@ class StubServer:
                     return
                 if isinstance(step, float):
                     time.sleep(step)
-                self._send(200, stub.answer(self.path, body))
+                if body.get("stream"):
+                    self._stream(body)
+                else:
+                    self._send(200, stub.answer(self.path, body))
                 with stub._lock:
                     stub.completions += 1
                     dying = stub.die_after is not None and stub.completions >= stub.die_after
@@ -71,6 +88,43 @@ class StubServer:
 
             def _send(self, status: int, payload: dict) -> None:
                 send_json(self, status, payload)
+
+            def _stream(self, body: dict) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                chat = self.path.endswith("/chat/completions")
+                sent = 0
+                try:
+                    if chat:
+                        self._event(stub.chunk(body, {"delta": {"role": "assistant"}}))
+                    for piece in stub.pieces:
+                        if piece is None:
+                            break
+                        self._event(stub.chunk(body, {"delta": {"content": piece}} if chat
+                                               else {"text": piece}))
+                        sent += 1
+                        time.sleep(stub.piece_delay)
+                    else:
+                        self._finish(body, chat)
+                except (BrokenPipeError, ConnectionResetError):
+                    with stub._lock:
+                        stub.disconnected += 1
+                with stub._lock:
+                    stub.sent.append(sent)
+
+            def _finish(self, body: dict, chat: bool) -> None:
+                usage = {"prompt_tokens": 11, "completion_tokens": len(stub.pieces),
+                         "total_tokens": 11 + len(stub.pieces)}
+                self._event(stub.chunk(
+                    body, {"delta": {}} if chat else {"text": ""},
+                    stub.finish_reason, usage if stub.stream_usage else None))
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+            def _event(self, payload: dict) -> None:
+                self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+                self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -90,6 +144,15 @@ class StubServer:
         return {"id": "stub", "object": kind, "created": 0, "model": request["model"],
                 "choices": [{"index": 0, "finish_reason": self.finish_reason, **choice}],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+    @staticmethod
+    def chunk(request: dict, choice: dict, finish_reason: str | None = None,
+              usage: dict | None = None) -> dict:
+        chat = "messages" in request
+        return {"id": "stub", "created": 0, "model": request["model"],
+                "object": "chat.completion.chunk" if chat else "text_completion",
+                "choices": [{"index": 0, "finish_reason": finish_reason, **choice}],
+                **({"usage": usage} if usage else {})}
 
     def posts(self) -> list[dict]:
         return [body for method, _, body in self.requests if method == "POST"]

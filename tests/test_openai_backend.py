@@ -20,8 +20,9 @@ from pytest_humanfix.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]
 
-# What a backend reads of a task: its id, which seeds a sampled reply.
-TASK = SimpleNamespace(task_id="Python/0")
+# What a backend reads of a task: its id, which seeds a sampled reply, and its language, whose
+# rule ends a completion.
+TASK = SimpleNamespace(task_id="Python/0", language="python")
 
 
 def model_for(stub: StubServer, **settings) -> OpenAIModel:
@@ -220,11 +221,14 @@ def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, 
     (record,) = read_records()
     assert record["protocol"]["prompt"] == "completion"
     (attempt,) = record["attempts"]
+    # The client cuts the reply before the stop word the server ignored, as a server
+    # honouring it would have ended it.
     assert (attempt["prompt"], attempt["finish_reason"], attempt["engine"]) \
-        == ("completion", "length", "openai")
-    assert attempt["reply"] == reply
-    # Cut at "\nprint": the body with its last newline, after the declaration's stripped one.
-    assert attempt["code"] == task.declaration.rstrip() + "\n" + task.canonical_solution
+        == ("completion", "stop", "openai")
+    assert attempt["reply"] == reply[:reply.index("\nprint")]
+    # The body after the declaration's stripped newline, stripped as a reply that a server
+    # honouring the stop words ended there is.
+    assert attempt["code"] == task.declaration.rstrip() + "\n" + task.canonical_solution.rstrip()
 
 
 @pytest.mark.parametrize("endpoint, engine", [({"engine": "llamacpp"}, "llamacpp"), ({}, "openai")])

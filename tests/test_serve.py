@@ -3,6 +3,7 @@ server.py both for the openai: backend test and by the plugin itself under --hum
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -454,3 +455,18 @@ def test_a_shared_engine_and_copies_in_the_workers_are_not_asked_for_together(
                                          "--humanfix-in-process")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "are two layouts: give one of them" in result.stderr.str()
+
+
+def test_the_fallbacks_kv_cache_holds_each_workers_longest_request(tmp_path):
+    settings = Settings(model="m", max_new_tokens=512)
+    assert server.request_tokens(settings) == 2048 + 512
+    assert server.request_tokens(dataclasses.replace(settings, iters=2)) == \
+        2048 + 2 * (512 + 512) + 512
+    assert server.request_tokens(Settings(model="m", max_length=1000)) == 1000
+    # Ten blocks of 256 tokens hold 2,560; the scheduler keeps 15% of the blocks free.
+    assert server.cache_blocks(4, 2560) == 48 and server.cache_blocks(1, 2560) == 12
+    model = server.ServedModel("transformers", "m", "m")
+    for device in (None, "0"):  # sized alike on a CPU and a GPU, never from free memory
+        command = server.new_engine(model, tmp_path / "log", device, settings, workers=4).command
+        assert command[command.index("--cb-num-blocks") + 1] == "48"
+        assert "--cb-max-memory-percent" not in command

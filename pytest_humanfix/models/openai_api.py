@@ -13,6 +13,16 @@ such fields; a server that refuses them is an error that names `--humanfix-promp
 server that ignores them answers anew after the start instead of continuing it, which nothing
 in a reply can reliably tell apart: use primed with vLLM or our engine.
 
+Stop strings: every reply is cut before its first stop string here too, whatever the server did,
+so a server that ignores `stop` still gives the reply the harness asked for (its token count is
+the server's, the tokens it did generate). Where the server is known to ignore `stop`
+(`STOP_IGNORED_BY`), the reply is streamed instead, and the stream is closed at the first stop
+(a stop string, or for a completion the function's end, `stopping.StopScanner` as our llama.cpp
+engine applies it), so the server stops generating there and no token past it is paid for. A
+server of unknown kind (`openai:` without --humanfix-serve) is not streamed: hosted APIs and
+vLLM honour `stop`, and streaming every reply would cost each one its usage where a server
+sends none in a stream.
+
 The function-calling agent's requests carry OpenAI's `tools`, and the reply's `tool_calls` come
 back as the generation's. vLLM serves them only when started with a tool parser (`--humanfix-serve`
 starts it so); a server that refuses them is an error that names the fix.
@@ -36,7 +46,7 @@ import json
 import os
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +56,7 @@ from ..dataset import Task
 from ..languages import LANGUAGES
 from ..settings import Settings
 from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
-from .stopping import function_end_stops
+from .stopping import StopScanner, function_end_stops, stop_point
 from .toolcalls import ToolCall
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
@@ -57,6 +67,12 @@ PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any
 VLLM_STOP_STRINGS = "1024"
 # vLLM's names (ChatCompletionRequest): the final message is left open for the model to continue.
 CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
+# `transformers serve --continuous-batching` maps `stop` to generate()'s stop_strings, but its
+# batching manager is given only max_new_tokens and the end of sequence (cli/serving/utils.py,
+# `add_request`, transformers 5.24): every reply ran to its token limit. Such a server's stream is
+# closed at the stop; a closed stream cancels the request (`CBStreamer.cancel`).
+STOP_IGNORED_BY = frozenset({"transformers"})
+
 
 @dataclass(frozen=True)
 class Refusal:
@@ -91,6 +107,17 @@ STOPS_REFUSED = Refusal(("body.stop", "'stop'"),
 
 class ServerFailed(Exception):
     """One server failed a request after its retries; the message says how."""
+
+
+@dataclass
+class Reply:
+    """What one server answered, before the client's cut at the stop strings."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    tool_calls: list[ToolCall]
 
 
 @dataclass
@@ -149,6 +176,7 @@ class OpenAIModel:
         self.engine = settings.engine if settings.engine != "auto" else "openai"
         self._openai = openai
         self._replies: dict[str, int] = {}  # sampled replies asked for, per task
+        self._tokenizer: Any = None  # the served model's, for a stream closed at its stop
         urls = [url.rstrip("/") for url in settings.base_urls]
         start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
         key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
@@ -221,8 +249,7 @@ class OpenAIModel:
         return self._ask(lambda client: client.chat.completions.create,
                          {**self.request(messages, task, temperature, tools),
                           **({"stop": stop} if stop else {})},
-                         lambda choice: choice.message.content,
-                         refused=(TOOLS_REFUSED,) if tools else ())
+                         refused=(TOOLS_REFUSED,) if tools else (), stop=stop or [])
 
     def complete(self, prompt: str, stop: list[str], task: Task,
                  temperature: float | None = None) -> Generation:
@@ -230,13 +257,14 @@ class OpenAIModel:
                          {"model": self.model_name, "prompt": prompt, "stop": stop,
                           **self._decoding(task, temperature),
                           **self.completion_stopping(stop, task)},
-                         lambda choice: choice.text)
+                         stop=stop, function_end=LANGUAGES[task.language].function_end)
 
     def completion_stopping(self, stop: list[str], task: Task) -> dict[str, Any]:
         """What makes an engine we know end a completion where BigCode's `check_fn` does, on
         text with special tokens kept: our llama.cpp engine applies the rule itself; vLLM gets
-        it as stop strings where strings can say it (Python). Any other server is sent the stop
-        words alone, and the reply is cut after it, as the graded code always is."""
+        it as stop strings where strings can say it (Python); transformers serve's stream is
+        closed there (`STOP_IGNORED_BY`). Any other server is sent the stop words alone, and
+        the reply is cut after it, as the graded code always is."""
         if self.engine not in ("llamacpp", "vllm"):
             return {}
         rule = LANGUAGES[task.language].function_end
@@ -251,44 +279,146 @@ class OpenAIModel:
                                temperature)
         return self._ask(lambda client: client.chat.completions.create,
                          {**request, "stop": stop, "extra_body": CONTINUE_FIELDS},
-                         lambda choice: choice.message.content, refused=(CONTINUE_REFUSED,))
+                         refused=(CONTINUE_REFUSED,), stop=stop)
 
     def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
-             text_of: Callable[[Any], str | None], refused: tuple[Refusal, ...] = ()
+             refused: tuple[Refusal, ...] = (), stop: Sequence[str] = (),
+             function_end: str | None = None
              ) -> Generation:
         """Asks the servers in rotation in turn until one answers; each that fails is taken
         out, except the last one left, whose failure is the error. `refused` explains a request
-        the server refuses (a 4xx) when its message is about them; so does STOPS_REFUSED."""
+        the server refuses (a 4xx) when its message is about them; so does STOPS_REFUSED. The
+        reply ends before its first stop word; a server that ignores `stop` is streamed and
+        closed at the stop, or at `function_end` (a completion's rule,
+        `stopping.function_end`)."""
         started = time.monotonic()
         if self.settings.max_length is not None:
             fitted = self._fit_length(self.in_rotation()[0], request)
             if isinstance(fitted, Generation):
                 return fitted
             request = fitted
+        # A tool call streams as fragments of JSON, which no stop string ends.
+        streamed = self.engine in STOP_IGNORED_BY and bool(stop or function_end) \
+            and "tools" not in request
         while True:
             server, *others = self.in_rotation()
             try:
-                response = self._ask_one(server, create, request, refused)
+                reply = self._stream_one(server, create, request, refused,
+                                         StopScanner(stop, function_end)) \
+                    if streamed else self._reply_one(server, create, request, refused)
                 break
             except ServerFailed as exc:
                 if not others:
                     raise ModelLoadError(str(exc)) from None
                 server.out = str(exc)
+        # The function's end keeps its line, for the graded code to cut as BigCode's
+        # remove_last_block does (as our llama.cpp engine and in-process transformers keep it).
+        cut = stop_point(reply.text, stop)
+        return Generation(
+            text=reply.text if cut is None else reply.text[:cut], tool_calls=reply.tool_calls,
+            prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+            seconds=time.monotonic() - started,
+            # Servers also say "content_filter" or "tool_calls"; neither ran out of tokens.
+            finish_reason="length" if reply.finish_reason == "length" and cut is None
+            else "stop",
+            engine=self.engine, server=server.base_url)
+
+    def _reply_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
+                   request: dict[str, Any], refused: tuple[Refusal, ...]) -> Reply:
+        response = self._ask_one(server, create, request, refused)
         if not response.choices:
             raise ModelLoadError(f"the server at {server.base_url} returned no choices")
         choice = response.choices[0]
         usage = response.usage
         message = getattr(choice, "message", None)
-        calls = [ToolCall(call.id, call.function.name, call.function.arguments or "{}")
-                 for call in (getattr(message, "tool_calls", None) or [])]
-        return Generation(
-            text=text_of(choice) or "", tool_calls=calls,
+        return Reply(
+            text=(message.content if message is not None else choice.text) or "",
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
-            seconds=time.monotonic() - started,
-            # Servers also say "content_filter" or "tool_calls"; neither ran out of tokens.
-            finish_reason="length" if choice.finish_reason == "length" else "stop",
-            engine=self.engine, server=server.base_url)
+            finish_reason=choice.finish_reason,
+            tool_calls=[ToolCall(call.id, call.function.name, call.function.arguments or "{}")
+                        for call in (getattr(message, "tool_calls", None) or [])])
+
+    def _stream_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
+                    request: dict[str, Any], refused: tuple[Refusal, ...],
+                    scanner: StopScanner) -> Reply:
+        """One server's reply, streamed and closed once `scanner` sees the stop. The tokens
+        are the server's usage when the stream ran to its end. Closed early, the server sends
+        none, and the served model's tokenizer counts the prompt and the text streamed, up to
+        the piece that completed the stop. Counting pieces instead fell short: transformers
+        serve sends a chunk only for a token that adds text it can render, 117 chunks for a
+        reply of 141 tokens (llama.cpp's count of the identical reply), where the tokenizer
+        counted 140. Tokens the server generated past the stop before it saw the stream close
+        are not counted."""
+        import httpx
+
+        deadline = time.monotonic() + self.settings.request_timeout
+        stream = self._ask_one(server, create, {**request, "stream": True,
+                                                "stream_options": {"include_usage": True}},
+                               refused)
+        pieces: list[str] = []
+        usage = finish_reason = None
+        stopped = timed_out = False
+        try:
+            with stream:  # leaving it closes the connection, which cancels the request
+                for chunk in stream:
+                    usage = chunk.usage or usage
+                    if not chunk.choices:
+                        continue
+                    choice = chunk.choices[0]
+                    finish_reason = choice.finish_reason or finish_reason
+                    delta = getattr(choice, "delta", None)
+                    piece = delta.content if delta is not None else choice.text
+                    if piece:
+                        pieces.append(piece)
+                        stopped = scanner.feed(piece.encode())
+                    timed_out = time.monotonic() > deadline
+                    if stopped or timed_out:
+                        break
+        except httpx.TimeoutException:
+            timed_out = True
+        except (httpx.HTTPError, self._openai.APIError) as exc:
+            raise ServerFailed(self._broke_off(server, f"{type(exc).__name__}: {exc}")) from None
+        if timed_out and not stopped:
+            raise ServerFailed(self._too_slow(server, tries=1))
+        if not stopped and finish_reason is None:
+            raise ServerFailed(self._broke_off(server, "it ended without a finish reason"))
+        text = "".join(pieces)
+        if stopped or usage is None:
+            # A piece is at least one token, and the text's tokens are those the server
+            # generated but where the model wrote a text otherwise than its tokenizer would.
+            generated = max(len(pieces), len(self.served_tokenizer()(
+                text, add_special_tokens=False)["input_ids"]))
+            return Reply(text, self.served_prompt_tokens(request), generated,
+                         "stop" if stopped else finish_reason, [])
+        return Reply(text, usage.prompt_tokens, usage.completion_tokens, finish_reason, [])
+
+    def served_prompt_tokens(self, request: dict[str, Any]) -> int:
+        """The prompt's tokens as transformers serve counts them (`ChatCompletionHandler`,
+        `CompletionHandler`): that server has no /tokenize, and it names its usage only at the
+        end of a stream."""
+        tokenizer = self.served_tokenizer()
+        if "prompt" in request:
+            return len(tokenizer(request["prompt"])["input_ids"])
+        return len(tokenizer.apply_chat_template(
+            request["messages"], tools=request.get("tools"), add_generation_prompt=True,
+            tokenize=True, return_dict=True)["input_ids"])
+
+    def served_tokenizer(self) -> Any:
+        """The served model's tokenizer, loaded once."""
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(self.model_name)
+            except (OSError, ValueError) as exc:
+                raise ModelLoadError(
+                    f"a reply of transformers serve cut at its stop carries no usage, and its "
+                    f"tokens are counted with the served model's tokenizer, which cannot be "
+                    f"loaded from {self.model_name!r} ({type(exc).__name__}: {exc}); let "
+                    "--humanfix-serve start the engine, or name the model as it was served."
+                ) from None
+        return self._tokenizer
 
     def _fit_length(self, server: Server, request: dict[str, Any]
                     ) -> dict[str, Any] | Generation:
@@ -332,6 +462,15 @@ class OpenAIModel:
                 "--humanfix-max-new-tokens instead.")
         return count
 
+    def _too_slow(self, server: Server, tries: int = RETRIES + 1) -> str:
+        return (f"the server at {server.base_url} did not answer within "
+                f"{self.settings.request_timeout:g} s ({tries} {'try' if tries == 1 else 'tries'});"
+                " raise --humanfix-request-timeout if it is just slow.")
+
+    @staticmethod
+    def _broke_off(server: Server, why: str) -> str:
+        return f"the server at {server.base_url} broke off a streamed reply ({why})"
+
     def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
                  request: dict[str, Any], refused: tuple[Refusal, ...] = ()) -> Any:
         """One server's response (the client retries); ServerFailed when the server is at
@@ -339,10 +478,7 @@ class OpenAIModel:
         try:
             return create(server.client)(**request)
         except self._openai.APITimeoutError:
-            raise ServerFailed(
-                f"the server at {server.base_url} did not answer within "
-                f"{self.settings.request_timeout:g} s ({RETRIES + 1} tries); raise "
-                "--humanfix-request-timeout if it is just slow.") from None
+            raise ServerFailed(self._too_slow(server)) from None
         except self._openai.APIConnectionError as exc:
             raise ServerFailed(self._unreachable(server.base_url, exc)) from None
         except self._openai.APIStatusError as exc:

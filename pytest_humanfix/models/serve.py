@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
+import math
 import os
 import shlex
 import shutil
@@ -57,6 +58,17 @@ LOG_TAIL_CHARS = 2000
 # llama.cpp's context window: a repair chat of several rounds fits, and the KV cache of a small
 # model stays small on a CPU (the file's own training context can be far larger).
 LLAMACPP_CONTEXT = 8192
+# transformers' paged KV cache: tokens a block holds (ContinuousBatchingConfig.page_size, its
+# default, left as it is), and the share of blocks its FIFO scheduler keeps free (no new request
+# starts below it: FIFOScheduler's default safety margin).
+CB_BLOCK_TOKENS = 256
+CB_FREE_SHARE = 0.15
+# Bounds of what one request holds, for sizing that cache: HumanEvalFix's longest first prompt
+# (Rust's, 4,741 characters of prompt, buggy code and tests, with the instruction) is under 2,048
+# tokens; a repair round adds a reply and its feedback, whose text is cut at 1,200 characters
+# (`feedback.FEEDBACK_CHARS`), under 512 tokens.
+FIRST_PROMPT_TOKENS = 2048
+FEEDBACK_TOKENS = 512
 
 
 class ServeError(Exception):
@@ -262,21 +274,41 @@ def cpu_layout(workers: int) -> CpuLayout:
     return CpuLayout(cores, 1, -(-workers // cores))
 
 
+def request_tokens(settings: Settings) -> int:
+    """The most tokens one request of this run holds, prompt and reply: --humanfix-max-length,
+    or the longest first prompt, each repair round's reply and feedback, and the last reply."""
+    if settings.max_length is not None:
+        return settings.max_length
+    return FIRST_PROMPT_TOKENS + settings.iters * (settings.max_new_tokens + FEEDBACK_TOKENS) \
+        + settings.max_new_tokens
+
+
+def cache_blocks(requests: int, tokens: int) -> int:
+    """Blocks of transformers' paged KV cache that hold `requests` concurrent requests of up to
+    `tokens` tokens each with the scheduler's free share left over, so that none waits for
+    another to end. Sized from free memory instead, the cache took 69 GB of an H100 for
+    0.5B-model replies, and on a CPU 10 GB and half a minute at the first request."""
+    return math.ceil(requests * -(-tokens // CB_BLOCK_TOKENS) / (1 - CB_FREE_SHARE))
+
+
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
                    engine_args: tuple[str, ...] = (), layout: CpuLayout | None = None,
-                   tools: bool = False, python: str | None = None) -> list[str]:
+                   tools: bool = False, kv_blocks: int | None = None,
+                   python: str | None = None) -> list[str]:
     """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
     over them, tensor-parallel), or None (the CPU); `layout` is a llama.cpp engine's share of
     the cores (default: all of them, one slot); `tools`: the engine must answer tool calls
-    (--humanfix-agent tools); `python`: the interpreter that runs it (default: this one). The
-    user's `engine_args` come last, so each engine's parser lets them override a default set
-    here."""
-    return base_command(model, port, device, seed, layout, tools, python) + list(engine_args)
+    (--humanfix-agent tools); `kv_blocks`: the blocks of transformers' KV cache
+    (`cache_blocks`; default: one request of `request_tokens` under default settings);
+    `python`: the interpreter that runs it (default: this one). The user's `engine_args` come
+    last, so each engine's parser lets them override a default set here."""
+    return base_command(model, port, device, seed, layout, tools, kv_blocks, python) \
+        + list(engine_args)
 
 
 def base_command(model: ServedModel, port: int, device: str | None, seed: int,
                  layout: CpuLayout | None = None, tools: bool = False,
-                 python: str | None = None) -> list[str]:
+                 kv_blocks: int | None = None, python: str | None = None) -> list[str]:
     if model.engine == "vllm":
         command = [python or sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
@@ -297,14 +329,13 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
                 "--model_alias", model.name, "--host", HOST, "--port", str(port),
                 "--n_threads", str(layout.threads), "--parallel", str(layout.slots),
                 "--n_ctx", str(LLAMACPP_CONTEXT), "--seed", str(seed)]
+    blocks = kv_blocks or cache_blocks(1, request_tokens(Settings()))
     command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model.source,
                "--continuous-batching", "--host", HOST, "--port", str(port),
-               "--default-seed", str(seed), "--log-level", "info"]
+               "--default-seed", str(seed), "--log-level", "info", "--cb-num-blocks", str(blocks)]
     if device is None:
-        # On a CPU the paged KV cache would otherwise be sized from free RAM (10 GB and half a
-        # minute at the first request); 64 pages of 256 tokens hold eight long repair chats.
         # bf16 weights run slowly on a CPU; the in-process backend uses fp32 there too.
-        command += ["--dtype", "float32", "--cb-num-blocks", "64", "--cb-max-batch-tokens", "2048"]
+        command += ["--dtype", "float32", "--cb-max-batch-tokens", "2048"]
     return command
 
 
@@ -418,7 +449,9 @@ class Engine:
 
 
 def new_engine(model: ServedModel, log_path: Path, device: str | None,
-               settings: Settings, layout: CpuLayout | None = None) -> Engine:
+               settings: Settings, layout: CpuLayout | None = None, workers: int = 1) -> Engine:
+    """One engine, not started; `workers`: the xdist workers it serves, each with one request
+    at a time."""
     port = free_port()
     # vLLM's batch-invariant kernels: a reply no longer depends on what else its batch holds.
     deterministic = (("VLLM_BATCH_INVARIANT", "1"),) \
@@ -426,6 +459,7 @@ def new_engine(model: ServedModel, log_path: Path, device: str | None,
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
                                  layout, tools=settings.agent == "tools",
+                                 kv_blocks=cache_blocks(workers, request_tokens(settings)),
                                  python=engine_python(settings, model.engine)), deterministic)
 
 
@@ -495,7 +529,10 @@ def serve(settings: Settings, workers: int = 1) -> Serving:
     engines = []
     try:
         for index, device in enumerate(devices):
-            engine = new_engine(model, folder / f"server-{index}.log", device, settings, layout)
+            # Workers gw0, gw1, ... go round the engines (`Serving.endpoint_for`).
+            served = len(range(index, max(workers, 1), len(devices))) or 1
+            engine = new_engine(model, folder / f"server-{index}.log", device, settings, layout,
+                                served)
             engines.append(engine)
             engine.start()
         for engine in engines:

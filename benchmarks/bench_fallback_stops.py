@@ -1,0 +1,126 @@
+"""The fallback engine's stops (issue 33 point 3): the same tasks through `--humanfix-serve
+--humanfix-engine transformers` as the client was before it closed streams at the stop (the
+plugin of commit BEFORE, exported into a scratch folder), as it is now, and through
+`--humanfix-engine llamacpp`, which has always stopped at the stop itself.
+
+Each run is `pytest --humanfix-model qwen-coder` in a fresh project, greedy, `tests` variant, no
+repair round, chat prompts (whose stop strings end the code block). Printed per run: completion
+tokens a task (what the server generated and the records count), replies that ran to the token
+limit, replies still holding a stop string (text past the stop), wall seconds (engine start
+included), and what computed the replies (`computed_by`). Then how the replies compare: each
+reply of the fallback now against the one before (a prefix of it: the stop cut it, nothing
+else changed) and against llama.cpp's. The fallback computes in fp32 on weights dequantized
+from the Q4_K_M file, llama.cpp with its Q4_K_M kernels: their replies may differ for that
+alone.
+
+    python benchmarks/bench_fallback_stops.py [--tasks 4] [--max-new-tokens 256] [--keep DIR]
+        [--runs fallback-before,fallback,llamacpp] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from common import REPO, add_dataset_argument, agreement, project_run, replies, reused
+
+from pytest_humanfix.agent import prompts
+from pytest_humanfix.computed_by import describe
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.stopping import stop_point
+
+# The last commit whose client asked transformers serve without streaming, so that its replies
+# ran past their stop strings.
+BEFORE = "48d8780"
+RUNS = {"fallback-before": "transformers", "fallback": "transformers", "llamacpp": "llamacpp"}
+
+
+def exported(commit: str, folder: Path) -> Path:
+    """The plugin's tree at `commit`, exported into `folder` (no worktree is registered)."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit], cwd=REPO, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def run(name: str, args: argparse.Namespace, folder: Path) -> tuple[float, list[dict]]:
+    tree = exported(args.before, folder / "tree-before") if name == "fallback-before" else REPO
+    return project_run(folder / name, [
+        "--humanfix-model", "qwen-coder", f"--humanfix-max={args.tasks}",
+        f"--humanfix-max-new-tokens={args.max_new_tokens}", "-n", str(args.workers),
+        "--humanfix-serve", f"--humanfix-engine={RUNS[name]}",
+        f"--humanfix-request-timeout={args.request_timeout}"], args.dataset, tree=tree)
+
+
+def past_stop(records: list[dict], stops: dict[str, list[str]]) -> int:
+    """Replies holding one of their task's chat stop strings: text the server generated past
+    the stop and the client kept."""
+    return sum(stop_point(reply, stops[r["task_id"]]) is not None
+               for r in records for reply in replies(r))
+
+
+def prefixes(before: list[dict], after: list[dict]) -> str:
+    """How many of AFTER's replies are a prefix of BEFORE's reply to the same task."""
+    by_task = {r["task_id"]: replies(r) for r in before}
+    pairs = [(mine, theirs) for r in after
+             for mine, theirs in zip(replies(r), by_task.get(r["task_id"], []), strict=False)]
+    return f"{sum(theirs.startswith(mine) for mine, theirs in pairs)}/{len(pairs)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataset_argument(parser)
+    parser.add_argument("--tasks", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--before", default=BEFORE, help="the commit of the run before")
+    # Replies that run to their limit on a busy 2-core machine outlast the default 300 s.
+    parser.add_argument("--request-timeout", type=float, default=1800)
+    parser.add_argument("--runs", default=",".join(RUNS),
+                        help="comma-separated subset of " + ", ".join(RUNS))
+    parser.add_argument("--keep", type=Path, help="keep each run's project folder here")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take a finished run from the --keep folder instead of running it "
+                             "again (its wall time is the one its summary recorded)")
+    args = parser.parse_args()
+
+    tasks = {t.task_id: t for t in load_tasks(str(args.dataset))}
+    stops = {task_id: prompts.chat_stop("code", task) for task_id, task in tasks.items()}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or Path(scratch)
+        results = {name: reused(folder / name) if args.reuse and args.keep
+                   and (folder / name / "reports" / "summary.json").is_file()
+                   else run(name, args, folder) for name in args.runs.split(",") if name}
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; qwen-coder, first "
+          f"{args.tasks} tasks, greedy, chat, {args.max_new_tokens} new tokens at most, "
+          f"-n {args.workers}; before = {args.before}")
+    for name, (seconds, records) in results.items():
+        attempts = [a for r in records for a in r.get("attempts") or []]
+        tokens = sum(r["tokens"]["completion"] for r in records)
+        limited = sum(a.get("finish_reason") == "length" for a in attempts)
+        errors = sum(r["outcome"] == "error" for r in records)
+        computed = describe((records[0].get("computed_by") or {}) if records else None)
+        print(f"{name:16s} {tokens / max(len(records), 1):6.1f} completion tokens/task, "
+              f"{limited}/{len(attempts)} replies at the limit, "
+              f"{past_stop(records, stops)} holding a stop string, {seconds:6.1f} s wall, "
+              f"{errors} errors; computed by: {computed}")
+    if {"fallback-before", "fallback"} <= results.keys():
+        before, after = results["fallback-before"][1], results["fallback"][1]
+        print(f"fallback replies that are a prefix of the reply before: "
+              f"{prefixes(before, after)}; completion tokens before/after: "
+              f"{sum(r['tokens']['completion'] for r in before)}/"
+              f"{sum(r['tokens']['completion'] for r in after)}")
+    if {"fallback", "llamacpp"} <= results.keys():
+        counts = agreement(results["llamacpp"][1], results["fallback"][1])
+        print(f"fallback vs llamacpp (fp32 dequantized vs Q4_K_M kernels): "
+              f"{counts['replies'] - counts['differ']}/{counts['replies']} replies identical, "
+              f"{counts['prompts_differ']} prompts counted differently, "
+              f"{counts['lost'] + counts['gained']} outcomes flip")
+
+
+if __name__ == "__main__":
+    main()
