@@ -224,3 +224,20 @@ def test_a_run_without_xdist_takes_the_first_device(run_on_a_device, cuda_initia
     assert [r["device"] for r in read_records()] == ["1"]
     if not cuda_initialised:  # the run was in this process: the variable is set here
         assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # undone by no_outer_cuda afterwards
+
+
+def test_the_layout_line_names_the_engines_once_per_device() -> None:
+    from pytest_humanfix.session.controller import layout_note
+
+    def engine(device: str | None) -> types.SimpleNamespace:
+        return types.SimpleNamespace(device=device, model=types.SimpleNamespace(engine="llamacpp"))
+
+    asked = Layout(True, "as --humanfix-serve asks")
+    cpu = types.SimpleNamespace(engines=[engine(None), engine(None)])
+    assert layout_note(asked, cpu, 4) == ("layout: 2 shared llamacpp engine(s) on the CPU, asked "
+                                          "by 4 worker(s), as --humanfix-serve asks")
+    gpus = types.SimpleNamespace(engines=[engine("0"), engine("1")])
+    assert "on GPU 0, GPU 1, asked by 32" in layout_note(asked, gpus, 32)
+    copies = Layout(False, "as --humanfix-in-process asks")
+    assert layout_note(copies, None, 2) == ("layout: a copy of the model in each of 2 worker(s), "
+                                            "as --humanfix-in-process asks")

@@ -76,7 +76,8 @@ def layout_note(layout: Layout, serving: Serving | None, workers: int) -> str:
         where = f"a copy of the model in each of {workers} worker(s)"
     else:
         engines = serving.engines
-        devices = ", ".join(f"GPU {e.device}" if e.device else "the CPU" for e in engines)
+        devices = ", ".join(dict.fromkeys(f"GPU {e.device}" if e.device else "the CPU"
+                                          for e in engines))
         where = (f"{len(engines)} shared {engines[0].model.engine} engine(s) on {devices}, "
                  f"asked by {workers} worker(s)")
     return f"layout: {where}, {layout.why}"
