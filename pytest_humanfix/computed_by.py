@@ -119,6 +119,15 @@ def transformers_in_process(torch: ModuleType, transformers_version: str, device
             "threads": threads, "determinism": determinism, "host": host()}
 
 
+def transformers_served(transformers_version: str, torch_version: str, device: str,
+                        dtype: str) -> dict[str, Any]:
+    """`transformers serve` as --humanfix-serve started it: the server says nothing of itself,
+    so the run that started it in its own environment says what it knows."""
+    return {"engine": "transformers", "version": f"transformers {transformers_version}",
+            "torch": torch_version, "device": device, "dtype": dtype,
+            "note": "transformers serve, described by the run that started it", "host": host()}
+
+
 def unknown(engine: str, why: str) -> dict[str, Any]:
     """A server that says nothing of what it runs (a hosted API, a server we did not start)."""
     return {"engine": engine, "version": UNKNOWN, "device": UNKNOWN, "note": why}

@@ -261,3 +261,21 @@ def test_a_server_that_says_nothing_is_recorded_as_unknown(answering):
     assert (described["engine"], described["version"], described["device"]) == \
         ("openai", "unknown", "unknown")
     assert described["note"] == f"the server at {answering} says nothing of what it runs"
+
+
+def test_transformers_serve_says_nothing_so_the_run_that_started_it_does(tmp_path):
+    import torch
+    import transformers
+
+    from pytest_humanfix.models import serve
+    from pytest_humanfix.settings import Settings
+
+    model = serve.ServedModel("transformers", "/m", "/m")
+    said = serve.new_engine(model, tmp_path / "log", None, Settings(model="/m")).endpoint()
+    assert said["computed_by"]["version"] == f"transformers {transformers.__version__}"
+    assert said["computed_by"]["torch"] == str(torch.__version__)
+    assert said["computed_by"]["device"].startswith("cpu (") and \
+        said["computed_by"]["dtype"] == "float32"
+    # It replaces the "says nothing" of the server's own answer (runner._load_model).
+    assert "described by the run that started it" in said["computed_by"]["note"]
+    json.dumps(said)  # plain data for workerinput

@@ -38,9 +38,11 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import computed_by
 from ..devices import gpu_description, requested_or_visible
 from ..processes import stop_group
 from ..settings import Settings, user_cache_dir
@@ -386,16 +388,33 @@ class Engine:
         assert self.device is not None
         return gpu_description(self.device)
 
-    def endpoint(self) -> dict[str, Any]:
-        """What a worker needs to reach this engine, and what the engine does not say of itself
-        (the GPU it runs on, its determinism): plain data for `workerinput`."""
-        endpoint: dict[str, Any] = {"base_url": self.base_url, "model": self.model.name,
-                                    "engine": self.model.engine}
+    @property
+    def described(self) -> dict[str, Any]:
+        """What computes this engine's replies that the engine does not say itself: its GPU and
+        determinism settings; and all of it for `transformers serve`, which says nothing
+        (run in this environment: its versions and its CPU kernels are this process's)."""
+        described: dict[str, Any] = {}
         if self.device is not None:
             variables = dict(self.environment)
             variables.update((k, v) for k, v in os.environ.items() if k in variables)
-            endpoint["computed_by"] = {"device": self.gpu,
-                                       "determinism": variables or "off"}
+            described = {"device": self.gpu, "determinism": variables or "off"}
+        if self.model.engine == "transformers":
+            import torch
+
+            described.update(computed_by.transformers_served(
+                metadata.version("transformers"), str(torch.__version__),
+                self.gpu if self.device is not None else computed_by.torch_device(torch, "cpu"),
+                # base_command: float32 on a CPU, the checkpoint's own dtype on a GPU.
+                "float32" if self.device is None else "auto"))
+        return described
+
+    def endpoint(self) -> dict[str, Any]:
+        """What a worker needs to reach this engine, and what the engine does not say of itself
+        (`described`): plain data for `workerinput`."""
+        endpoint: dict[str, Any] = {"base_url": self.base_url, "model": self.model.name,
+                                    "engine": self.model.engine}
+        if self.described:
+            endpoint["computed_by"] = self.described
         return endpoint
 
     def start(self) -> None:
