@@ -1,15 +1,20 @@
-"""What the benchmarks share: where the dataset is, one full control run through pytest, a model
-run in a fresh project, and how far two runs' replies agree."""
+"""What the benchmarks under harness/ and engine/ share: their command line (`--dataset`,
+`--json`), the JSON file of figures each writes, one full control run through pytest, a model
+run in a fresh project, and how far two runs' replies agree. Each benchmark puts this folder on
+its path to import it; docs/benchmarks.md, "The benchmark scripts", lists them."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import platform
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,54 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from pytest_humanfix.computed_by import host  # noqa: E402
+
+
+def benchmark_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line every benchmark starts from: its docstring's first paragraph as the
+    description, and `--json PATH`, read by `write_json`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the figures printed, and what computed them, to PATH "
+                             "as one JSON object")
+    return parser
+
+
+def write_json(path: Path | None, figures: Mapping[str, Any],
+               computed_by: Mapping[str, Any] | None = None) -> None:
+    """FIGURES (what the benchmark printed, as numbers) to PATH as one JSON object, beside the
+    command that measured them, the checkout's commit, the machine (computed_by.host, with the
+    platform, Python and load) and COMPUTED_BY: the engine's description as a record holds it
+    (pytest_humanfix/computed_by.py), or one per configuration keyed by its name; None for a
+    benchmark that runs no model. Nothing is written when PATH is None (no --json)."""
+    if path is None:
+        return
+    script = Path(sys.argv[0]).resolve()
+    document = {
+        "benchmark": str(script.relative_to(REPO)) if script.is_relative_to(REPO) else str(script),
+        "arguments": sys.argv[1:],
+        "commit": checkout_commit(),
+        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": {**host(), "platform": platform.platform(),
+                    "python": platform.python_version(),
+                    "load": [round(value, 2) for value in os.getloadavg()]},
+        "computed_by": dict(computed_by) if computed_by is not None else None,
+        "figures": dict(figures),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # default=str: a Path or another stray object among the figures is written as text rather
+    # than losing the figures of a run that may have taken hours.
+    path.write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"figures written to {path}")
+
+
+def checkout_commit() -> str:
+    """The commit of this checkout, `-dirty` when it has uncommitted changes (`unknown` outside
+    git): the tree whose code the figures measured."""
+    done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def add_dataset_argument(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ from pytest_humanfix.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "agents"
+COMPARE_AGENTS = REPO / "benchmarks" / "harness" / "compare_agents.py"
 MINIMAL = f"{EXAMPLES}/minimal.py:fix"
 
 
@@ -127,7 +128,7 @@ def test_the_repair_example_says_what_the_built_in_agent_says(humanfix_pytester,
             f"--humanfix-report-dir={report_dir}")
         runs[name] = report_dir / "humanfix.jsonl"
     compared = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "compare_agents.py"), *map(str, runs.values())],
+        [sys.executable, str(COMPARE_AGENTS), *map(str, runs.values())],
         capture_output=True, text=True)
     assert compared.returncode == 0, compared.stdout + compared.stderr
     fixed = 1 if iters == "3" else 0
@@ -151,8 +152,8 @@ def test_the_compare_script_tells_a_different_agent(humanfix_pytester, replies_f
             "--humanfix-iters", "3", "--humanfix-agent", agent,
             f"--humanfix-report-dir={report_dir}")
         paths.append(str(report_dir / "humanfix.jsonl"))
-    compared = subprocess.run([sys.executable, str(REPO / "benchmarks" / "compare_agents.py"),
-                               *paths], capture_output=True, text=True)
+    compared = subprocess.run([sys.executable, str(COMPARE_AGENTS), *paths],
+                              capture_output=True, text=True)
     assert compared.returncode == 1
     assert compared.stdout.startswith("Python/0: replies differ")
 
@@ -459,7 +460,7 @@ def test_a_brought_agents_shards_merge_and_its_run_replays(humanfix_pytester):
         "--humanfix-iters", "1", "--humanfix-agent", MINIMAL,
         f"--humanfix-report-dir={replayed}").assert_outcomes(failed=4)
     compared = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "compare_agents.py"),
+        [sys.executable, str(COMPARE_AGENTS),
          str(merged / "humanfix.jsonl"), str(replayed / "humanfix.jsonl")],
         capture_output=True, text=True)
     assert compared.returncode == 0, compared.stdout

@@ -10,10 +10,12 @@ wall times and their ratio, and the agent's own time per task (everything but th
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
+from pathlib import Path
 
-from common import add_dataset_argument
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix.agent.graph import repair, repair_graph
 from pytest_humanfix.dataset import load_tasks
@@ -23,9 +25,8 @@ from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.settings import Settings
 
 
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--tasks", type=int, default=40)
     args = parser.parse_args()
@@ -48,8 +49,13 @@ def main() -> None:
     print(f"tasks: {len(tasks)}  passed bare: {bare}  fixed by the agent: {fixed}")
     print(f"bare sandbox loop: {bare_seconds:.2f} s   agent (repair): {agent_seconds:.2f} s")
     print(f"ratio agent / bare: {agent_seconds / bare_seconds:.3f}")
-    print(f"agent time outside the sandbox: "
-          f"{1000 * (agent_seconds - executing) / len(tasks):.1f} ms per task")
+    outside_ms = 1000 * (agent_seconds - executing) / len(tasks)
+    print(f"agent time outside the sandbox: {outside_ms:.1f} ms per task")
+    write_json(args.json, {"tasks": len(tasks), "passed_bare": bare, "fixed_by_agent": fixed,
+                           "bare_seconds": bare_seconds, "agent_seconds": agent_seconds,
+                           "ratio_agent_bare": agent_seconds / bare_seconds,
+                           "agent_ms_per_task_outside_sandbox": outside_ms},
+               model.computed_by)
 
 
 if __name__ == "__main__":

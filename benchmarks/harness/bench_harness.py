@@ -9,7 +9,6 @@ other, with no sandbox. The plugin run is `pytest --humanfix-model canonical -n 
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -17,11 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import add_dataset_argument, canonical_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, canonical_run, write_json
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.sandbox.program import build_program
-
 
 
 def plain_loop(dataset: Path) -> tuple[float, int]:
@@ -38,7 +38,7 @@ def plain_loop(dataset: Path) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
@@ -54,6 +54,12 @@ def main() -> None:
     print(f"plugin, pytest -n {args.workers}, sandbox {layers}:           {plugin_seconds:7.2f} s "
           f"({fixed}/{len(records)} fixed)")
     print(f"ratio plugin / plain loop: {plugin_seconds / loop_seconds:.2f}")
+    write_json(args.json, {"workers": args.workers, "sandbox": layers,
+                           "plain_loop_seconds": loop_seconds, "plain_loop_passed": loop_passed,
+                           "plugin_seconds": plugin_seconds, "plugin_fixed": fixed,
+                           "tasks": len(records),
+                           "ratio_plugin_plain_loop": plugin_seconds / loop_seconds},
+               first_computed_by(records))
 
 
 if __name__ == "__main__":

@@ -11,13 +11,15 @@ compile, run, verdict, clean-up), under the layer `auto` picks here.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
-from common import add_dataset_argument
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.languages import LANGUAGES
@@ -34,7 +36,7 @@ def timed(sandbox: Sandbox, program: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
@@ -42,6 +44,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}; "
           f"layer {choice.sandbox.layer.name}, {args.runs} warm runs per language")
     print(f"{'language':<8}  {'first (cold caches)':>19}  {'warm median':>11}  {'ratio':>5}")
+    seconds: dict[str, dict[str, float]] = {}
     for name, language in LANGUAGES.items():
         path = args.dataset.parent / f"humanevalpack-{name}.jsonl"
         task = load_tasks(str(path), name)[0]
@@ -57,9 +60,13 @@ def main() -> None:
             sandbox = toolchain
         warm = statistics.median(timed(sandbox, program) for _ in range(args.runs))
         print(f"{name:<8}  {first:>17.2f} s  {warm:>9.2f} s  {first / warm:>5.1f}")
+        seconds[name] = {"first_seconds": first, "warm_median_seconds": warm,
+                         "ratio_first_warm": first / warm}
         if sandbox is not choice.sandbox:
             sandbox.shutdown()
     choice.sandbox.shutdown()
+    write_json(args.json, {"layer": choice.sandbox.layer.name, "warm_runs": args.runs,
+                           "languages": seconds})
 
 
 if __name__ == "__main__":

@@ -20,8 +20,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from common import add_dataset_argument
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, write_json
 
 PLUS = "/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz"
 
@@ -42,9 +44,10 @@ def run(args: argparse.Namespace, folder: Path, plus: bool, *extra: str) -> tupl
     return seconds, json.loads(summary.read_text()) if summary.exists() else {}
 
 
-def compile_cost(args: argparse.Namespace) -> str:
+def compile_cost(args: argparse.Namespace) -> dict[str, Any]:
     """CPU time to compile each task's HumanEval+ program (its inputs and outputs are Python
-    literals, compiled once per execution), with the canonical solution as the candidate."""
+    literals, compiled once per execution), with the canonical solution as the candidate: in
+    all, and the task that takes longest."""
     from pytest_humanfix.dataset import load_tasks
     from pytest_humanfix.plus.data import load_plus
 
@@ -57,23 +60,21 @@ def compile_cost(args: argparse.Namespace) -> str:
         compile(program, task.task_id, "exec")
         times.append((time.process_time() - started, len(program), task.task_id))
     most = max(times)
-    return (f"compiling the HumanEval+ programs: {sum(t[0] for t in times):.2f} s of CPU for "
-            f"all {len(times)}, at most {most[0] * 1000:.0f} ms ({most[2]}, {most[1]:,} "
-            f"characters)")
+    return {"programs": len(times), "cpu_seconds": sum(t[0] for t in times),
+            "slowest_task": most[2], "slowest_cpu_seconds": most[0],
+            "slowest_characters": most[1]}
 
 
-def slowest(folder: Path, count: int = 8) -> str:
+def executions(folder: Path) -> list[dict[str, Any]]:
+    """The plus run's HumanEval+ executions, slowest first."""
     records = [json.loads(line) for line in (folder / "humanfix.jsonl").read_text().splitlines()]
-    times = sorted(((r["plus_verdict"]["seconds"], r["plus_verdict"]["status"], r["task_id"])
-                    for r in records), reverse=True)
-    total = sum(seconds for seconds, _, _ in times)
-    return (f"HumanEval+ executions: {total:.1f} s in all; slowest "
-            + ", ".join(f"{task} {seconds:.1f} s ({status})"
-                        for seconds, status, task in times[:count]))
+    return sorted(({"task_id": r["task_id"], "seconds": r["plus_verdict"]["seconds"],
+                    "status": r["plus_verdict"]["status"]} for r in records),
+                  key=lambda row: row["seconds"], reverse=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--plus", default=PLUS)
     parser.add_argument("--max", type=int, default=0)
@@ -86,17 +87,32 @@ def main() -> None:
         run(args, root / "warm", True, "--collect-only")  # calibration, cached per machine
         hidden, _ = run(args, root / "hidden", plus=False)
         plus, summary = run(args, root / "plus", plus=True)
-        executions = slowest(root / "plus")
+        ran = executions(root / "plus")
     figures = summary["plus"]
+    compiling = compile_cost(args)
     print(f"canonical control, {summary['tasks']['total']} tasks, -n {args.workers}: "
           f"hidden {hidden:.1f} s, plus {plus:.1f} s, ratio {plus / hidden:.2f}")
-    print(executions)
-    print(compile_cost(args))
+    print(f"HumanEval+ executions: {sum(row['seconds'] for row in ran):.1f} s in all; slowest "
+          + ", ".join(f"{row['task_id']} {row['seconds']:.1f} s ({row['status']})"
+                      for row in ran[:8]))
+    print(f"compiling the HumanEval+ programs: {compiling['cpu_seconds']:.2f} s of CPU for all "
+          f"{compiling['programs']}, at most {compiling['slowest_cpu_seconds'] * 1000:.0f} ms "
+          f"({compiling['slowest_task']}, {compiling['slowest_characters']:,} characters)")
+    known = [row["task_id"] for row in figures["known_failures"]]
+    weak = [row["task_id"] for row in figures["weak_test_fixes"]]
     print(f"pass@1 {figures['pass_at_1']['value']:.4f}, pass@1+ "
           f"{figures['pass_at_1_plus']['value']:.4f} "
           f"({figures['fixed_plus']}/{figures['pass_at_1_plus']['tasks']}), known failures "
-          f"{[row['task_id'] for row in figures['known_failures']]}, weak-test fixes "
-          f"{[row['task_id'] for row in figures['weak_test_fixes']]}")
+          f"{known}, weak-test fixes {weak}")
+    write_json(args.json, {
+        "tasks": summary["tasks"]["total"], "workers": args.workers, "hidden_seconds": hidden,
+        "plus_seconds": plus, "ratio_plus_hidden": plus / hidden,
+        "plus_execution_seconds": sum(row["seconds"] for row in ran),
+        "slowest_executions": ran[:8], "compiling": compiling,
+        "pass_at_1": figures["pass_at_1"]["value"],
+        "pass_at_1_plus": figures["pass_at_1_plus"]["value"],
+        "fixed_plus": figures["fixed_plus"], "known_failures": known,
+        "weak_test_fixes": weak})
 
 
 if __name__ == "__main__":

@@ -17,45 +17,67 @@ how many called it ("-" for a run of the other agent).
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import benchmark_parser, read_records, write_json
+
+from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.reporting.stats import mcnemar_exact
 from pytest_humanfix.reporting.summary import by_round, repairs, scored
 
+COLUMNS = ["run", "tasks", "fixed within round k", "repeated replies", "rounds on a repeat",
+           "tokens/task prompt/completion", "task seconds", "replies calling the tool",
+           "vs first (McNemar)"]
 
-def read(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
 
-
-def row(label: str, records: list[dict[str, Any]], first: dict[str, str] | None) -> list[str]:
+def figures(records: list[dict[str, Any]], first: dict[str, str] | None) -> dict[str, Any]:
+    """One run's figures, and against FIRST's outcomes (None for the first run itself)."""
     counted = [r for r in records if scored(r)]
-    rounds = " ".join(f"r{point['round']}={point['fixed']}" for point in by_round(counted))
     repaired = repairs(counted) or {}
     tasks = len(counted) or 1
-    prompt = sum(int((r.get("tokens") or {}).get("prompt", 0)) for r in counted)
-    completion = sum(int((r.get("tokens") or {}).get("completion", 0)) for r in counted)
-    seconds = sum(float(r.get("seconds") or 0) for r in counted)
     offered = [a.get("tool_calls") for r in counted for a in r.get("attempts") or []
                if a.get("tool_calls") is not None]
-    calls = f"{sum(n > 0 for n in offered)}/{len(offered)}" if offered else "-"
-    versus = ""
+    found: dict[str, Any] = {
+        "tasks": len(counted),
+        "fixed_by_round": {point["round"]: point["fixed"] for point in by_round(counted)},
+        "repeated_replies": repaired.get("repeated", 0),
+        "repair_replies": repaired.get("replies", 0),
+        "rounds_on_a_repeat": repaired.get("wasted_rounds", 0),
+        "repair_rounds": repaired.get("rounds", 0),
+        "prompt_tokens_per_task": sum(int((r.get("tokens") or {}).get("prompt", 0))
+                                      for r in counted) / tasks,
+        "completion_tokens_per_task": sum(int((r.get("tokens") or {}).get("completion", 0))
+                                          for r in counted) / tasks,
+        "task_seconds": sum(float(r.get("seconds") or 0) for r in counted),
+        "replies_calling_the_tool": sum(n > 0 for n in offered) if offered else None,
+        "replies_offered_the_tool": len(offered) if offered else None,
+    }
     if first is not None:
         outcomes = {r["task_id"]: r["outcome"] for r in counted}
         shared = sorted(set(outcomes) & set(first))
-        gained = sum(outcomes[t] == "fixed" and first[t] != "fixed" for t in shared)
-        lost = sum(outcomes[t] != "fixed" and first[t] == "fixed" for t in shared)
-        versus = f"+{gained} -{lost} p={mcnemar_exact(lost, gained, 'two-sided'):.3f}"
-    return [label, str(len(counted)), rounds,
-            f"{repaired.get('repeated', 0)}/{repaired.get('replies', 0)}",
-            f"{repaired.get('wasted_rounds', 0)}/{repaired.get('rounds', 0)}",
-            f"{prompt / tasks:.0f}/{completion / tasks:.0f}", f"{seconds:.0f}", calls, versus]
+        found["gained"] = sum(outcomes[t] == "fixed" and first[t] != "fixed" for t in shared)
+        found["lost"] = sum(outcomes[t] != "fixed" and first[t] == "fixed" for t in shared)
+        found["mcnemar_p"] = mcnemar_exact(found["lost"], found["gained"], "two-sided")
+    return found
+
+
+def row(label: str, found: dict[str, Any]) -> list[str]:
+    """FOUND as a line of the table, under COLUMNS."""
+    calls = found["replies_offered_the_tool"]
+    return [label, str(found["tasks"]),
+            " ".join(f"r{k}={fixed}" for k, fixed in found["fixed_by_round"].items()),
+            f"{found['repeated_replies']}/{found['repair_replies']}",
+            f"{found['rounds_on_a_repeat']}/{found['repair_rounds']}",
+            f"{found['prompt_tokens_per_task']:.0f}/{found['completion_tokens_per_task']:.0f}",
+            f"{found['task_seconds']:.0f}",
+            f"{found['replies_calling_the_tool']}/{calls}" if calls else "-",
+            f"+{found['gained']} -{found['lost']} p={found['mcnemar_p']:.3f}"
+            if "mcnemar_p" in found else ""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,31 +86,31 @@ def main(argv: list[str] | None = None) -> int:
     if "--run" in argv:
         at = argv.index("--run")
         argv, own = argv[:at], argv[at + 1:]
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("runs", nargs="*", metavar="LABEL=PATH")
     arguments = parser.parse_args(argv)
     runs = []
     for spec in arguments.runs:
         label, _, path = spec.partition("=")
-        runs.append((label, read(Path(path))))
+        runs.append((label, read_records(Path(path))))
     if own:
         label, _, *pytest_args = own
         folder = Path(tempfile.mkdtemp(prefix="bench-rounds-"))
         subprocess.run([sys.executable, "-m", "pytest", *pytest_args,
                         f"--humanfix-report-dir={folder}"], check=False)
-        runs.append((label, read(folder / "humanfix.jsonl")))
+        runs.append((label, read_records(folder / "humanfix.jsonl")))
     if not runs:
         parser.error("name at least one LABEL=PATH, or --run LABEL -- PYTEST ARGS")
     first = {r["task_id"]: r["outcome"] for r in runs[0][1] if scored(r)}
-    table = [["run", "tasks", "fixed within round k", "repeated replies", "rounds on a repeat",
-              "tokens/task prompt/completion", "task seconds", "replies calling the tool",
-              "vs first (McNemar)"]]
-    table += [row(label, records, None if index == 0 else first)
-              for index, (label, records) in enumerate(runs)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    found = {label: figures(records, None if index == 0 else first)
+             for index, (label, records) in enumerate(runs)}
+    table = [COLUMNS, *(row(label, each) for label, each in found.items())]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
     for line in table:
         cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
         print("  ".join(cells).rstrip())
+    write_json(arguments.json, {"runs": found},
+               {label: first_computed_by(records) for label, records in runs})
     return 0
 
 

@@ -11,18 +11,20 @@ verdict and clean-up included). Ratios compare configurations measured in this s
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
-from common import add_dataset_argument
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.sandbox.choose import make_sandbox
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import build_program
-from pytest_humanfix.sandbox.choose import make_sandbox
 
 CONFIGS = [("bwrap", "fresh"), ("bwrap", "warm"), ("process", "fresh"), ("process", "warm")]
 
@@ -41,7 +43,7 @@ def median_ms(layer: str, executor: str, program: str, runs: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
@@ -55,12 +57,17 @@ def main() -> None:
     for layer, executor in CONFIGS:
         ms[layer, executor] = median_ms(layer, executor, program, args.runs)
         print(f"  {layer:<8} {executor:<6} {ms[layer, executor]:8.1f} ms")
+    ratios = {}
     for layer in ("bwrap", "process"):
-        print(f"fresh / warm under {layer}: "
-              f"{ms[layer, 'fresh'] / ms[layer, 'warm']:.1f}x")
+        ratios[f"fresh_warm_{layer}"] = ms[layer, "fresh"] / ms[layer, "warm"]
+        print(f"fresh / warm under {layer}: {ratios[f'fresh_warm_{layer}']:.1f}x")
     for executor in ("fresh", "warm"):
-        print(f"bwrap / process with {executor}: "
-              f"{ms['bwrap', executor] / ms['process', executor]:.2f}x")
+        ratios[f"bwrap_process_{executor}"] = ms["bwrap", executor] / ms["process", executor]
+        print(f"bwrap / process with {executor}: {ratios[f'bwrap_process_{executor}']:.2f}x")
+    write_json(args.json, {"task": task.task_id, "runs": args.runs,
+                           "median_ms": {f"{layer} {executor}": value
+                                         for (layer, executor), value in ms.items()},
+                           "ratios": ratios})
 
 
 if __name__ == "__main__":

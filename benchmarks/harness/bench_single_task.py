@@ -18,7 +18,6 @@ after.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -28,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, add_dataset_argument, cpu_seconds
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import REPO, add_dataset_argument, benchmark_parser, cpu_seconds, write_json
 
 # What the checkout's pyproject adds to every run, given to the bare side explicitly, and what
 # loads those plugins again (a later -p wins).
@@ -48,7 +48,7 @@ def load() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
@@ -91,11 +91,18 @@ def main() -> None:
         print(f"{name:>17}: median {median:6.2f} s wall ({spread}), "
               f"{cpu_medians[name]:5.2f} s CPU, over {args.runs} runs")
     task_median = medians["one control task"]
-    print(f"ratio one control task / bare pytest: {task_median / medians['bare pytest']:.2f} "
-          f"wall, {cpu_medians['one control task'] / cpu_medians['bare pytest']:.2f} CPU")
-    print(f"ratio with langsmith's and anyio's plugins loaded / without: "
-          f"{medians['same, all plugins'] / task_median:.2f} "
+    wall_ratio = task_median / medians["bare pytest"]
+    cpu_ratio = cpu_medians["one control task"] / cpu_medians["bare pytest"]
+    plugins_ratio = medians["same, all plugins"] / task_median
+    print(f"ratio one control task / bare pytest: {wall_ratio:.2f} wall, {cpu_ratio:.2f} CPU")
+    print(f"ratio with langsmith's and anyio's plugins loaded / without: {plugins_ratio:.2f} "
           f"({medians['same, all plugins'] - task_median:+.2f} s)")
+    write_json(args.json, {"runs": args.runs, "median_wall_seconds": medians,
+                           "median_cpu_seconds": cpu_medians,
+                           "ratio_task_bare_pytest_wall": wall_ratio,
+                           "ratio_task_bare_pytest_cpu": cpu_ratio,
+                           "ratio_all_plugins_checkout_plugins": plugins_ratio,
+                           "load_before": before, "load_after": after})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ langgraph that costs over a second on its own) so its noise does not drown the d
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -20,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import benchmark_parser, write_json
 
 COMMON = ["-q", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin"]
 
@@ -43,7 +44,7 @@ def plugin_import_ms() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -55,7 +56,8 @@ def main() -> None:
         for _ in range(args.runs):
             sides["plugin installed"].append(one_run(project, []))
             sides["-p no:humanfix"].append(one_run(project, ["-p", "no:humanfix"]))
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}")
     medians = {name: statistics.median(times) for name, times in sides.items()}
     for name, median in medians.items():
         print(f"{name:>18}: median {1000 * median:7.1f} ms over {args.runs} runs")
@@ -64,6 +66,10 @@ def main() -> None:
           f"({1000 * (medians['plugin installed'] - medians['-p no:humanfix']):+.1f} ms)")
     imports = sorted(plugin_import_ms() for _ in range(5))
     print(f"import pytest_humanfix.plugin after pytest: median {imports[2]:.1f} ms")
+    write_json(args.json, {"runs": args.runs,
+                           "median_ms": {name: 1000 * median for name, median in medians.items()},
+                           "ratio_plugin_no_plugin": ratio,
+                           "plugin_import_ms": imports[2]})
 
 
 if __name__ == "__main__":

