@@ -20,14 +20,17 @@ median of `--repeats` decodes.
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from common import add_dataset_argument
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, benchmark_parser, write_json
+
+from pytest_humanfix import computed_by
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models.llamacpp_server import BatchedModel, parse_arguments
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
@@ -70,7 +73,7 @@ class Probe:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--model", default="qwen-coder")
     parser.add_argument("--threads", type=int, default=1, help="the engine's --n_threads")
@@ -123,6 +126,14 @@ def main() -> None:
         ratio = seconds / single
         print(f"{name:28} {1000 * seconds:8.1f} {ratio:7.2f} {size / ratio:26.2f}  "
               f"{'yes' if same else 'no'}")
+    write_json(args.json, {
+        "model": args.model, "threads": args.threads, "repeats": args.repeats,
+        "prompt_tokens": PROMPT_TOKENS, "chunk": probe.chunk,
+        "prompt_tokens_per_s": PROMPT_TOKENS / prompt_seconds, "one_token_ms": 1000 * single,
+        "shapes": [{"decode": name, "tokens": size, "ms": 1000 * seconds,
+                    "x_one": seconds / single, "tokens_per_one_token_cost": size * single / seconds,
+                    "logits_identical": same} for name, size, seconds, same in rows]},
+        computed_by.llamacpp(probe.lc, args.threads, probe.model.description()))
 
 
 if __name__ == "__main__":

@@ -13,13 +13,23 @@ McNemar p on the flips (the gate's paired test).
 
 from __future__ import annotations
 
-import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from common import add_dataset_argument, agreement, project_run, reused
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import (
+    add_dataset_argument,
+    agreement,
+    benchmark_parser,
+    project_run,
+    reused,
+    write_json,
+)
 
+from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.reporting.stats import mcnemar_exact
 
 # name -> (extra pytest arguments, workers): the worker count that suits each engine on 2
@@ -44,18 +54,24 @@ def run_engine(name: str, dataset: Path, tasks: int, max_new_tokens: int,
                        dataset)
 
 
-def described(reference: list[dict], other: list[dict]) -> str:
-    """`agreement` in words, with McNemar's exact two-sided p on the flips."""
-    counts = agreement(reference, other)
+def compared(reference: list[dict], other: list[dict]) -> dict[str, Any]:
+    """`agreement`, with McNemar's exact two-sided p on the flips."""
+    counts: dict[str, Any] = agreement(reference, other)
+    counts["mcnemar_p"] = mcnemar_exact(counts["lost"], counts["gained"], "two-sided")
+    return counts
+
+
+def described(counts: dict[str, Any]) -> str:
+    """`compared` in words."""
     lost, gained = counts["lost"], counts["gained"]
     return (f"{counts['differ']}/{counts['replies']} replies differ, {lost + gained} outcomes "
             f"flip ({lost} fixed only by the reference, {gained} only by this engine), "
             f"{counts['errors']} with an error, McNemar two-sided p = "
-            f"{mcnemar_exact(lost, gained, 'two-sided'):.3f}")
+            f"{counts['mcnemar_p']:.3f}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--max-new-tokens", type=int, default=512)
@@ -81,10 +97,15 @@ def main() -> None:
                    for name in names}
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; smollm2, "
           f"first {args.tasks} tasks, greedy, {args.max_new_tokens} new tokens at most")
+    figures: dict[str, dict[str, Any]] = {}
     for name, (seconds, records) in results.items():
         tokens = sum(r["tokens"]["completion"] for r in records)
         fixed = sum(r["outcome"] == "fixed" for r in records)
         errors = sum(r["outcome"] == "error" for r in records)
+        figures[name] = {"workers": ENGINES[name][1], "wall_seconds": seconds,
+                         "completion_tokens": tokens, "tokens_per_s": tokens / seconds,
+                         "seconds_per_task": seconds / len(records), "tasks": len(records),
+                         "fixed": fixed, "errors": errors}
         print(f"{name:20s} -n {ENGINES[name][1]}: {seconds:7.1f} s wall, "
               f"{tokens / seconds:6.1f} tokens/s, {seconds / len(records):5.1f} s/task, "
               f"{fixed}/{len(records) - errors} fixed, {errors} errors")
@@ -92,9 +113,14 @@ def main() -> None:
         reference_seconds, reference = results["transformers"]
         for name, (seconds, records) in results.items():
             if name != "transformers":
+                counts = compared(reference, records)
+                figures[name]["vs_transformers"] = {
+                    "wall_ratio_faster": reference_seconds / seconds, **counts}
                 print(f"{name} vs transformers: wall ratio {reference_seconds / seconds:.2f}x "
-                      f"faster; {described(reference, records)}")
-
+                      f"faster; {described(counts)}")
+    write_json(args.json, {"model": "smollm2", "tasks": args.tasks,
+                           "max_new_tokens": args.max_new_tokens, "engines": figures},
+               {name: first_computed_by(records) for name, (_, records) in results.items()})
 
 if __name__ == "__main__":
     main()

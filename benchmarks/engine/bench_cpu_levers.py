@@ -25,7 +25,6 @@ a function of its prompt (`peer_command`), or those with its own prompt cache (`
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -33,8 +32,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from common import add_dataset_argument, agreement, project_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import add_dataset_argument, agreement, benchmark_parser, project_run, write_json
 
 from pytest_humanfix.models.serve import (
     HOST,
@@ -46,13 +47,14 @@ from pytest_humanfix.models.serve import (
     free_port,
 )
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
+from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.settings import user_cache_dir
 
 # Each lever of our engine: its flag and the value that turns it off.
 LEVERS_OFF = {"--prefix_cache": "off", "--draft": "0"}
 DRAFT = ("--draft", "8")  # prompt-lookup drafts of up to 8 tokens
 # Up to 3: a decode of 4 tokens costs about 1.6x one of 1 on a CPU thread, 9 tokens about 3.5x
-# (benchmarks/bench_batch_shape.py), so short drafts need fewer accepted to pay.
+# (benchmarks/engine/bench_batch_shape.py), so short drafts need fewer accepted to pay.
 SHORT_DRAFT = ("--draft", "3")
 REUSE = ("--prefix_cache", "on")
 PEER_START_TIMEOUT = 300.0
@@ -184,7 +186,7 @@ def default_llama_server() -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--iters", default="0",
@@ -211,6 +213,8 @@ def main() -> None:
         parser.error(f"--model {args.model}: not a GGUF model; llama.cpp needs one")
     binary = args.llama_server or default_llama_server()
     known = engine_flags()
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    computed: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
         base = args.keep or Path(scratch)
         for iters in rounds:
@@ -239,19 +243,26 @@ def main() -> None:
                     folder / name, ["--humanfix-model", args.model, "--humanfix-serve",
                                     "--humanfix-engine", "llamacpp", "--humanfix-engine-args",
                                     " ".join(extra), *arguments], args.dataset)
-            report(results, CONFIGS, f"{args.model}, first {args.tasks} tasks, tests "
-                   f"variant, greedy first attempt, {iters} repair round(s)")
+            figures[f"iters-{iters}"] = report(
+                results, CONFIGS, f"{args.model}, first {args.tasks} tasks, tests variant, "
+                f"greedy first attempt, {iters} repair round(s)")
+            computed.update({f"iters-{iters} {name}": first_computed_by(result[1])
+                             for name, result in results.items() if not isinstance(result, str)})
+    write_json(args.json, {"model": args.model, "tasks": args.tasks, "runs": figures}, computed)
 
 
 def report(results: dict[str, tuple[float, list[dict]] | str], configs: dict[str, Config],
-           what: str) -> None:
+           what: str) -> dict[str, dict[str, Any]]:
+    """Prints RESULTS as a table against plain's, and returns its figures by configuration."""
     print(f"\n{what}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the end")
     print(f"{'config':12s} {'layout':28s} {'wall s':>7s} {'tok/s':>6s} {'prompt':>7s} "
           f"{'compl.':>6s} {'fixed/err':>5s} {'wall x':>6s} {'tok/s x':>7s}  replies vs plain")
     plain = results["plain"]
+    figures: dict[str, dict[str, Any]] = {}
     for name, result in results.items():
         layout = configs[name].layout()
         if isinstance(result, str):
+            figures[name] = {"layout": layout, "not_run": result}
             print(f"{name:12s} {layout:28s} {result}")
             continue
         seconds, records = result
@@ -259,19 +270,25 @@ def report(results: dict[str, tuple[float, list[dict]] | str], configs: dict[str
         prompt = sum(r["tokens"]["prompt"] for r in records)
         fixed = sum(r["outcome"] == "fixed" for r in records)
         errors = sum(r["outcome"] == "error" for r in records)
+        figures[name] = {"layout": layout, "wall_seconds": seconds,
+                         "tokens_per_s": completion / seconds, "prompt_tokens": prompt,
+                         "completion_tokens": completion, "fixed": fixed, "errors": errors}
         line = (f"{name:12s} {layout:28s} {seconds:7.1f} {completion / seconds:6.2f} "
                 f"{prompt:7d} {completion:6d} {fixed:3d}/{errors}")
         if not isinstance(plain, str) and name != "plain":
             plain_seconds, plain_records = plain
             plain_rate = sum(r["tokens"]["completion"] for r in plain_records) / plain_seconds
             counts = agreement(plain_records, records)
+            figures[name] |= {"wall_x_plain": plain_seconds / seconds,
+                              "tokens_per_s_x_plain": completion / seconds / plain_rate,
+                              "vs_plain": counts}
             line += (f" {plain_seconds / seconds:6.2f} {completion / seconds / plain_rate:7.2f}"
                      f"  {counts['differ']}/{counts['replies']} differ, "
                      f"{counts['lost'] + counts['gained']} flips (-{counts['lost']} "
                      f"+{counts['gained']}), {counts['errors']} errors, "
                      f"{counts['prompts_differ']} prompt lengths differ")
         print(line, flush=True)
-
+    return figures
 
 if __name__ == "__main__":
     main()

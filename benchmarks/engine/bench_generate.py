@@ -11,7 +11,6 @@ load from other processes on the machine falls on both alike; the median round o
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -19,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, add_dataset_argument
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import REPO, add_dataset_argument, benchmark_parser, write_json
 
-from pytest_humanfix.agent.graph import repair_messages
+from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.hf import TransformersModel
 from pytest_humanfix.settings import Settings
@@ -32,7 +32,8 @@ from tinymodel import build_tiny_model  # noqa: E402
 
 def plugin_round(model: TransformersModel, tasks: list[Task]) -> tuple[float, int]:
     started = time.perf_counter()
-    tokens = sum(model.generate(repair_messages(task), task).completion_tokens for task in tasks)
+    tokens = sum(model.generate(first_messages(task, "tests"), task).completion_tokens
+                 for task in tasks)
     return time.perf_counter() - started, tokens
 
 
@@ -42,8 +43,9 @@ def bare_round(tokenizer, model, tasks: list[Task], max_new_tokens: int) -> tupl
     started = time.perf_counter()
     tokens = 0
     for task in tasks:
-        inputs = tokenizer.apply_chat_template(repair_messages(task), add_generation_prompt=True,
-                                               return_tensors="pt", return_dict=True)
+        inputs = tokenizer.apply_chat_template(first_messages(task, "tests"),
+                                               add_generation_prompt=True, return_tensors="pt",
+                                               return_dict=True)
         with torch.inference_mode():
             output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
         new = output[0, inputs["input_ids"].shape[-1]:]
@@ -53,7 +55,7 @@ def bare_round(tokenizer, model, tasks: list[Task], max_new_tokens: int) -> tupl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--max-new-tokens", type=int, default=64)
@@ -97,6 +99,13 @@ def main() -> None:
     print(f"bare model.generate loop:                     {bare_rate:9.1f} tokens/s  "
           f"(rounds: {', '.join(f'{r:.0f}' for r in bare_rates)})")
     print(f"ratio plugin / bare: {plugin_rate / bare_rate:.3f}")
+    write_json(args.json, {"tasks": len(tasks), "max_new_tokens": args.max_new_tokens,
+                           "rounds": args.rounds, "threads": torch.get_num_threads(),
+                           "completion_tokens_per_round": sorted(counts),
+                           "plugin_tokens_per_s": plugin_rate, "bare_tokens_per_s": bare_rate,
+                           "plugin_rounds": plugin_rates, "bare_rounds": bare_rates,
+                           "ratio_plugin_bare": plugin_rate / bare_rate},
+               plugin.computed_by)
 
 
 if __name__ == "__main__":

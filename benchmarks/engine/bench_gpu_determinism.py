@@ -16,7 +16,6 @@ GPU's MPS daemon is started first, so the workers' kernels run side by side.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -24,12 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from bench_kernel_sets import generation_rate
-from common import REPO, agreement, print_table, read_records
+from common import REPO, agreement, benchmark_parser, print_table, read_records, write_json
+
+from pytest_humanfix.reporting.gates import first_computed_by
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--model", required=True)
     parser.add_argument("-n", "--workers", type=int, default=16)
     parser.add_argument("--runs", default="on,on,off",
@@ -41,7 +43,6 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=float("inf"),
                         help="start no run after this many seconds of the script")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     started = time.monotonic()
     if args.mps:
@@ -72,12 +73,14 @@ def main() -> None:
                      "tokens_per_s": round(generation_rate(records), 1),
                      "replies_differ": same["differ"], "replies": same["replies"],
                      "outcomes_differ": same["lost"] + same["gained"],
-                     "computed_by": records[0].get("computed_by") if records else None})
+                     "computed_by": first_computed_by(records)})
         print(json.dumps(rows[-1]), flush=True)
     print_table(rows, ["run", "deterministic", "wall_s", "tasks", "fixed", "tokens_per_s",
                        "replies", "replies_differ", "outcomes_differ"])
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    write_json(args.json, {"model": args.model, "workers": args.workers, "layout": args.layout,
+                           "runs": [{k: v for k, v in row.items() if k != "computed_by"}
+                                    for row in rows]},
+               {f"run {row['run']}": row["computed_by"] for row in rows})
 
 
 if __name__ == "__main__":

@@ -26,9 +26,7 @@ turn, R rounds alternating, the median tokens/s of each and its ratio to the ins
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
-import json
 import os
 import shlex
 import statistics
@@ -38,8 +36,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import REPO, add_dataset_argument, agreement, print_table, project_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import (
+    REPO,
+    add_dataset_argument,
+    agreement,
+    benchmark_parser,
+    print_table,
+    project_run,
+    write_json,
+)
 
+from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.settings import user_cache_dir
 
 
@@ -96,18 +104,19 @@ def decode_speed(lib: Path | None, model: str, tokens: int) -> float:
     return float(done.stdout.split()[-1])
 
 
-def speeds(kernels: list[str], model: str, rounds: int, tokens: int) -> None:
+def speeds(kernels: list[str], model: str, rounds: int, tokens: int) -> list[dict[str, Any]]:
+    """Each kernel set's decode speed, printed as a table and returned as its rows."""
     libs = {"installed": None, **{k: build_kernels(k) for k in kernels if k != "installed"}}
     found: dict[str, list[float]] = {name: [] for name in libs}
     for _ in range(rounds):
         for name, lib in libs.items():
             found[name].append(decode_speed(lib, model, tokens))
     base = statistics.median(found["installed"])
-    print_table([{"kernels": name, "tokens_per_s": statistics.median(values),
-                  "min": min(values), "max": max(values),
-                  "x_installed": statistics.median(values) / base}
-                 for name, values in found.items()],
-                ["kernels", "tokens_per_s", "min", "max", "x_installed"])
+    rows = [{"kernels": name, "tokens_per_s": statistics.median(values), "min": min(values),
+             "max": max(values), "x_installed": statistics.median(values) / base}
+            for name, values in found.items()]
+    print_table(rows, ["kernels", "tokens_per_s", "min", "max", "x_installed"])
+    return rows
 
 
 def generation_rate(records: list[dict[str, Any]]) -> float:
@@ -119,7 +128,7 @@ def generation_rate(records: list[dict[str, Any]]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--kernels", default="installed,native,avx,sse",
                         help="kernel sets besides the reference (the installed build at -n 2)")
@@ -127,14 +136,15 @@ def main() -> None:
                         help="-n values of the installed build besides -n 2")
     parser.add_argument("--model", default="qwen-coder")
     parser.add_argument("--keep", type=Path, help="keep every run's reports under DIR")
-    parser.add_argument("--json", type=Path, help="write the table as JSON to FILE too")
     parser.add_argument("--speed", type=int, metavar="R",
                         help="measure each kernel set's decode speed instead, R rounds")
     parser.add_argument("--speed-tokens", type=int, default=128)
     add_dataset_argument(parser)
     args = parser.parse_args()
     if args.speed:
-        speeds(args.kernels.split(","), args.model, args.speed, args.speed_tokens)
+        rows = speeds(args.kernels.split(","), args.model, args.speed, args.speed_tokens)
+        write_json(args.json, {"model": args.model, "rounds": args.speed,
+                               "tokens": args.speed_tokens, "speeds": rows})
         return
 
     configs: list[tuple[str, str | None, int]] = [("installed -n 2", None, 2)]
@@ -142,6 +152,7 @@ def main() -> None:
     configs += [(f"{k} -n 2", k, 2) for k in args.kernels.split(",") if k and k != "installed"]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-kernels-"))
     rows = []
+    computed: dict[str, Any] = {}
     reference: list[dict[str, Any]] = []
     for name, kernels, workers in configs:
         env = {"LLAMA_CPP_LIB_PATH": str(build_kernels(kernels))} if kernels else {}
@@ -152,8 +163,8 @@ def main() -> None:
                                        env)
         reference = reference or records
         same = agreement(reference, records)
-        computed = (records[0].get("computed_by") or {}) if records else {}
-        rows.append({"config": name, "kernels": computed.get("kernels"),
+        computed[name] = first_computed_by(records)
+        rows.append({"config": name, "kernels": (computed[name] or {}).get("kernels"),
                      "replies": same["replies"], "replies_differ": same["differ"],
                      "outcomes_differ": same["lost"] + same["gained"],
                      "fixed": sum(r["outcome"] == "fixed" for r in records),
@@ -163,8 +174,7 @@ def main() -> None:
         row["x_ref"] = row["tokens_per_s"] / base
     print_table(rows, ["config", "kernels", "replies", "replies_differ", "outcomes_differ",
                        "fixed", "tokens_per_s", "x_ref", "wall_s"])
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    write_json(args.json, {"model": args.model, "tasks": args.tasks, "configs": rows}, computed)
 
 
 if __name__ == "__main__":

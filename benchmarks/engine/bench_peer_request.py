@@ -16,7 +16,6 @@ second virtual environment, with this repository on its path. The peer needs
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -25,12 +24,15 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from bench_cpu_levers import default_llama_server, peer_engine
-from common import REPO, add_dataset_argument
+from common import REPO, add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.openai_api import server_computed_by
 from pytest_humanfix.models.serve import (
     HOST,
     CpuLayout,
@@ -57,13 +59,16 @@ def ask(port: int, messages: list[dict], tokens: int) -> tuple[float, dict]:
     return time.perf_counter() - began, answer
 
 
-def timed(engine: Engine, messages: list[dict], tokens: int) -> tuple[float, dict]:
-    """Starts the engine, warms it, times the request, stops it."""
+def timed(engine: Engine, messages: list[dict], tokens: int
+          ) -> tuple[float, dict, dict[str, Any]]:
+    """Starts the engine, warms it, times the request, stops it; and what the engine says
+    computed the reply."""
     engine.start()
     try:
         engine.wait_healthy(START_TIMEOUT)
         ask(engine.port, messages, 8)
-        return ask(engine.port, messages, tokens)
+        took, answer = ask(engine.port, messages, tokens)
+        return took, answer, server_computed_by(engine.base_url, "llamacpp")
     except ServeError as exc:
         raise SystemExit(str(exc)) from None
     finally:
@@ -71,7 +76,7 @@ def timed(engine: Engine, messages: list[dict], tokens: int) -> tuple[float, dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
     parser.add_argument("--model", default="qwen-coder", help="a GGUF model spec")
     parser.add_argument("--repeats", type=int, default=4)
@@ -103,6 +108,7 @@ def main() -> None:
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     seconds: dict[str, list[float]] = {name: [] for name in [*pythons, "llama-server"]}
     replies: dict[str, str] = {}
+    computed: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as logs:
         for repeat in range(args.repeats):
             for name in seconds:
@@ -120,9 +126,10 @@ def main() -> None:
                     command[0] = pythons[name]
                     engine = Engine(ServedModel("llamacpp", str(gguf), "m"), None, port, log,
                                     command)
-                took, answer = timed(engine, messages, args.tokens)
+                took, answer, described = timed(engine, messages, args.tokens)
                 seconds[name].append(took)
                 replies.setdefault(name, answer["choices"][0]["message"]["content"])
+                computed.setdefault(name, described)
                 print(f"repeat {repeat}: {name:14s} {took:6.2f} s, {answer['usage']}",
                       flush=True)
     reference = statistics.median(seconds["ours"])
@@ -134,6 +141,12 @@ def main() -> None:
         print(f"{name:14s} {median:8.2f} {reference / median:6.2f}  "
               f"{' '.join(f'{value:.2f}' for value in values):30s} "
               f"{replies[name] == replies['ours']}")
+    write_json(args.json, {
+        "model": args.model, "tokens": args.tokens, "repeats": args.repeats,
+        "engines": {name: {"median_seconds": statistics.median(values),
+                           "x_ours": reference / statistics.median(values), "seconds": values,
+                           "reply_as_ours": replies[name] == replies["ours"]}
+                    for name, values in seconds.items()}}, computed)
 
 
 if __name__ == "__main__":

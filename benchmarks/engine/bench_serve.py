@@ -8,32 +8,33 @@ and completion tokens per second for each side and their ratio, plus the start-u
 the end-to-end `pytest -n 4 --humanfix-serve` run, and `pytest -n 4 --humanfix-model <folder>`
 when the in-process transformers backend is installed.
 
-    HUMANFIX_DATASET=... python benchmarks/bench_serve.py [--requests 32] [--max-new-tokens 64]
+    python benchmarks/engine/bench_serve.py [--dataset PATH] [--requests 32] [--max-new-tokens 64]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import REPO, add_dataset_argument, benchmark_parser, project_run, write_json
 
-from pytest_humanfix.models import serve as server  # noqa: E402
-from pytest_humanfix.agent.graph import repair_messages  # noqa: E402
-from pytest_humanfix.dataset import load_tasks  # noqa: E402
-from pytest_humanfix.models.specs import ModelSpecError, check_spec  # noqa: E402
-from pytest_humanfix.models.openai_api import OpenAIModel  # noqa: E402
-from pytest_humanfix.settings import Settings  # noqa: E402
+from pytest_humanfix.agent.prompts import first_messages
+from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models import serve as server
+from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.specs import ModelSpecError, check_spec
+from pytest_humanfix.reporting.gates import first_computed_by
+from pytest_humanfix.settings import Settings
+
+sys.path.insert(0, str(REPO / "tests"))  # tinymodel.py, the tests' tiny random model
 
 WORKERS = 4
 
@@ -54,7 +55,8 @@ def engine_side(folder: Path, chats: list, max_new_tokens: int, log: Path) -> di
         seconds = time.monotonic() - begin
     finally:
         engine.stop()
-    return {"seconds": seconds, "tokens": tokens, "startup": startup}
+    return {"seconds": seconds, "tokens": tokens, "startup": startup,
+            "computed_by": clients[0].computed_by}
 
 
 def _copy(folder: str, chats: list, max_new_tokens: int, loaded, go, results) -> None:
@@ -88,38 +90,35 @@ def copies_side(folder: Path, chats: list, max_new_tokens: int) -> dict:
     startup = max(loaded.get(timeout=300) for _ in processes)
     begin = time.monotonic()
     go.set()
-    ends, tokens = zip(*(results.get(timeout=600) for _ in processes))
+    ends, tokens = zip(*(results.get(timeout=600) for _ in processes), strict=True)
     for process in processes:
         process.join()
     return {"seconds": max(ends) - begin, "tokens": sum(tokens), "startup": startup}
 
 
-def pytest_run(folder: Path, dataset: str, requests: int, max_new_tokens: int,
-               extra: list[str], workdir: Path) -> tuple[float, int]:
-    workdir.mkdir()
-    (workdir / "pytest.ini").write_text("[pytest]\n")
-    env = dict(os.environ, HUMANFIX_DATASET=dataset,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "--humanfix-model", str(folder), "--humanfix-max", str(requests),
-                    "--humanfix-max-new-tokens", str(max_new_tokens), "-n", str(WORKERS),
-                    *extra], cwd=workdir, env=env, stdout=subprocess.DEVNULL)
-    seconds = time.monotonic() - started
-    records = [json.loads(line) for line in
-               (workdir / "reports" / "humanfix.jsonl").read_text().splitlines()]
-    return seconds, sum(r["outcome"] != "error" for r in records)
+def pytest_run(folder: Path, dataset: Path, requests: int, max_new_tokens: int,
+               extra: list[str], project: Path) -> tuple[float, list[dict]]:
+    """`pytest -n WORKERS` on the model in FOLDER, in the fresh project PROJECT."""
+    return project_run(project, ["--humanfix-model", str(folder), "--humanfix-max",
+                                 str(requests), "--humanfix-max-new-tokens", str(max_new_tokens),
+                                 "-n", str(WORKERS), *extra], dataset)
+
+
+def answered(records: list[dict]) -> int:
+    return sum(r["outcome"] != "error" for r in records)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__)
+    add_dataset_argument(parser)
     parser.add_argument("--requests", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     args = parser.parse_args()
-    dataset = os.environ.get("HUMANFIX_DATASET") or sys.exit("set HUMANFIX_DATASET")
-    chats = [repair_messages(t) for t in load_tasks(dataset)[:args.requests]]
+    chats = [first_messages(t, "tests") for t in load_tasks(str(args.dataset))[:args.requests]]
     from tinymodel import build_tiny_model
 
+    figures: dict[str, Any] = {"requests": args.requests, "workers": WORKERS,
+                               "max_new_tokens": args.max_new_tokens}
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_tiny_model(Path(tmp) / "tiny")
         shared = engine_side(folder, chats, args.max_new_tokens, Path(tmp) / "server.log")
@@ -131,26 +130,38 @@ def main() -> None:
         rates = {}
         for name, side in (("one shared engine", shared), (f"{WORKERS} in-process copies", copies)):
             rates[name] = args.requests / side["seconds"]
+            figures[name] = {"requests_per_s": rates[name],
+                             "tokens_per_s": side["tokens"] / side["seconds"],
+                             "seconds": side["seconds"], "startup_seconds": side["startup"]}
             print(f"{name:>22}: {rates[name]:6.2f} requests/s, "
                   f"{side['tokens'] / side['seconds']:7.1f} completion tokens/s "
                   f"({side['seconds']:.1f} s; start-up {side['startup']:.1f} s)")
+        figures["ratio_shared_copies"] = (rates["one shared engine"]
+                                          / rates[f"{WORKERS} in-process copies"])
         print(f"ratio shared engine / in-process copies (requests/s): "
-              f"{rates['one shared engine'] / rates[f'{WORKERS} in-process copies']:.2f}")
-        served, answered = pytest_run(folder, dataset, args.requests, args.max_new_tokens,
-                                      ["--humanfix-serve"], Path(tmp) / "serve")
+              f"{figures['ratio_shared_copies']:.2f}")
+        computed = {"one shared engine": shared["computed_by"]}
+        served, records = pytest_run(folder, args.dataset, args.requests, args.max_new_tokens,
+                                     ["--humanfix-serve"], Path(tmp) / "serve")
+        figures["pytest_serve"] = {"seconds": served, "answered": answered(records)}
+        computed["pytest --humanfix-serve"] = first_computed_by(records)
         print(f"end to end, pytest -n {WORKERS} --humanfix-serve: {served:.1f} s "
-              f"({answered}/{args.requests} tasks answered)")
+              f"({answered(records)}/{args.requests} tasks answered)")
         try:
             check_spec(str(folder))
         except ModelSpecError:
             print("end to end, pytest -n 4 --humanfix-model <folder>: the in-process transformers "
                   "backend is not installed in this tree; skipped")
-            return
-        local, answered = pytest_run(folder, dataset, args.requests, args.max_new_tokens, [],
-                                     Path(tmp) / "local")
-        print(f"end to end, pytest -n {WORKERS} --humanfix-model <folder>: {local:.1f} s "
-              f"({answered}/{args.requests} tasks answered); ratio {local / served:.2f}")
-
+        else:
+            local, records = pytest_run(folder, args.dataset, args.requests,
+                                        args.max_new_tokens, [], Path(tmp) / "local")
+            figures["pytest_in_process"] = {"seconds": local, "answered": answered(records),
+                                            "ratio_in_process_serve": local / served}
+            computed["pytest in-process"] = first_computed_by(records)
+            print(f"end to end, pytest -n {WORKERS} --humanfix-model <folder>: {local:.1f} s "
+                  f"({answered(records)}/{args.requests} tasks answered); ratio "
+                  f"{local / served:.2f}")
+    write_json(args.json, figures, computed)
 
 if __name__ == "__main__":
     main()
