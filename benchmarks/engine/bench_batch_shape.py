@@ -15,7 +15,7 @@ then the next tokens are decoded one at a time (the reference logits), and again
 2, 4 and 9 tokens of one slot, and as one token in each of two slots. Each shape is timed as the
 median of `--repeats` decodes.
 
-    python benchmarks/bench_batch_shape.py [--model qwen-coder] [--threads 1] [--repeats 5]
+    python benchmarks/engine/bench_batch_shape.py [--model qwen-coder] [--threads 1] [--repeats 5]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ tokens/s is completion tokens over that wall time. Agreement is counted task by 
 in-process transformers run: replies that differ, outcomes that flip, and the two-sided exact
 McNemar p on the flips (the gate's paired test).
 
-    python benchmarks/bench_cpu_engines.py [--dataset PATH] [--tasks 20] [--keep DIR]
+    python benchmarks/engine/bench_cpu_engines.py [--dataset PATH] [--tasks 20] [--keep DIR]
 """
 
 from __future__ import annotations

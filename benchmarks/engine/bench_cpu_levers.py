@@ -19,7 +19,7 @@ needs a flag the engine lacks is reported as not run. The peer needs `scripts/bu
 (the same llama.cpp source as llama-cpp-python's), and is given the flags under which a reply is
 a function of its prompt (`peer_command`), or those with its own prompt cache (`peer-reuse`).
 
-    python benchmarks/bench_cpu_levers.py [--tasks 20] [--iters 0,3] [--configs plain,peer]
+    python benchmarks/engine/bench_cpu_levers.py [--tasks 20] [--iters 0,3] [--configs plain,peer]
         [--model qwen-coder] [--llama-server PATH] [--keep DIR]
 """
 

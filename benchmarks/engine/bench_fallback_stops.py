@@ -13,7 +13,7 @@ else changed) and against llama.cpp's. The fallback computes in fp32 on weights 
 from the Q4_K_M file, llama.cpp with its Q4_K_M kernels: their replies may differ for that
 alone.
 
-    python benchmarks/bench_fallback_stops.py [--tasks 4] [--max-new-tokens 256] [--keep DIR]
+    python benchmarks/engine/bench_fallback_stops.py [--tasks 4] [--max-new-tokens 256] [--keep DIR]
         [--runs fallback-before,fallback,llamacpp] [--reuse]
 """
 

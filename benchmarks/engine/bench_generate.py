@@ -5,7 +5,7 @@ same repair prompts of the first tasks. The bare loop is what a home-made script
 apply_chat_template, model.generate, decode. The rounds alternate between the two sides so that
 load from other processes on the machine falls on both alike; the median round of each counts.
 
-    python benchmarks/bench_generate.py [--dataset PATH] [--tasks 20] [--max-new-tokens 64]
+    python benchmarks/engine/bench_generate.py [--dataset PATH] [--tasks 20] [--max-new-tokens 64]
                                         [--rounds 3] [--threads 1]
 """
 

@@ -10,7 +10,7 @@ generate seconds summed over workers), fixed tasks, replies and outcomes that di
 first run's, and what computed the replies (`computed_by`). With `--mps` the
 GPU's MPS daemon is started first, so the workers' kernels run side by side.
 
-    python benchmarks/bench_gpu_determinism.py --model ~/gpu/hf [-n 16] [--runs on,on,off]
+    python benchmarks/engine/bench_gpu_determinism.py --model ~/gpu/hf [-n 16] [--runs on,on,off]
         [--max N] [--mps] [--layout in-process|serve] [--deadline 420] --out DIR [--json FILE]
 """
 

@@ -19,9 +19,9 @@ workers), with its ratio to the reference's, measured in this one run.
 allows: one greedy completion of `--speed-tokens` tokens on one thread through each build in
 turn, R rounds alternating, the median tokens/s of each and its ratio to the installed build's.
 
-    python benchmarks/bench_kernel_sets.py [--tasks 40] [--kernels installed,native,avx,sse]
+    python benchmarks/engine/bench_kernel_sets.py [--tasks 40] [--kernels installed,native,avx,sse]
         [--layouts 1,4] [--model qwen-coder] [--keep DIR] [--json FILE]
-    python benchmarks/bench_kernel_sets.py --speed 5 [--kernels native,avx,sse]
+    python benchmarks/engine/bench_kernel_sets.py --speed 5 [--kernels native,avx,sse]
 """
 
 from __future__ import annotations

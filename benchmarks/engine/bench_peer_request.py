@@ -10,7 +10,7 @@ under another interpreter, for a llama-cpp-python built otherwise (other compile
 second virtual environment, with this repository on its path. The peer needs
 `scripts/build-llama-server`.
 
-    python benchmarks/bench_peer_request.py [--model qwen-coder] [--repeats 4] [--tokens 300]
+    python benchmarks/engine/bench_peer_request.py [--model qwen-coder] [--repeats 4] [--tokens 300]
         [--python NAME=PATH ...] [--llama-server PATH]
 """
 

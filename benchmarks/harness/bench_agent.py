@@ -5,7 +5,7 @@ it) against the same hidden test in the same sandbox, task after task, in one pr
 agent also builds the prompt, extracts and checks the code, and walks the graph. Printed: both
 wall times and their ratio, and the agent's own time per task (everything but the sandbox).
 
-    python benchmarks/bench_agent.py [--dataset PATH] [--tasks 40]
+    python benchmarks/harness/bench_agent.py [--dataset PATH] [--tasks 40]
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The plain loop is what a home-made script does: write each of the 164 programs (
 candidate and test) to a file and run it with `python` in a fresh interpreter, one after the
 other, with no sandbox. The plugin run is `pytest --humanfix-model canonical -n 2`.
 
-    python benchmarks/bench_harness.py [--dataset PATH] [--workers 2]
+    python benchmarks/harness/bench_harness.py [--dataset PATH] [--workers 2]
 """
 
 from __future__ import annotations

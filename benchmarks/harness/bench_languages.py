@@ -6,7 +6,7 @@ Python's row is its warm executor for comparison (it has no compile step).
 Each figure is the wall time of `sandbox.run` as the harness sees it (folder set-up, cache copy,
 compile, run, verdict, clean-up), under the layer `auto` picks here.
 
-    python benchmarks/bench_languages.py [--dataset PATH] [--runs 10]
+    python benchmarks/harness/bench_languages.py [--dataset PATH] [--runs 10]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ later run reuses). Printed: both wall times and their ratio, the plus run's Huma
 (their total and the slowest), the cost of compiling the programs, and pass@1 / pass@1+ of the
 plus run. (No CPU times: the sandbox's executions run outside the runs' process tree.)
 
-    python benchmarks/bench_plus.py [--dataset PATH] [--plus PATH] [--max N] [-n WORKERS]
+    python benchmarks/harness/bench_plus.py [--dataset PATH] [--plus PATH] [--max N] [-n WORKERS]
 """
 
 from __future__ import annotations

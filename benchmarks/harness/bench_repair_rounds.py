@@ -1,7 +1,7 @@
 """Repair rounds as an ablation: runs of one model with rounds, side by side, each against the
 first (the design before), on the tasks they share.
 
-    python benchmarks/bench_repair_rounds.py before=runs/before/humanfix.jsonl \
+    python benchmarks/harness/bench_repair_rounds.py before=runs/before/humanfix.jsonl \
         after=runs/after/humanfix.jsonl [--run LABEL -- PYTEST ARGS...]
 
 Each LABEL=PATH is a results JSONL of an earlier run (`pytest --humanfix-model qwen-coder

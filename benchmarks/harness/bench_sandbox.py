@@ -6,7 +6,7 @@ Python/0's canonical solution and its tests) N times, after one untimed warm-up 
 figure is the median wall time of `sandbox.run` as the harness sees it (set-up, start,
 verdict and clean-up included). Ratios compare configurations measured in this same run.
 
-    python benchmarks/bench_sandbox.py [--dataset PATH] [--runs 50]
+    python benchmarks/harness/bench_sandbox.py [--dataset PATH] [--runs 50]
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ machine load hits every side alike; prints the medians of wall and CPU time (CPU
 much less with the load of a shared machine), the ratios, and the load average before and
 after.
 
-    python benchmarks/bench_single_task.py [--runs 7] [--dataset PATH]
+    python benchmarks/harness/bench_single_task.py [--runs 7] [--dataset PATH]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ their ratio (1.00 means the idle plugin costs nothing measurable), and the plugi
 time from `python -X importtime`. Both sides drop langsmith's pytest plugin (a dependency of
 langgraph that costs over a second on its own) so its noise does not drown the difference.
 
-    python benchmarks/bench_startup.py [--runs 21]
+    python benchmarks/harness/bench_startup.py [--runs 21]
 """
 
 from __future__ import annotations

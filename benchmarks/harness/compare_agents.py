@@ -3,7 +3,7 @@
 repair agent against examples/agents/repair.py, the same agent written through the contract
 (docs/own-agent.md, "The proof"): on the same model and protocol both should agree on every task.
 
-    python benchmarks/compare_agents.py /tmp/agent-proof/builtin-0/humanfix.jsonl \
+    python benchmarks/harness/compare_agents.py /tmp/agent-proof/builtin-0/humanfix.jsonl \
         /tmp/agent-proof/contract-0/humanfix.jsonl
 
 Prints one line per task that differs and a total; exits 1 when any does.

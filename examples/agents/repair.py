@@ -1,8 +1,8 @@
 """The built-in repair agent (`--humanfix-agent repair`) written through the contract, for chat
 models and Python: the same prompts, temperatures, stop strings and asks again, so that on the
-same model it gives the same replies and outcomes (benchmarks/compare_agents.py checks a run of
-each against the other). What it may not do itself, it asks of the context: `run_tests` checks
-and runs the code and answers the feedback the built-in agent is told.
+same model it gives the same replies and outcomes (benchmarks/harness/compare_agents.py checks a
+run of each against the other). What it may not do itself, it asks of the context: `run_tests`
+checks and runs the code and answers the feedback the built-in agent is told.
 
     pytest --humanfix-model qwen-coder --humanfix-serve \
         --humanfix-agent examples/agents/repair.py:repair

@@ -614,9 +614,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
                         help="reuse the whole chunks of a prompt's prefix that a free slot "
                              "evaluated last (the reply is the same either way)")
     # Off: on qwen-coder on a CPU thread a decode of 4 tokens costs about 1.6 of 1 and of 9 about
-    # 3.5 (benchmarks/bench_batch_shape.py); with 8 drafts (30% accepted) replies came at half
-    # the speed, 1 of 6 of them otherwise, and with 3 a run took 1.14x plain's wall, 7 replies
-    # of 16 otherwise.
+    # 3.5 (benchmarks/engine/bench_batch_shape.py); with 8 drafts (30% accepted) replies came at
+    # half the speed, 1 of 6 of them otherwise, and with 3 a run took 1.14x plain's wall, 7
+    # replies of 16 otherwise.
     parser.add_argument("--draft", type=int, default=0,
                         help="tokens drafted per step from the prompt and reply (greedy "
                              "requests only; 0: none)")

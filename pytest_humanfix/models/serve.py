@@ -252,9 +252,9 @@ def cpu_layout(workers: int) -> CpuLayout:
     thread also wastes nothing at barriers, where threads on a busy CPU wait for each other.
 
     Measured on 2 cores shared with other work (load 6-9), qwen-coder 0.5B, first 10 tasks, no
-    repair round (`benchmarks/bench_cpu_levers.py --tasks 10`), completion tokens/s over the
-    whole run: -n 2, two engines of one thread, 15.0; -n 4, the same two engines with two slots
-    each, 11.1 (no gain here: on one thread a second slot's token seems to cost nearly a step
+    repair round (`benchmarks/engine/bench_cpu_levers.py --tasks 10`), completion tokens/s over
+    the whole run: -n 2, two engines of one thread, 15.0; -n 4, the same two engines with two
+    slots each, 11.1 (no gain here: on one thread a second slot's token seems to cost nearly a step
     of its own, and four workers cost more to run); -n 1, one engine of two threads,
     7.4; llama.cpp's own server with two threads and two slots in one batch, 6.8, and 2 of 10
     replies changed. So the default is -n as many as the cores, which this layout makes an
