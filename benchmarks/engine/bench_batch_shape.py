@@ -1,21 +1,9 @@
-"""What a llama.cpp decode costs by the shape of its batch, on the engine's own thread count,
-and whether a token's logits depend on the batch it is decoded in.
-
-Every speed lever of our engine on a CPU is a bet on batch shape: prompt-lookup drafting
-(`--draft K`) checks K drafts and the last token in one decode of K + 1 tokens of one slot; an
-engine with two slots (`--humanfix-serve -n 4` on 2 cores) decodes two slots' tokens in one
-step. Either pays only if such a decode costs well under K + 1 (or 2) decodes of one token, and
-keeps replies those of plain greedy only if each token's logits are bit for bit those of a
-decode of that token alone. This measures both on the real model, through the engine's own
-`BatchedModel`, so the figures are those of the llama.cpp build the engine runs on (a build with
-`-DGGML_LLAMAFILE=OFF` may be compared by running this with its Python).
-
-A prompt of the first task (its buggy function and tests) is evaluated in the engine's chunks;
-then the next tokens are decoded one at a time (the reference logits), and again as one batch of
-2, 4 and 9 tokens of one slot, and as one token in each of two slots. Each shape is timed as the
-median of `--repeats` decodes.
+"""What a llama.cpp decode costs by the shape of its batch, on the engine's own thread count, and
+whether a token's logits depend on the batch it is decoded in. Method: docs/benchmarks.md, "How each
+script measures"; figures: docs/benchmarks.md, "What a batch costs on a CPU thread".
 
     python benchmarks/engine/bench_batch_shape.py [--model qwen-coder] [--threads 1] [--repeats 5]
+        [--json PATH]
 """
 
 from __future__ import annotations

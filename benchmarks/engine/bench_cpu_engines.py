@@ -1,14 +1,10 @@
-"""The CPU engines on one real model: the same tasks through in-process transformers,
-`transformers serve` and the llama.cpp server, each at its best worker count on this machine,
-then how far the engines agree.
-
-Each engine runs `pytest --humanfix-model smollm2` in a fresh project, greedy, `tests` variant.
-Wall time is the whole pytest run (engine start and model load included), as a user sees it;
-tokens/s is completion tokens over that wall time. Agreement is counted task by task against the
-in-process transformers run: replies that differ, outcomes that flip, and the two-sided exact
-McNemar p on the flips (the gate's paired test).
+"""The CPU engines on one real model: the same tasks through in-process transformers, `transformers
+serve` and the llama.cpp server, each at its best worker count on this machine, then how far the
+engines agree. Method: docs/benchmarks.md, "How each script measures"; figures: docs/benchmarks.md,
+"Engines compared on SmolLM2".
 
     python benchmarks/engine/bench_cpu_engines.py [--dataset PATH] [--tasks 20] [--keep DIR]
+        [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
-"""The llama.cpp levers on one real model, in one run: our engine plain (greedy, every lever
-off), with prefix reuse, with prompt-lookup drafting, with both; llama.cpp's own `llama-server`
-as the peer; and the CPU layouts (workers, engines, slots and threads on these cores). Each is
-timed against plain and its replies compared with plain's.
-
-Every configuration runs `pytest --humanfix-model MODEL` on the same first tasks in a fresh
-project, `tests` variant, a greedy first attempt, with `--humanfix-resample-temperature none` so
-that no reply is asked again. Repair rounds sample at the default 1.0 with a seed of the task's,
-which our engine reproduces, so its configurations' replies may be compared in every round;
-`llama-server` samples through its own default chain (top-k, top-p, min-p), so only its greedy
-first replies compare with ours. Wall time is the whole run as a user waits for it
-(engine start and model load included; the peer's servers are started by this script, inside
-the time); tokens/s is completion tokens over that wall time. Replies are compared attempt by
-attempt with plain's (`common.agreement`), and outcomes that flip are counted.
-
-Our engine's levers are its command-line flags (`--humanfix-engine-args`): `--prefix_cache
-on|off`, `--draft K` (0: off). Plain turns off each one the engine has; a configuration that
-needs a flag the engine lacks is reported as not run. The peer needs `scripts/build-llama-server`
-(the same llama.cpp source as llama-cpp-python's), and is given the flags under which a reply is
-a function of its prompt (`peer_command`), or those with its own prompt cache (`peer-reuse`).
+"""The llama.cpp levers on one real model, in one run: our engine plain, with prefix reuse, with
+prompt-lookup drafting, with both; llama.cpp's own `llama-server` as the peer; and the CPU layouts,
+each timed against plain and its replies compared with plain's. Method: docs/benchmarks.md, "How
+each script measures"; figures: docs/benchmarks.md, "The llama.cpp engine's levers and its peer".
 
     python benchmarks/engine/bench_cpu_levers.py [--tasks 20] [--iters 0,3] [--configs plain,peer]
-        [--model qwen-coder] [--llama-server PATH] [--keep DIR]
+        [--model qwen-coder] [--llama-server PATH] [--keep DIR] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""The fallback engine's stops (issue 33 point 3): the same tasks through `--humanfix-serve
---humanfix-engine transformers` as the client was before it closed streams at the stop (the
-plugin of commit BEFORE, exported into a scratch folder), as it is now, and through
-`--humanfix-engine llamacpp`, which has always stopped at the stop itself.
-
-Each run is `pytest --humanfix-model qwen-coder` in a fresh project, greedy, `tests` variant, no
-repair round, chat prompts (whose stop strings end the code block). Printed per run: completion
-tokens a task (what the server generated and the records count), replies that ran to the token
-limit, replies still holding a stop string (text past the stop), wall seconds (engine start
-included), and what computed the replies (`computed_by`). Then how the replies compare: each
-reply of the fallback now against the one before (a prefix of it: the stop cut it, nothing
-else changed) and against llama.cpp's. The fallback computes in fp32 on weights dequantized
-from the Q4_K_M file, llama.cpp with its Q4_K_M kernels: their replies may differ for that
-alone.
+"""The fallback engine's stops: the same tasks through `--humanfix-serve --humanfix-engine
+transformers` with the client of an earlier commit, whose replies ran past their stops, with the
+client as it is, and through `--humanfix-engine llamacpp`. Method: docs/benchmarks.md, "How each
+script measures"; figures: docs/benchmarks.md, "The fallback's stops".
 
     python benchmarks/engine/bench_fallback_stops.py [--tasks 4] [--max-new-tokens 256] [--keep DIR]
-        [--runs fallback-before,fallback,llamacpp] [--reuse]
+        [--runs fallback-before,fallback,llamacpp] [--reuse] [--json PATH]
 """
 
 from __future__ import annotations

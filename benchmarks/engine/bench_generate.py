@@ -1,12 +1,8 @@
-"""Tokens per second through the plugin's transformers backend against a bare generate loop.
-
-Both sides run the tiny random model that the tests build (tests/tinymodel.py), greedy, on the
-same repair prompts of the first tasks. The bare loop is what a home-made script does:
-apply_chat_template, model.generate, decode. The rounds alternate between the two sides so that
-load from other processes on the machine falls on both alike; the median round of each counts.
+"""Tokens per second through the plugin's transformers backend against a bare generate loop, on the
+tiny random model the tests build. Method: docs/benchmarks.md, "How each script measures".
 
     python benchmarks/engine/bench_generate.py [--dataset PATH] [--tasks 20] [--max-new-tokens 64]
-                                        [--rounds 3] [--threads 1]
+        [--rounds 3] [--threads 1] [--json PATH]
 """
 
 from __future__ import annotations

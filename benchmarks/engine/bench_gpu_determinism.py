@@ -1,17 +1,10 @@
 """Whether runs on a GPU repeat their replies, and what determinism costs: the same command run
-several times with `--humanfix-deterministic` on or off, every run's replies compared with the
-first run's, in one session on one machine.
-
-Each run is `pytest --humanfix-model MODEL -n WORKERS --humanfix-deterministic SETTING` from the
-checkout root (in-process transformers on the GPU, or with `--layout serve` the shared engine
-that is the default on a GPU; greedy, no repair round), its reports in a folder of its own.
-Printed per run: wall seconds, completion tokens per second of generation (the records'
-generate seconds summed over workers), fixed tasks, replies and outcomes that differ from the
-first run's, and what computed the replies (`computed_by`). With `--mps` the
-GPU's MPS daemon is started first, so the workers' kernels run side by side.
+several times with `--humanfix-deterministic` on or off, every run's replies compared with the first
+run's, in one session on one machine. Method: docs/benchmarks.md, "How each script measures";
+figures: docs/trust.md, "Same command, same number".
 
     python benchmarks/engine/bench_gpu_determinism.py --model ~/gpu/hf [-n 16] [--runs on,on,off]
-        [--max N] [--mps] [--layout in-process|serve] [--deadline 420] --out DIR [--json FILE]
+        [--max N] [--mps] [--layout in-process|serve] [--deadline 420] --out DIR [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
-"""How much the kernels change the replies: the same tasks through llama.cpp builds for other
-kernel sets, and through other layouts of the portable build, each compared with the portable
-build's replies at `-n 2`.
-
-Kernel sets are `scripts/ggml-cmake-args`'s (portable, native, avx, sse). `installed` is the
-build in this environment (scripts/setup's); any other set is built once from the sdist of the
-installed llama-cpp-python (its shared libraries alone, about 4 minutes on 2 cores) under the
-user's cache and loaded by the engine through llama-cpp-python's LLAMA_CPP_LIB_PATH. Layouts are
-`-n` values of the installed build: `-n 1` is one engine of two threads, `-n 2` two of one
-thread, `-n 4` two of one thread with two slots each (serve.cpu_layout on 2 cores).
-
-Each configuration runs `pytest --humanfix-model MODEL --humanfix-serve` on the first tasks in a
-fresh project, greedy, no repair round. Printed per configuration: the kernels the engine
-reports (`computed_by`), replies and outcomes that differ from the reference's, fixed tasks,
-and completion tokens per second of generation (the records' own generate seconds, summed over
-workers), with its ratio to the reference's, measured in this one run.
-
-`--speed R` measures the kernel sets' speed alone instead, as a machine shared with other work
-allows: one greedy completion of `--speed-tokens` tokens on one thread through each build in
-turn, R rounds alternating, the median tokens/s of each and its ratio to the installed build's.
+"""How much the kernels change the replies: the same tasks through llama.cpp builds for other kernel
+sets, and through other layouts of the portable build, each compared with the portable build's
+replies at `-n 2`; or, with `--speed`, each set's decode speed alone. Method: docs/benchmarks.md,
+"How each script measures"; figures: docs/trust.md, "Same command, same number".
 
     python benchmarks/engine/bench_kernel_sets.py [--tasks 40] [--kernels installed,native,avx,sse]
-        [--layouts 1,4] [--model qwen-coder] [--keep DIR] [--json FILE]
-    python benchmarks/engine/bench_kernel_sets.py --speed 5 [--kernels native,avx,sse]
+        [--layouts 1,4] [--model qwen-coder] [--keep DIR] [--json PATH]
+    python benchmarks/engine/bench_kernel_sets.py --speed 5 [--kernels native,avx,sse] [--json PATH]
 """
 
 from __future__ import annotations

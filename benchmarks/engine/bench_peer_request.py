@@ -1,17 +1,10 @@
-"""One chat request, timed through our llama.cpp engine and through llama.cpp's own
-`llama-server`, alternated, on one thread each: what the two engines cost per request when
-nothing else differs (the same GGUF, the same prompt, greedy, the same number of new tokens).
-
-`bench_cpu_levers.py` compares whole runs, where engine start, scheduling and replies that
-differ move the wall time too; this isolates one request. Each repeat starts each engine afresh,
-warms it with the same prompt and 8 new tokens (the weights paged in), then times the request,
-engine after engine, so that the machine's drift falls on all alike. `--python` adds our engine
-under another interpreter, for a llama-cpp-python built otherwise (other compiler flags) in a
-second virtual environment, with this repository on its path. The peer needs
-`scripts/build-llama-server`.
+"""One chat request, timed through our llama.cpp engine and through llama.cpp's own `llama-server`,
+alternated, on one thread each: what the two engines cost per request when nothing else differs.
+Method: docs/benchmarks.md, "How each script measures"; figures: docs/benchmarks.md, "The llama.cpp
+engine's levers and its peer".
 
     python benchmarks/engine/bench_peer_request.py [--model qwen-coder] [--repeats 4] [--tokens 300]
-        [--python NAME=PATH ...] [--llama-server PATH]
+        [--python NAME=PATH ...] [--llama-server PATH] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Generation on the tiny random model: four concurrent workers against one shared engine (the
-`--humanfix-serve` engine, started by server.launch exactly as the plugin does) versus four
-in-process model copies (one process each, as `-n 4 --humanfix-model <folder>` loads them).
-
-Steady state: the clock starts once the engine is healthy / every copy has loaded, and both
-sides answer the same repair prompts (the first N tasks) with greedy decoding. Prints requests
-and completion tokens per second for each side and their ratio, plus the start-up costs. Then
-the end-to-end `pytest -n 4 --humanfix-serve` run, and `pytest -n 4 --humanfix-model <folder>`
-when the in-process transformers backend is installed.
+`--humanfix-serve` engine) versus four in-process model copies, then both end to end through pytest.
+Method: docs/benchmarks.md, "How each script measures".
 
     python benchmarks/engine/bench_serve.py [--dataset PATH] [--requests 32] [--max-new-tokens 64]
+        [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""What the LangGraph agent adds to one attempt: `repair()` against a bare sandbox run.
+"""What the LangGraph agent adds to one attempt: `repair()` against a bare sandbox run of the same
+candidate. Method: docs/benchmarks.md, "How each script measures".
 
-Both sides run the same candidate (the canonical solution, as the `canonical` control replies
-it) against the same hidden test in the same sandbox, task after task, in one process; the
-agent also builds the prompt, extracts and checks the code, and walks the graph. Printed: both
-wall times and their ratio, and the agent's own time per task (everything but the sandbox).
-
-    python benchmarks/harness/bench_agent.py [--dataset PATH] [--tasks 40]
+    python benchmarks/harness/bench_agent.py [--dataset PATH] [--tasks 40] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Wall time of the full canonical control run through the plugin against a plain loop.
+"""Wall time of the full canonical control run through the plugin (`pytest -n 2`) against a plain
+loop of fresh interpreters with no sandbox, as a home-made script runs the 164 programs. Method:
+docs/benchmarks.md, "How each script measures".
 
-The plain loop is what a home-made script does: write each of the 164 programs (same prelude,
-candidate and test) to a file and run it with `python` in a fresh interpreter, one after the
-other, with no sandbox. The plugin run is `pytest --humanfix-model canonical -n 2`.
-
-    python benchmarks/harness/bench_harness.py [--dataset PATH] [--workers 2]
+    python benchmarks/harness/bench_harness.py [--dataset PATH] [--workers 2] [--json PATH]
 """
 
 from __future__ import annotations

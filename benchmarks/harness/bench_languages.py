@@ -1,12 +1,8 @@
-"""Per-execution cost of each language in the sandbox, measured in one run: the first
-execution of a worker, whose compile caches are built then (Go's testify, Rust's crates), and
-the median execution once they are warm, on HumanEvalFix task 0's canonical solution and tests.
-Python's row is its warm executor for comparison (it has no compile step).
+"""Per-execution cost of each language in the sandbox: a worker's first execution (its compile
+caches built then) against the median once they are warm. Method: docs/benchmarks.md, "How each
+script measures"; figures: docs/languages.md, "Known failures and the controls".
 
-Each figure is the wall time of `sandbox.run` as the harness sees it (folder set-up, cache copy,
-compile, run, verdict, clean-up), under the layer `auto` picks here.
-
-    python benchmarks/harness/bench_languages.py [--dataset PATH] [--runs 10]
+    python benchmarks/harness/bench_languages.py [--dataset PATH] [--runs 10] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """What --humanfix-tests plus costs: a full canonical control run with it against one without.
-
-Both runs go through pytest in subprocesses, one after the other, on the same tasks and the same
-report folder kind, with calibration cached beforehand (a first session with plus, collecting only
-and not timed, times EvalPlus's reference on each HumanEval+ program once per machine, as every
-later run reuses). Printed: both wall times and their ratio, the plus run's HumanEval+ executions
-(their total and the slowest), the cost of compiling the programs, and pass@1 / pass@1+ of the
-plus run. (No CPU times: the sandbox's executions run outside the runs' process tree.)
+Method: docs/benchmarks.md, "How each script measures"; figures: docs/trust.md, "HumanEvalFix+".
 
     python benchmarks/harness/bench_plus.py [--dataset PATH] [--plus PATH] [--max N] [-n WORKERS]
+        [--json PATH]
 """
 
 from __future__ import annotations

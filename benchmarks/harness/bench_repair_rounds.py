@@ -1,18 +1,9 @@
-"""Repair rounds as an ablation: runs of one model with rounds, side by side, each against the
-first (the design before), on the tasks they share.
+"""Repair rounds as an ablation: runs of one model with rounds, side by side, each against the first
+(the design before), on the tasks they share. Method: docs/benchmarks.md, "How each script
+measures"; figures: docs/benchmarks.md, "Repair rounds".
 
     python benchmarks/harness/bench_repair_rounds.py before=runs/before/humanfix.jsonl \
-        after=runs/after/humanfix.jsonl [--run LABEL -- PYTEST ARGS...]
-
-Each LABEL=PATH is a results JSONL of an earlier run (`pytest --humanfix-model qwen-coder
---humanfix-serve -n 2 --humanfix-max 40 --humanfix-iters 3 --humanfix-report-dir=DIR`, from the
-tree under test). With `--run LABEL -- ARGS...` the script first runs `pytest ARGS
---humanfix-report-dir=<tmp>` itself and adds it last. Printed per run: fixed within each round,
-the repair replies that repeated failed code and the rounds that ended on a repeat, prompt and
-completion tokens per task, wall time, and against the first run: tasks fixed by one and not the
-other and McNemar's exact two-sided p. Every figure is the summary's own (reporting/summary.py),
-but for the function-calling agent's (`--humanfix-agent tools`): of the replies offered the tool,
-how many called it ("-" for a run of the other agent).
+        after=runs/after/humanfix.jsonl [--json PATH] [--run LABEL -- PYTEST ARGS...]
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Per-execution cost of the sandbox: fresh interpreter against the warm executor, under the
-bwrap and the process layers, measured in one run on one small canonical program.
+"""Per-execution cost of the sandbox: fresh interpreter against the warm executor, under the bwrap
+and the process layers, measured in one run on one small canonical program. Method:
+docs/benchmarks.md, "How each script measures".
 
-Each configuration runs the same program (the BigCode prelude with numpy, HumanEvalFix
-Python/0's canonical solution and its tests) N times, after one untimed warm-up run; the
-figure is the median wall time of `sandbox.run` as the harness sees it (set-up, start,
-verdict and clean-up included). Ratios compare configurations measured in this same run.
-
-    python benchmarks/harness/bench_sandbox.py [--dataset PATH] [--runs 50]
+    python benchmarks/harness/bench_sandbox.py [--dataset PATH] [--runs 50] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
-"""Wall time of one control task from the checkout root, against pytest's own start-up.
+"""Wall and CPU time of one control task from the checkout root, against a bare pytest run of one
+trivial test and `python -c pass`, and with the plugins the checkout leaves out loaded again.
+Method: docs/benchmarks.md, "How each script measures"; figures: docs/benchmarks.md, "Fixed costs".
 
-The task run is the docs' smallest job, started from the repository root so that the checkout's
-configuration applies (its `addopts`, its conftest.py):
-
-    pytest --humanfix-model canonical --humanfix-dataset=PATH -k has_close_elements -p no:randomly
-
-(its reports go to a temporary folder). The baseline is a bare pytest run of one trivial test in
-an empty folder with the same plugins loaded (the checkout's `addopts` given to it), and
-`python -c pass` below both. One more side runs the task with the plugins the checkout leaves
-out loaded again, to show what that line of pyproject saves. Runs are interleaved so drift in
-machine load hits every side alike; prints the medians of wall and CPU time (CPU time moves
-much less with the load of a shared machine), the ratios, and the load average before and
-after.
-
-    python benchmarks/harness/bench_single_task.py [--runs 7] [--dataset PATH]
+    python benchmarks/harness/bench_single_task.py [--runs 7] [--dataset PATH] [--json PATH]
 """
 
 from __future__ import annotations

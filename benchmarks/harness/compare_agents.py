@@ -1,12 +1,9 @@
 """Do two runs' agents say the same? Task by task: the model's replies, in order, and the outcome
-(and the round that fixed it), read from each run's results JSONL. Written to check the built-in
-repair agent against examples/agents/repair.py, the same agent written through the contract
-(docs/own-agent.md, "The proof"): on the same model and protocol both should agree on every task.
+(and the round that fixed it), read from each run's results JSONL; exits 1 when any task differs.
+Method: docs/benchmarks.md, "How each script measures"; figures: docs/own-agent.md, "The proof".
 
-    python benchmarks/harness/compare_agents.py /tmp/agent-proof/builtin-0/humanfix.jsonl \
-        /tmp/agent-proof/contract-0/humanfix.jsonl
-
-Prints one line per task that differs and a total; exits 1 when any does.
+    python benchmarks/harness/compare_agents.py FIRST/humanfix.jsonl SECOND/humanfix.jsonl \
+        [--json PATH]
 """
 
 from __future__ import annotations
