@@ -67,8 +67,11 @@ def write_json(path: Path | None, figures: Mapping[str, Any],
 def checkout_commit() -> str:
     """The commit of this checkout, `-dirty` when it has uncommitted changes (`unknown` outside
     git): the tree whose code the figures measured."""
-    done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=REPO,
-                          capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
+                              cwd=REPO, capture_output=True, text=True, check=False)
+    except OSError:  # no git on this machine
+        return "unknown"
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
