@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.sandbox import choose
-from pytest_humanfix.sandbox.environment import SandboxError
+from pytest_humanfix.sandbox.environment import Limits, SandboxError
+from pytest_humanfix.sandbox.fresh import FreshSandbox
 from pytest_humanfix.sandbox.layers import BOX, BwrapLayer, ProcessLayer
 
 
@@ -88,3 +89,23 @@ def test_auto_takes_bwrap_where_it_works(monkeypatch):
     monkeypatch.setattr(choose, "probe_bwrap", lambda python: ("/usr/bin/bwrap", "bwrap works"))
     layer, notes = choose.choose_layer("auto", hidden_files=())
     assert layer.name == "bwrap" and notes[0].endswith("(auto: bwrap works)")
+
+
+def test_a_fresh_executor_asked_for_is_said_after_the_layer_and_the_cgroups():
+    choice = choose.make_sandbox("process", "fresh", Limits(timeout=5))
+    assert isinstance(choice.sandbox, FreshSandbox)
+    assert choice.notes[0].startswith("sandbox: process layer")
+    assert "cgroup" in choice.notes[1]
+    assert choice.notes[-1] == "sandbox: a fresh interpreter per execution " \
+        "(--humanfix-executor fresh)"
+
+
+def test_without_cgroups_warm_asked_for_is_an_error_and_auto_falls_back_saying_why(monkeypatch):
+    monkeypatch.setattr(choose, "open_cgroups", lambda: (None, "not mounted"))
+    with pytest.raises(SandboxError, match="--humanfix-executor warm: it needs writable cgroups"):
+        choose.make_sandbox("process", "warm", Limits(timeout=5))
+    choice = choose.make_sandbox("process", "auto", Limits(timeout=5))
+    assert isinstance(choice.sandbox, FreshSandbox)
+    assert "sandbox: no cgroups (not mounted)" in choice.notes[1]
+    assert choice.notes[-1] == choose.warm_unavailable(
+        "it needs writable cgroups to reap what each child leaves behind")
