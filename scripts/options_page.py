@@ -4,7 +4,7 @@ that also feeds the command line, the ini keys and `Settings`: a hand-written co
     python scripts/options_page.py           # rewrite docs/options.md
     python scripts/options_page.py --check   # exit 1 when docs/options.md is not what it gives
 
-tests/test_docs.py fails when the committed page and the table disagree.
+tests/runs/test_docs.py fails when the committed page and the table disagree.
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ from pytest_humanfix.settings import Settings
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
+# The helper modules beside this file (openai_stub, serving, tinymodel) are imported by name from
+# tests in unit/<package>/ and runs/: pytest puts only a test file's own folder on sys.path.
+HELPERS = str(Path(__file__).resolve().parent)
+if HELPERS not in sys.path:
+    sys.path.insert(0, HELPERS)
 
 
 @pytest.fixture(scope="session")
@@ -107,7 +112,7 @@ def smollm2() -> Path:
 def humanfix_pytester(pytester: pytest.Pytester, dataset: Path,
                       monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester folder with an ini file (so rootdir is the folder) and the dataset in env.
-    Its runs keep pytest's order: tests/test_ecosystem.py turns pytest-randomly on itself."""
+    Its runs keep pytest's order: tests/runs/test_ecosystem.py turns pytest-randomly on itself."""
     pytester.makeini("[pytest]\naddopts = -p no:randomly\n")
     monkeypatch.setenv("HUMANFIX_DATASET", str(dataset))
     return pytester

@@ -35,7 +35,7 @@ from pytest_humanfix.models.specs import (PACKAGED, ResolvedSpec, check_spec, lo
                                           resolve_spec)
 from pytest_humanfix.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 ALIAS = "fake-coder"
 INSTALL = "pip install 'pytest-humanfix[fake-coder]'"
 HUB_ID = "humanfix-tests/fake-coder-GGUF"

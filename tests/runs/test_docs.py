@@ -31,7 +31,7 @@ import pytest
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.records import Attempt, Record, RecordedAttempt
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 PAGES = [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
 PLUS = Path("/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz")
@@ -153,7 +153,7 @@ def test_an_unmarked_block_holds_no_command_a_test_can_run(block):
     runnable = [command for command in block.commands if RUNNABLE.match(command)]
     assert not runnable, (
         f"{block.where}: {runnable[0]!r} needs no model, so a test can run it: mark the block "
-        "with <!-- docs-test: run --> (tests/test_docs.py runs it) or with "
+        "with <!-- docs-test: run --> (tests/runs/test_docs.py runs it) or with "
         "<!-- docs-test: tests/FILE.py::TEST --> naming the test that runs it")
 
 
@@ -355,7 +355,7 @@ def replay_file(dataset: Path, path: Path, tasks: int) -> Path:
 
 
 # Right on greatest_common_divisor's four asserted inputs, wrong on most of HumanEval+'s
-# (as tests/test_plus.py's weak-test fix).
+# (as tests/runs/test_plus.py's weak-test fix).
 WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
             "    return {(3, 7): 1, (10, 15): 5, (49, 14): 7, (144, 60): 12}.get((a, b), 1)\n")
 

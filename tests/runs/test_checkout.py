@@ -11,7 +11,7 @@ import pytest
 from pytest_humanfix.dataset import HUB_DATASET
 from pytest_humanfix.settings import Settings
 
-ROOT_CONFTEST = Path(__file__).resolve().parent.parent / "conftest.py"
+ROOT_CONFTEST = Path(__file__).resolve().parents[2] / "conftest.py"
 
 
 def write_rows(path: Path, rows: list[dict]) -> Path:

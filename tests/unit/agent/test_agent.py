@@ -9,15 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_doubles import CountingSandbox, Replies, fenced
 
 from pytest_humanfix.agent import graph as agent, prompts
 from pytest_humanfix.agent.feedback import explained_tests
-from pytest_humanfix.agent.suspicion import GUARD_MARK, guarded_tests
+from pytest_humanfix.agent.suspicion import guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
-from pytest_humanfix.sandbox.environment import Limits
-from pytest_humanfix.sandbox.fresh import ProcessSandbox
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.settings import Settings
 
@@ -32,27 +31,6 @@ def tasks(dataset: Path) -> dict[str, Task]:
 @pytest.fixture(scope="module")
 def task(tasks) -> Task:
     return tasks[TASK_ID]
-
-
-def fenced(code: str) -> str:
-    return f"Here is the fixed function:\n\n```python\n{code}```\n"
-
-
-class Replies:
-    """The shapes of reply the tests need for Python/0."""
-
-    def __init__(self, task: Task) -> None:
-        self.fixed = fenced(task.canonical_code)
-        self.wrong = [fenced(task.buggy_code.replace("elem - elem2", f"elem - elem2 - {n}"))
-                      for n in range(1, 4)]
-        # The first wrong reply again, laid out differently and with a comment.
-        self.wrong_again = fenced(task.buggy_code.replace(
-            "distance = elem - elem2", "distance = (elem - elem2 - 1)  # subtract one"))
-        self.syntax_error = fenced(f"def {task.entry_point}(numbers, threshold)\n    return False\n")
-        self.no_code = "<think>\nThe tests are long; I ran out of tokens before answering.\n</think>\n"
-        self.bad_signature = fenced(f"def {task.entry_point}(numbers):\n    return False\n")
-        # Passes the two docstring examples, fails the hidden tests.
-        self.examples_only = fenced(task.declaration + "    return threshold < 0.4\n")
 
 
 @pytest.fixture(scope="module")
@@ -93,22 +71,6 @@ class Recording:
         self.temperatures.append(temperature)
         self.stops.append(stop)
         return self.model.continue_answer(messages, start, stop, task, temperature=temperature)
-
-
-class CountingSandbox:
-    """Keeps every program the agent ran; `guarded` keeps those that had the guard in them
-    (agent/suspicion)."""
-
-    def __init__(self) -> None:
-        self.sandbox = ProcessSandbox(Limits(timeout=10))
-        self.programs: list[str] = []
-        self.guarded: list[str] = []
-
-    def run(self, program: str):
-        self.programs.append(program)
-        if GUARD_MARK in program:
-            self.guarded.append(program)
-        return self.sandbox.run(program)
 
 
 def replay(tmp_path: Path, task_id: str, completions: list[str], **settings) -> Recording:

@@ -78,7 +78,7 @@ def test_item_timeout_is_an_error_with_a_record(humanfix_pytester, records_by_ta
     timed_out = got[LOOPING_TASK]
     assert timed_out["outcome"] == "error" and "item timeout fired" in timed_out["error"]
     assert "Timeout (>5.0s)" in timed_out["error"] and timed_out["item_timeout"]
-    # Counted apart from harness errors (tests/test_protocol.py has the rest).
+    # Counted apart from harness errors (tests/unit/models/test_protocol.py has the rest).
     result.stdout.fnmatch_lines(["*fixed 0, not fixed 1, errors 0 *, item timeouts 1 *"])
 
 

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from agent_doubles import CountingSandbox, Replies, fenced
 from openai_stub import StubServer
-from test_agent import CountingSandbox, Replies, fenced
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.contract import run_agent
@@ -20,7 +20,7 @@ from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "agents"
 COMPARE_AGENTS = REPO / "benchmarks" / "harness" / "compare_agents.py"
 MINIMAL = f"{EXAMPLES}/minimal.py:fix"

@@ -5,7 +5,7 @@ Every case asserts: the task is not fixed, the run goes on (the next task is sco
 nothing outside the sandbox changed, no process is left behind, and the harness's own memory
 stays bounded. Where the process layer cannot prevent a case, it is an xfail (strict) naming
 the limit. Set HUMANFIX_BAD_INPUTS_TABLE=<file> to record what happened in each case, then
-`python tests/test_bad_inputs.py <file>` prints the table.
+`python tests/unit/sandbox/test_bad_inputs.py <file>` prints the table.
 """
 
 from __future__ import annotations

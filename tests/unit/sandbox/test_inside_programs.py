@@ -16,7 +16,7 @@ from pytest_humanfix.sandbox import fresh, warm
 from pytest_humanfix.sandbox.inside import source
 from pytest_humanfix.sandbox.program import PRELUDE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PROGRAMS = ["child.py", "bootstrap.py", "warm_server.py", "network_probe.py", "prelude.py",
             "guard.py", "toolchain.py", "explain.py"]
 

@@ -20,7 +20,7 @@ from pytest_humanfix.dataset import load_tasks
 
 TASKS = 6
 # Where the browser test keeps its screenshot (ignored by git; CI keeps it as an artifact).
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
 # Turned on by name: the suite's ini turns pytest-randomly off (see pyproject.toml).
 PLUGINS = ("-p", "randomly", "-p", "rerunfailures", "--reruns=1", "--html=report.html",
            "--self-contained-html", "--json-report", "--json-report-file=report.json")

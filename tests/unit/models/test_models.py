@@ -19,7 +19,7 @@ from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, PACKAGED, Model
                                           ResolvedSpec, check_spec, load_model, resolve_spec)
 from pytest_humanfix.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("alias, hub_id", [

@@ -24,7 +24,7 @@ from pytest_humanfix.models.openai_api import OpenAIModel, server_computed_by
 from pytest_humanfix.models.toolcalls import written_calls
 from pytest_humanfix.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = os.environ.get("HUMANFIX_VLLM_PYTHON") or str(REPO / ".venv-vllm" / "bin" / "python")
 # The user's cache, read before pytester moves HOME: qwen-coder's dequantized folder (2.4 GB,
 # about 50 s to make) is then made once per machine, not once per run.

@@ -4,7 +4,7 @@ portable llama.cpp build and in two layouts (two engines of one thread; one engi
 A change to the prompts, the engine or the build that changes a reply fails this test until the
 recording is made again on purpose:
 
-    HUMANFIX_RECORD_REPLIES=1 pytest tests/test_reproducibility.py
+    HUMANFIX_RECORD_REPLIES=1 pytest tests/runs/test_reproducibility.py
 
 which writes tests/recorded/qwen-coder-replies.json and fails, so that a recording is never
 made silently; commit the file with the change that moved the replies. A machine whose build
@@ -22,7 +22,7 @@ import pytest
 
 from pytest_humanfix.computed_by import PORTABLE_NAME
 
-RECORDING = Path(__file__).parent / "recorded" / "qwen-coder-replies.json"
+RECORDING = Path(__file__).resolve().parents[1] / "recorded" / "qwen-coder-replies.json"
 # Three the main job fixes and one it does not, short replies all (README's main job).
 TASKS = ("Python/5", "Python/8", "Python/11", "Python/12")
 

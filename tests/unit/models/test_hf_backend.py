@@ -164,7 +164,7 @@ def test_a_model_without_chat_template_is_prompted_for_a_completion(
     assert model.prompt == "completion"
     prompt = "def has_close_elements(numbers, threshold):"
     # The tiny model continues with "):):...", an unindented first line: BigCode's check_fn
-    # ends a Python completion there, after one token (tests/test_protocol.py has the rule).
+    # ends a Python completion there, after one token (tests/unit/models/test_protocol.py has the rule).
     ended = model.complete(prompt, [], task)
     assert (ended.text, ended.completion_tokens, ended.finish_reason) == ("):", 1, "stop")
     # Under a brace language's rule, which no brace ends here, it runs to the limit.

@@ -1,0 +1,111 @@
+"""The isolation layers and the choice among them (sandbox/layers.py, sandbox/choose.py), read
+as the commands they build and the notes they print, nothing executed in them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_humanfix.sandbox import choose
+from pytest_humanfix.sandbox.environment import Limits, SandboxError
+from pytest_humanfix.sandbox.fresh import FreshSandbox
+from pytest_humanfix.sandbox.layers import BOX, BwrapLayer, ProcessLayer
+
+
+def pairs(args: list[str], flag: str) -> list[tuple[str, str]]:
+    """The (source, destination) of each `flag SRC DEST` in a bwrap command."""
+    return [(args[i + 1], args[i + 2]) for i, arg in enumerate(args) if arg == flag]
+
+
+@pytest.fixture
+def bwrap_command(tmp_path: Path):
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text("{}\n")
+    layer = BwrapLayer("/usr/bin/bwrap", hidden_files=(str(dataset), str(tmp_path / "absent")))
+    root = tmp_path / "box"
+    cache = tmp_path / "cache"
+    args = layer.command(["python", "-I", "program.py"], root, root / "work", readable=(cache,))
+    return layer, args, dataset, root, cache
+
+
+def test_bwrap_binds_the_private_folder_as_the_only_writable_one(bwrap_command):
+    _, args, _, root, _ = bwrap_command
+    assert args[:3] == ["/usr/bin/bwrap", "--ro-bind", "/"]
+    assert pairs(args, "--bind") == [(str(root), BOX)]
+
+
+def test_bwrap_hides_the_dataset_and_skips_a_hidden_file_that_is_not_there(bwrap_command):
+    _, args, dataset, _, _ = bwrap_command
+    assert ("/dev/null", str(dataset.resolve())) in pairs(args, "--ro-bind")
+    assert not any("absent" in arg for arg in args)
+
+
+def test_bwrap_shows_the_caches_read_only_and_runs_the_program_inside(bwrap_command):
+    _, args, _, _, cache = bwrap_command
+    assert (str(cache), str(cache)) in pairs(args, "--ro-bind")
+    for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session"):
+        assert flag in args
+    assert args[args.index("--cap-drop") + 1] == "ALL"
+    assert args[args.index("--chdir") + 1] == f"{BOX}/work"
+    assert args[args.index("--") + 1:] == ["python", "-I", "program.py"]
+
+
+def test_bwrap_reads_a_signal_death_as_a_shell_reports_it():
+    layer = BwrapLayer("/usr/bin/bwrap")
+    assert layer.exit_code(128 + 9) == -9
+    assert layer.exit_code(1) == 1 and layer.exit_code(128) == 128 and layer.exit_code(255) == 255
+
+
+def test_the_process_layer_runs_the_command_as_given():
+    layer = ProcessLayer()
+    root = Path("/tmp/box")
+    assert layer.command(["python", "x.py"], root, root) == ["python", "x.py"]
+    assert layer.inside(root / "x.py", root) == "/tmp/box/x.py" and layer.exit_code(-9) == -9
+    assert layer.network in ("namespace", "guard")
+
+
+def test_process_asked_for_is_taken_without_probing_bwrap(monkeypatch):
+    monkeypatch.setattr(choose, "probe_bwrap", lambda python: pytest.fail("probed"))
+    layer, notes = choose.choose_layer("process")
+    assert layer.name == "process" and notes[0].endswith("(--humanfix-sandbox process)")
+
+
+def test_bwrap_asked_for_and_unusable_is_an_error_naming_the_way_out(monkeypatch):
+    monkeypatch.setattr(choose, "probe_bwrap", lambda python: (None, "bwrap is not installed"))
+    with pytest.raises(SandboxError, match="is not installed. Use --humanfix-sandbox process"):
+        choose.choose_layer("bwrap")
+
+
+def test_auto_falls_back_to_the_process_layer_saying_what_it_does_not_protect(monkeypatch):
+    monkeypatch.setattr(choose, "probe_bwrap", lambda python: (None, "no user namespaces"))
+    layer, notes = choose.choose_layer("auto")
+    assert layer.name == "process"
+    assert "auto fell back: no user namespaces" in notes[0]
+    assert all(limit in notes[1] for limit in ProcessLayer.NOT_PROTECTED)
+
+
+def test_auto_takes_bwrap_where_it_works(monkeypatch):
+    monkeypatch.setattr(choose, "probe_bwrap", lambda python: ("/usr/bin/bwrap", "bwrap works"))
+    layer, notes = choose.choose_layer("auto", hidden_files=())
+    assert layer.name == "bwrap" and notes[0].endswith("(auto: bwrap works)")
+
+
+def test_a_fresh_executor_asked_for_is_said_after_the_layer_and_the_cgroups():
+    choice = choose.make_sandbox("process", "fresh", Limits(timeout=5))
+    assert isinstance(choice.sandbox, FreshSandbox)
+    assert choice.notes[0].startswith("sandbox: process layer")
+    assert "cgroup" in choice.notes[1]
+    assert choice.notes[-1] == "sandbox: a fresh interpreter per execution " \
+        "(--humanfix-executor fresh)"
+
+
+def test_without_cgroups_warm_asked_for_is_an_error_and_auto_falls_back_saying_why(monkeypatch):
+    monkeypatch.setattr(choose, "open_cgroups", lambda: (None, "not mounted"))
+    with pytest.raises(SandboxError, match="--humanfix-executor warm: it needs writable cgroups"):
+        choose.make_sandbox("process", "warm", Limits(timeout=5))
+    choice = choose.make_sandbox("process", "auto", Limits(timeout=5))
+    assert isinstance(choice.sandbox, FreshSandbox)
+    assert "sandbox: no cgroups (not mounted)" in choice.notes[1]
+    assert choice.notes[-1] == choose.warm_unavailable(
+        "it needs writable cgroups to reap what each child leaves behind")
