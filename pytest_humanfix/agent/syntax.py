@@ -98,9 +98,11 @@ def check_braced(code: str, task: Task) -> str:
         # A missing token says most; else the innermost error, not the file-wide one.
         bad = next((n for n in nodes if n.is_missing), None) or \
             [n for n in nodes if n.is_error and not any(c.has_error for c in n.children)][-1]
-        line = code.splitlines()[bad.start_point[0]].strip() if code.splitlines() else ""
+        lines = code.splitlines() or [""]
+        # A reply cut after its last newline misses a token on the line after the last one.
+        row = min(bad.start_point[0], len(lines) - 1)
         what = f"missing `{bad.type}`" if bad.is_missing else "syntax error"
-        return f"{what} at line {bad.start_point[0] + 1}: `{line}`"
+        return f"{what} at line {row + 1}: `{lines[row].strip()}`"
     declared = _declared(task, parse)
     if declared is None:
         return ""

@@ -44,9 +44,6 @@ def test_a_missing_closing_brace_is_named_with_its_line(tasks, name):
     assert reason.startswith("missing `}` at line ")
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError,
-                   reason="bug: a missing `}` on the line after the last one (a Go reply cut "
-                          "after its newline) indexes past the code's lines in check_braced")
 def test_a_go_reply_cut_before_its_last_brace_is_a_syntax_error(tasks):
     task = tasks["go"][0]
     cut = task.canonical_code.rstrip().removesuffix("}")  # ends with a newline
