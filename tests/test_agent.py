@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.agent import graph as agent, prompts
+from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.feedback import explained_tests
 from pytest_humanfix.agent.suspicion import GUARD_MARK, guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
@@ -125,7 +126,7 @@ def run(request: pytest.FixtureRequest):
     graph that the controls use: every routing test holds for both."""
     def repair(task, model, sandbox=None, **settings):
         sandbox = sandbox or CountingSandbox()
-        return agent.repair(task, model, sandbox, Settings(**settings),
+        return agent.repair(task, model, sandbox, RepairConfig.of(Settings(**settings)),
                             langgraph=request.param == "langgraph"), sandbox
 
     return repair
