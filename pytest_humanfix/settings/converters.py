@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 
-# The agents of agent/graph.py; any other --humanfix-agent names a brought one (agent/loader.py).
+# The agents of agent/routing.py; any other --humanfix-agent names a brought one (agent/loader.py).
 BUILT_IN_AGENTS = ("repair", "tools")
 
 
