@@ -8,6 +8,7 @@ The reference is docs/options.md, generated from this table.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -314,7 +315,7 @@ def _resolve_path(value: str, base: Path) -> str:
     return value
 
 
-def _check_together(values: dict[str, Any]) -> None:
+def _check_together(values: Mapping[str, object]) -> None:
     """Options that exclude or need one another, told apart from the values the user gave."""
     if "max_length" in values and "max_new_tokens" in values:
         raise pytest.UsageError(
