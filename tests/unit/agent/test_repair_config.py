@@ -10,8 +10,8 @@ import pytest
 
 from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.context import PlainRuntime, RepairContext
-from pytest_humanfix.agent.graph import GRAPHS, recursion_limit
-from pytest_humanfix.agent.routing import after_call_check, after_check, after_execute
+from pytest_humanfix.agent.graph import recursion_limit
+from pytest_humanfix.agent.routing import GRAPHS, after_call_check, after_check, after_execute
 from pytest_humanfix.records import Attempt
 from pytest_humanfix.settings import Settings
 
