@@ -15,6 +15,7 @@ import time
 
 from common import add_dataset_argument
 
+from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.graph import repair, repair_graph
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models.specs import load_model
@@ -40,7 +41,8 @@ def main() -> None:
     bare_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    results = [repair(t, model, sandbox, settings) for t in tasks]
+    config = RepairConfig.of(settings)
+    results = [repair(t, model, sandbox, config) for t in tasks]
     agent_seconds = time.perf_counter() - started
     fixed = sum(r.outcome == "fixed" for r in results)
     executing = sum(a.execute_seconds for r in results for a in r.attempts)
