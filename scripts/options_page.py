@@ -1,5 +1,6 @@
-"""Writes docs/options.md, the option reference, from the one option table (`settings.OPTIONS`)
-that also feeds the command line, the ini keys and `Settings`: a hand-written copy would drift.
+"""Writes docs/options.md, the option reference, from the one option table (`settings.OPTIONS`,
+read from the fields of `Settings`) that also feeds the command line and the ini keys: a
+hand-written copy would drift.
 
     python scripts/options_page.py           # rewrite docs/options.md
     python scripts/options_page.py --check   # exit 1 when docs/options.md is not what it gives
@@ -20,7 +21,8 @@ REGENERATE = "python scripts/options_page.py"
 
 HEADER = f"""# Options
 
-<!-- Generated from pytest_humanfix/settings.py by `{REGENERATE}`: edit the table there. -->
+<!-- Generated from pytest_humanfix/settings/settings.py by `{REGENERATE}`: edit the fields
+of `Settings` there. -->
 
 Every option works on the command line and as an ini key (in `pytest.ini`, `tox.ini`,
 `setup.cfg` or `pyproject.toml`); the command line wins over the ini file, the ini file over an
@@ -44,15 +46,15 @@ def cell(text: str) -> str:
 def default_of(option: Option) -> str:
     if option.flag:
         return "off"
-    if option.default in (None, ""):
+    if not option.shown_default:
         return "&mdash;"  # none, or one the help text states (it depends on other settings)
-    return f"`{option.default}`"
+    return f"`{option.shown_default}`"
 
 
 def row(option: Option) -> str:
     usage = option.cli if option.flag else f"{option.cli} {option.metavar or 'VALUE'}"
-    meaning = option.help
-    if option.env and option.env not in meaning:
+    meaning = option.written_help  # its default is in a column of its own
+    if option.env:
         meaning += f"; environment variable `{option.env}`"
     if option.repeat:
         meaning += "; may be given several times"

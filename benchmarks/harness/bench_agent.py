@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from common import add_dataset_argument, benchmark_parser, write_json
 
+from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.graph import repair, repair_graph
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models.specs import load_model
@@ -37,7 +38,8 @@ def main() -> None:
     bare_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    results = [repair(t, model, sandbox, settings) for t in tasks]
+    config = RepairConfig.of(settings)
+    results = [repair(t, model, sandbox, config) for t in tasks]
     agent_seconds = time.perf_counter() - started
     fixed = sum(r.outcome == "fixed" for r in results)
     executing = sum(a.execute_seconds for r in results for a in r.attempts)

@@ -21,19 +21,19 @@ CODE_END = ["\n```\n", "\ndef check("]
 
 
 def repair(ctx):
-    task, settings = ctx.task, ctx.settings
+    task, config = ctx.task, ctx.config
     messages = [{"role": "user", "content": task.prompt}]
-    stop = CODE_END if settings.chat_stop == "code" else []
+    stop = CODE_END if config.chat_stop == "code" else []
     ran: list[str] = []  # code that was run: a reply that repeats one is asked for again
     final = None  # the latest code that was not rejected: the one submitted at the end
     for round in range(ctx.rounds + 1):
         resamples = 0
         while True:
             reply = ctx.model.chat(messages, stop=stop,
-                                   temperature=settings.temperature_of(round, resamples))
+                                   temperature=config.temperature_of(round, resamples))
             code = extract_code(reply, task.entry_point, task.prompt_base, task.buggy_code)
             repeat = any(same_code(code, earlier) for earlier in ran)
-            if not repeat or resamples == len(settings.resample_temperature):
+            if not repeat or resamples == config.resamples:
                 break
             final, resamples = code, resamples + 1
         result = ctx.run_tests(code)

@@ -7,7 +7,7 @@ hidden tests of the `docs` variant), the run's model as a chat client (`ChatClie
 is an attempt, its tokens and seconds counted and its generation off the item's clock, as the
 built-in agents' are), `run_tests`, which checks and runs code on the tests the built-in agent
 may run and answers what that agent is told, and the round budget, which `run_tests` enforces.
-The final code is graded by the built-in agents' own `graph.graded`, so its record, and every
+The final code is graded by the built-in agents' own `grading.graded`, so its record, and every
 report, gate and replay that reads records, is the same as theirs.
 
 What goes wrong is told apart: an exception in the agent, a wrong return value or a run past the
@@ -31,9 +31,13 @@ from ..models.toolcalls import ToolCall
 from ..records import Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
-from . import graph, prompts
+from . import prompts
+from .config import RepairConfig
+from .context import PlainRuntime, RepairContext, RepairState
 from .feedback import what_happened
+from .grading import graded
 from .loader import is_graph
+from .nodes import check, execute, reply_attempt, told, unified_diff
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,7 @@ class ChatClient:
         trajectory = self._trajectory
         calls = len(generation.tool_calls) if offered_tools else None
         used = self._settings.temperature if temperature is None else temperature
-        trajectory.attempts.append(graph.reply_attempt(generation, "chat", trajectory.runs, used,
+        trajectory.attempts.append(reply_attempt(generation, "chat", trajectory.runs, used,
                                                        began, calls))
 
 
@@ -174,15 +178,17 @@ def _messages(messages: object) -> list[Message]:
 
 
 class AgentContext:
-    """What the agent is called with: `task`, `model`, `run_tests` and `rounds`, and the run's
-    frozen `settings` (read only: the temperatures and stop strings the built-in agent uses)."""
+    """What the agent is called with: `task`, `model`, `run_tests` and `rounds`, the repair's
+    `config` (the temperature schedule and stop the built-in agents use) and the run's frozen
+    `settings` (every option, e.g. the servers of openai:<model>)."""
 
-    def __init__(self, identity: str, task: Task, model: ChatClient,
-                 repair_context: graph.RepairContext, trajectory: Trajectory) -> None:
-        settings = repair_context.settings
-        self.task = TaskView.of(task, settings.variant)
+    def __init__(self, identity: str, task: Task, model: ChatClient, settings: Settings,
+                 repair_context: RepairContext, trajectory: Trajectory) -> None:
+        config = repair_context.config
+        self.task = TaskView.of(task, config.variant)
         self.model = model
-        self.rounds = settings.iters
+        self.rounds = config.iters
+        self.config = config
         self.settings = settings
         self._identity = identity
         self._repair_context = repair_context
@@ -206,13 +212,13 @@ class AgentContext:
         unrun = bool(trajectory.attempts) and _unrun(trajectory.attempts[-1])
         attempts, _ = _with_code(trajectory, code, self._repair_context.task,
                                  len(trajectory.attempts) - 1 if unrun else None)
-        state: graph.RepairState = {"messages": [], "attempts": attempts, "rounds_left": 0,
+        state: RepairState = {"messages": [], "attempts": attempts, "rounds_left": 0,
                                     "round": trajectory.runs, "resamples": 0, "result": None}
-        runtime = graph.PlainRuntime(self._repair_context)
+        runtime = PlainRuntime(self._repair_context)
         try:
-            state["attempts"] = graph.check(state, runtime).get("attempts", attempts)
+            state["attempts"] = check(state, runtime).get("attempts", attempts)
             if state["attempts"][-1].status == "":
-                state["attempts"] = graph.execute(state, runtime)["attempts"]
+                state["attempts"] = execute(state, runtime)["attempts"]
         except Exception as exc:
             trajectory.fault = exc
             raise
@@ -220,7 +226,7 @@ class AgentContext:
         # A repeat of code that passed passes as it did: only code that failed is not run.
         ran = state["attempts"][latest.repeat_of - 1] if latest.repeat_of else latest
         passed = ran.status == "passed"
-        feedback = "" if passed else graph.told(self._repair_context, state["attempts"], "chat")
+        feedback = "" if passed else told(self._repair_context, state["attempts"], "chat")
         trajectory.attempts = [*state["attempts"][:-1],
                                dataclasses.replace(latest, feedback=feedback)]
         trajectory.runs += 1
@@ -239,7 +245,7 @@ def _with_code(trajectory: Trajectory, code: str, task: Task,
     """The attempts with `code` put on attempt `index`, or on a new one of its own (None),
     and where it was put."""
     attempts = list(trajectory.attempts)
-    diff = graph.unified_diff(task.buggy_code, code)
+    diff = unified_diff(task.buggy_code, code)
     if index is None:
         attempts.append(Attempt(code=code, diff=diff, verdict=None, round=trajectory.runs))
         return attempts, len(attempts) - 1
@@ -279,10 +285,10 @@ def run_agent(agent: object, identity: str, task: Task, load_model: Callable[[],
     chat = ChatClient(load_model, task, settings, trajectory)
     # The built-in agents' context: `check`, `execute` and `graded` read it; the model is
     # there only for its prompt kind, which a brought agent's chat always is.
-    repair_context = graph.RepairContext(
+    repair_context = RepairContext(
         task=task, model=cast(Model, _ChatKind(settings.model or "")), sandbox=sandbox,
-        settings=settings, plus=plus)
-    ctx = AgentContext(identity, task, chat, repair_context, trajectory)
+        config=RepairConfig.of(settings), plus=plus)
+    ctx = AgentContext(identity, task, chat, settings, repair_context, trajectory)
     failure = ""
     try:
         code = _invoke(agent, identity, ctx)
@@ -304,7 +310,7 @@ def run_agent(agent: object, identity: str, task: Task, load_model: Callable[[],
                             attempts=trajectory.attempts)
     else:
         attempts, index = _final(trajectory, str(code), task)
-        result = graph.graded(repair_context, attempts, index)
+        result = graded(repair_context, attempts, index)
     result.seconds = round(time.monotonic() - started, 4)
     return result
 

@@ -16,8 +16,8 @@ try:  # How pytest's doctest items take fixtures. Private: a pytest that moved i
 except ImportError:  # pragma: no cover - a pytest without it
     TopRequest = None  # type: ignore[assignment,misc]
 
-from ..agent.graph import GRAPHS
 from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, is_agent
+from ..agent.routing import GRAPHS
 from ..dataset import Task
 from ..records import Record, TaskResult
 from . import RUNNER, timeouts

@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Any
 
+from ..agent.config import RepairConfig
 from ..agent.graph import repair
 from ..dataset import Task
 from ..models.base import Generation, Message, Model, PromptKind, RecordedAnswers, settle_prompt
@@ -58,7 +59,7 @@ def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, setti
     reply = first.attempts[0]
     prompt = settle_prompt(reply.prompt, has_chat_template=True)
     recorded = RecordedReply(reply.reply, prompt)
-    return repair(task, recorded, sandbox, dataclasses.replace(settings, iters=0),
+    return repair(task, recorded, sandbox, dataclasses.replace(RepairConfig.of(settings), iters=0),
                   langgraph=langgraph).outcome
 
 
@@ -68,7 +69,8 @@ def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
     graded, beside the run's own; {"error": why} when the repeat could not be made."""
     started = time.monotonic()
     try:
-        again = repair(task, model, sandbox, dataclasses.replace(settings, iters=0),
+        again = repair(task, model, sandbox,
+                       dataclasses.replace(RepairConfig.of(settings), iters=0),
                        langgraph=langgraph)
         before = first_attempt_outcome(first, task, sandbox, settings, langgraph)
     except Exception as exc:  # the side measurement must not cost the task its score

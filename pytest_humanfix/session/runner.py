@@ -16,8 +16,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
-from ..agent.graph import GRAPHS, repair, repair_graph
+from ..agent.graph import repair, repair_graph
+from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
 from ..dataset import Task
 from ..languages import LANGUAGES
@@ -291,7 +293,7 @@ class Runner:
                 return run_agent(agent, self.settings.agent, task,
                                  lambda: OffClock(self.model()), sandbox, self.settings,
                                  plus=self.plus_grader(task))
-            return repair(task, OffClock(self.model()), sandbox, self.settings,
+            return repair(task, OffClock(self.model()), sandbox, RepairConfig.of(self.settings),
                           langgraph=self.uses_langgraph, plus=self.plus_grader(task))
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)

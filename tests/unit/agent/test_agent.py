@@ -12,6 +12,7 @@ import pytest
 from agent_doubles import CountingSandbox, Replies, fenced
 
 from pytest_humanfix.agent import graph as agent, prompts
+from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.feedback import explained_tests
 from pytest_humanfix.agent.suspicion import guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
@@ -87,7 +88,7 @@ def run(request: pytest.FixtureRequest):
     graph that the controls use: every routing test holds for both."""
     def repair(task, model, sandbox=None, **settings):
         sandbox = sandbox or CountingSandbox()
-        return agent.repair(task, model, sandbox, Settings(**settings),
+        return agent.repair(task, model, sandbox, RepairConfig.of(Settings(**settings)),
                             langgraph=request.param == "langgraph"), sandbox
 
     return repair

@@ -1,0 +1,44 @@
+"""`RepairConfig`: the part of the run's settings that a repair reads (the agent, its rounds,
+the temperature schedule, where a chat reply stops, strict scoring), built once from `Settings`
+so that the graph's nodes depend on what they use, not on every option (docs/agent.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..settings import Settings
+
+
+@dataclass(frozen=True)
+class RepairConfig:
+    """Each field is the `Settings` field of its name (docs/options.md has what it means)."""
+
+    variant: str                    # tests or docs: what the model sees and may run
+    agent: str                      # repair or tools (agent/contract runs a brought one)
+    iters: int                      # repair rounds after the first attempt
+    temperature: float              # of the first attempt
+    round_temperature: tuple[float, ...]     # round k takes the k-th, later rounds the last
+    resample_temperature: tuple[float, ...]  # one ask again of a repeat per value
+    chat_stop: str                  # code or none: where a chat reply ends
+    strict: bool                    # a flagged fix is scored not fixed
+
+    @classmethod
+    def of(cls, settings: Settings) -> RepairConfig:
+        return cls(**{field.name: getattr(settings, field.name)
+                      for field in dataclasses.fields(cls)})
+
+    @property
+    def resamples(self) -> int:
+        """The asks again a round may spend on replies that repeat failed code."""
+        return len(self.resample_temperature)
+
+    def temperature_of(self, round: int, resample: int = 0) -> float:
+        """The temperature of a reply: the first attempt's (round 0), a repair round's from the
+        schedule, or the `resample`-th ask again of a round whose reply repeated failed code."""
+        if resample:
+            return self.resample_temperature[resample - 1]
+        if round == 0:
+            return self.temperature
+        schedule = self.round_temperature or (self.temperature,)
+        return schedule[min(round, len(schedule)) - 1]

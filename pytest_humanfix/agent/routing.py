@@ -1,0 +1,75 @@
+"""The repair agents' graphs written down once, as data: what follows each node, and the
+routers that choose after `check` and `execute` (`GRAPHS`, by --humanfix-agent). agent/graph.py
+compiles them with LangGraph or walks them as plain calls (docs/agent.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .context import RepairRuntime, RepairState
+from .nodes import call, check, execute, finish, propose, reflect, reflect_call, resample
+
+
+def after_check(state: RepairState, runtime: RepairRuntime) -> str:
+    ctx = runtime.context
+    latest = state["attempts"][-1]
+    if latest.status == "repeat" and state["resamples"] < ctx.config.resamples:
+        return "resample"
+    if latest.status in ("rejected", "repeat"):
+        return "reflect" if state["rounds_left"] > 0 else "finish"
+    if ctx.config.variant == "docs" and (state["rounds_left"] == 0 or not ctx.round_tests[1]):
+        # Running the examples would change nothing: no round is left to act on them.
+        return "finish"
+    return "execute"
+
+
+def after_call_check(state: RepairState, runtime: RepairRuntime) -> str:
+    """A reply without a call is the model's last word; a call goes on as a round's reply."""
+    if not state["attempts"][-1].tool_calls:
+        return "finish"
+    return after_check(state, runtime)
+
+
+def after_execute(state: RepairState, runtime: Any) -> str:
+    if state["attempts"][-1].status == "passed" or state["rounds_left"] == 0:
+        return "finish"
+    return "reflect"
+
+
+# Nodes and routers alike take (state, runtime) and read the RepairContext from the runtime.
+Node = Callable[[RepairState, Any], dict[str, Any]]
+Router = Callable[[RepairState, Any], str]
+
+# What follows a node: the next node, a router and the nodes it may choose, or None (the end).
+After = str | tuple[Router, tuple[str, ...]] | None
+
+
+@dataclass(frozen=True)
+class Graph:
+    first: str
+    nodes: dict[str, Node]
+    next: dict[str, After]
+
+
+def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router) -> Graph:
+    """Both agents are one loop: ask, check, execute, and reflect or finish; they differ in how
+    a reply is asked for (`ask`), how what happened goes back to the model (`reflect_node`),
+    and what may follow the check (`check_router`)."""
+    return Graph(ask_name, {
+        ask_name: ask, "check": check, "execute": execute, "resample": resample,
+        "reflect": reflect_node, "finish": finish}, {
+        ask_name: "check",
+        "check": (check_router, ("execute", "resample", "reflect", "finish")),
+        "execute": (after_execute, ("reflect", "finish")),
+        "resample": ask_name,
+        "reflect": ask_name,
+        "finish": None})
+
+
+# By --humanfix-agent.
+GRAPHS: dict[str, Graph] = {
+    "repair": repair_loop("propose", propose, reflect, after_check),
+    "tools": repair_loop("call", call, reflect_call, after_call_check),
+}

@@ -1,0 +1,155 @@
+"""How an option is declared once: `option(...)` makes a field of `Settings` whose metadata
+holds the option's help and converter, and `options_of` reads the fields back as the table
+(`Option`) that the command line, the ini keys, the help's "(default X)" and docs/options.md
+all come from (docs/options.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from .converters import flag
+
+T = TypeVar("T")
+
+_METADATA_KEY = "humanfix_option"
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """What `option` keeps in a field's metadata, beside the field's name and default."""
+
+    help: str
+    convert: Callable[[str], object] | None
+    env: str | None
+    metavar: str | None
+    repeat: bool
+    path: bool
+    says_default: bool
+
+
+def option(default: T, help: str, *, convert: Callable[[str], T] | None = None,
+           env: str | None = None, metavar: str | None = None, repeat: bool = False,
+           path: bool = False, says_default: bool = False) -> T:
+    """A `Settings` field that is also `--humanfix-<name>` and the ini key `humanfix_<name>`.
+
+    `convert` turns the user's text into the field's type (str when left out; a bool default
+    makes a flag). `repeat`: may be given several times on the command line, joined by commas.
+    `path`: a relative path is taken from where it was given (the ini file's folder for an ini
+    value). `says_default`: the help text tells the default itself, as it depends on other
+    settings (the language's timeout, the report folder), so "(default X)" is not appended."""
+    declared = _Declared(help=help, convert=convert, env=env, metavar=metavar, repeat=repeat,
+                         path=path, says_default=says_default)
+    return dataclasses.field(default=default, metadata={_METADATA_KEY: declared})
+
+
+def default_text(value: object) -> str:
+    """A default as the user would write it: the help's "(default X)" and the docs' column."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple):
+        return ",".join(default_text(part) for part in value)
+    return "" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting as the table holds it: `--humanfix-<name>` on the command line and
+    `humanfix_<name>` in the ini, its typed default and how the user's text is converted."""
+
+    name: str
+    written_help: str  # as declared: without the "(default X)" and environment variable parts
+    default: object
+    convert: Callable[[str], object]
+    env: str | None = None
+    metavar: str | None = None
+    repeat: bool = False
+    path: bool = False
+    says_default: bool = False
+
+    @property
+    def flag(self) -> bool:
+        return isinstance(self.default, bool)
+
+    @property
+    def attr(self) -> str:
+        """The `Settings` field."""
+        return self.name.replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        return "humanfix_" + self.attr
+
+    @property
+    def cli(self) -> str:
+        return "--humanfix-" + self.name
+
+    @property
+    def shown_default(self) -> str:
+        """The default the help states ("" when it has none worth stating, or states it in
+        its own words)."""
+        if self.says_default or self.flag:
+            return ""
+        return default_text(self.default)
+
+    @property
+    def help(self) -> str:
+        told = [f"default {self.shown_default}"] if self.shown_default else []
+        if self.env:
+            told.append(f"env {self.env}")
+        return self.written_help + (f" ({'; '.join(told)})" if told else "")
+
+
+def options_of(settings_class: type[Any]) -> tuple[Option, ...]:
+    """The option table of a dataclass whose fields were declared with `option`, in order."""
+    table = []
+    for declared_field in dataclasses.fields(settings_class):
+        declared: _Declared = declared_field.metadata[_METADATA_KEY]
+        convert: Callable[[str], object] = declared.convert or (
+            flag if isinstance(declared_field.default, bool) else str)
+        table.append(Option(
+            name=declared_field.name.replace("_", "-"), written_help=declared.help,
+            default=declared_field.default, convert=convert, env=declared.env,
+            metavar=declared.metavar, repeat=declared.repeat, path=declared.path,
+            says_default=declared.says_default))
+    return tuple(table)
+
+
+def add_options(parser: pytest.Parser, options: tuple[Option, ...]) -> None:
+    group = parser.getgroup("humanfix", "HumanEvalFix code-repair evaluation (pytest-humanfix)")
+    for declared in options:
+        # No default here: `given` must tell a value the user gave from none.
+        if declared.flag:
+            group.addoption(declared.cli, dest=declared.dest, action="store_const", const=True,
+                            default=None, help=declared.help)
+            parser.addini(declared.dest, declared.help, type="bool", default=None)
+        else:
+            group.addoption(declared.cli, dest=declared.dest, default=None,
+                            metavar=declared.metavar, help=declared.help,
+                            action="append" if declared.repeat else "store")
+            parser.addini(declared.dest, declared.help, default=None)
+
+
+def given(config: pytest.Config, declared: Option) -> tuple[str | bool, Path] | None:
+    """The value the user gave (command line, then ini, then environment variable) and the
+    folder a relative path in it is relative to; None when none was given."""
+    value = config.getoption(declared.dest)
+    if isinstance(value, list):  # a repeated option
+        value = ",".join(value)
+    if value is not None:
+        return value, config.invocation_params.dir
+    value = config.getini(declared.dest)
+    if value not in (None, ""):
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return value, base
+    if declared.env and os.environ.get(declared.env):
+        return os.environ[declared.env], config.invocation_params.dir
+    return None
