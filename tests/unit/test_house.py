@@ -8,8 +8,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_humanfix"
 MAX_LINES = 450
 # "What it is and why in a few lines" (2-8 is the aim), with a line of slack for the link to
@@ -81,7 +79,8 @@ def test_no_module_is_over_450_lines():
     long = {name: lines for name, path in MODULES.items()
             if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}, (f"modules over {MAX_LINES} lines (split each by its concerns, "
-                        "docs/architecture.md): " + ", ".join(f"{n} ({c})" for n, c in long.items()))
+                        "docs/architecture.md): "
+                        + ", ".join(f"{n} ({c})" for n, c in long.items()))
 
 
 def test_no_import_cycle_between_the_package_modules():
