@@ -1,15 +1,9 @@
-"""Run a candidate program against a task's tests, isolated from the harness.
-
-Every execution runs in its own folder and process group, with stdin closed, an environment
-that carries no secrets, rlimits set before any candidate code runs, output captured to a cap,
-and no network. Where (the layer: bwrap or a plain process, `layers`) and how (a fresh
-interpreter here, or a child of the warm executor, `warm`) are chosen by `choose`; `cgroup`
-bounds and reaps every process an execution starts.
-
-The verdict needs proof that the test code ran to its end: the code before the candidate writes
-a one-time nonce to a file after the program returns, so exiting with status 0 early is never a
-pass. (Code that sets out to forge that proof from inside the same process can read the nonce
-from its caller's frame; no layer changes that, since the proof is written in-process.)
+"""Run a candidate program against a task's tests, isolated from the harness, in a fresh
+interpreter per execution (the warm executor's children reuse this path's folder, limits and
+verdict). Every execution gets its own folder and process group, stdin closed, an environment
+without secrets, rlimits before any candidate code, capped output and no network; a pass needs
+a one-time nonce written after the tests returned, so an early exit with status 0 is never one.
+What that proof does not stop: docs/sandbox.md#the-proof-that-the-tests-ran.
 """
 
 from __future__ import annotations

@@ -6,9 +6,12 @@ The rules and why: docs/architecture.md and issue 35."""
 from __future__ import annotations
 
 import ast
+import re
+import unicodedata
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_humanfix"
+DOCS = PACKAGE.parent / "docs"
 MAX_LINES = 450
 # "What it is and why in a few lines" (2-8 is the aim), with a line of slack for the link to
 # the docs page; anything longer is an essay that belongs on that page.
@@ -106,6 +109,30 @@ def test_every_module_has_a_short_docstring():
                         + ", ".join(f"{n} ({c})" for n, c in long.items()))
 
 
+def _anchor(heading: str) -> str:
+    """The id mkdocs gives a heading (Python-Markdown's toc `slugify`, on its text)."""
+    text = unicodedata.normalize("NFKD", heading.replace("`", ""))
+    text = re.sub(r"[^\w\s-]", "", text.encode("ascii", "ignore").decode("ascii")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    return {_anchor(line.lstrip("#")) for line in page.read_text(encoding="utf-8").splitlines()
+            if re.match(r"#{1,6} ", line)}
+
+
+def test_the_docs_pages_the_code_links_exist_with_their_sections():
+    broken = []
+    for name, path in MODULES.items():
+        for page, anchor in re.findall(r"docs/([\w-]+\.md)(?:#([\w-]+))?",
+                                       path.read_text(encoding="utf-8")):
+            if not (DOCS / page).is_file():
+                broken.append(f"{name}: docs/{page}")
+            elif anchor and anchor not in _anchors(DOCS / page):
+                broken.append(f"{name}: docs/{page}#{anchor}")
+    assert broken == [], f"links to docs pages or sections that do not exist: {broken}"
+
+
 # The rules' own logic, on made-up graphs and files, so that a green house is not a blind one.
 
 def test_a_cycle_is_found_and_a_chain_is_not():
@@ -135,3 +162,9 @@ def test_a_package_init_resolves_dots_from_itself_and_may_import_its_own_modules
     module.write_text(LAZY_AND_TYPE_ONLY.format(dots=".."))
     assert _imported("pytest_humanfix.sandbox", module) == {
         "pytest_humanfix.records", "pytest_humanfix.settings"}
+
+
+def test_a_heading_anchor_is_the_one_mkdocs_gives():
+    assert _anchor(" HumanEvalFix+ (`--humanfix-tests plus`)") == "humanevalfix-humanfix-tests-plus"
+    assert _anchor(" One pass@1") == "one-pass1"
+    assert _anchor(" llama.cpp on a CPU") == "llamacpp-on-a-cpu"
