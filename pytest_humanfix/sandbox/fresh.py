@@ -53,8 +53,8 @@ def memory_folder() -> Path | None:
     """The tmpfs for the warm executor's execution folders, None where there is none we can
     write or it has less than MEMORY_FOLDER_FREE free (Docker's default is 64 MiB, shared by
     every worker). Each execution writes its program and outputs and removes them within
-    milliseconds: on tmpfs that touches no disk (about 1 of a control task's 6 ms per execution
-    here). Only executions in a memory cgroup use it: what a candidate writes there is charged
+    milliseconds: on tmpfs that touches no disk (what it saves: docs/benchmarks.md#fixed-costs).
+    Only executions in a memory cgroup use it: what a candidate writes there is charged
     to that cgroup, so its memory limit bounds it."""
     try:
         usable = os.access(SHM, os.W_OK | os.X_OK) and SHM.is_dir()
