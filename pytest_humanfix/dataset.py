@@ -1,4 +1,5 @@
-"""HumanEvalFix tasks: loading, validating and selecting them."""
+"""HumanEvalFix tasks: loading, validating and selecting them, from a local JSONL file or the
+Hub (docs/getting-started.md#the-dataset; several languages: docs/languages.md)."""
 
 from __future__ import annotations
 

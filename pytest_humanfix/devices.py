@@ -1,9 +1,9 @@
 """GPUs: which are visible, which the user asked for, and a pool that hands them out.
 
-The controller decides and hands each worker one entry for its CUDA_VISIBLE_DEVICES; the worker
-sets it before torch touches CUDA, so every worker sees its own GPU as cuda:0. GPUs are found
-without importing torch: the controller only schedules, and a CUDA context there would hold
-memory on every GPU for the whole run.
+The controller hands each worker one entry for its CUDA_VISIBLE_DEVICES, set before torch touches
+CUDA, so every worker sees its own GPU as cuda:0. GPUs are found without importing torch: a CUDA
+context in the controller, which only schedules, would hold memory on every GPU for the whole
+run. See docs/models.md#gpus-under-xdist.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pytest hooks for pytest-humanfix, and the humanfix_agent fixture a conftest.py overrides.
 They hold no logic of their own: they delegate to the modules named for what they do (settings,
-dataset, runner, report, the agent loader).
+dataset, runner, report, the agent loader; docs/architecture.md).
 
 Nothing heavy is imported here: the plugin is loaded in every pytest run of an environment that
 has it installed, and does nothing until --humanfix-model (or ini humanfix_model) is given.

@@ -1,6 +1,6 @@
 """Signalling and stopping processes the harness started: the sandbox's executions and its
 warm executor, and the model engines of --humanfix-serve. Each runs in its own process group
-(session), so that stopping it stops everything it started."""
+(session), so that stopping it stops everything it started (docs/sandbox.md)."""
 
 from __future__ import annotations
 

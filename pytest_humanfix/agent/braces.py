@@ -1,12 +1,9 @@
-"""Code from replies in the languages whose blocks are braces (JS, Java, Go, C++, Rust), as
-BigCode's `humanevalpack.py` post-processes a generation: the continuation of the prompt base
-is cut at the first stop word, then where the braces the prompt base opened are closed again
-(`remove_last_block`; two for Java, whose prompt base opens the class and the method).
-
-A chat model answers with a fenced block instead of continuing the prompt base: a block that
-declares the entry point is taken from its start (imports, helpers) to where the entry point's
-braces close (the class's, in Java), so example calls and a `main` after it are dropped as
-BigCode's brace rule drops them; a block that is only the body is put after the prompt base.
+"""Code from replies in the brace languages (JS, Java, Go, C++, Rust), cut as BigCode's
+`humanevalpack.py` cuts a generation: a continuation at the first stop word, then where the
+braces the prompt base opened close again (`remove_last_block`; two for Java). A chat reply's
+block is taken from its start to where the entry point's braces close, so example calls and a
+`main` after it go; a block that is only the body is put after the prompt base.
+See docs/languages.md#prompts-and-programs.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ Small models answer in many shapes: a fenced block or bare code between prose, a
 or only its body, reasoning in `<think>` tags, the buggy and the fixed version one after the
 other, example calls and echoed tests after the function. This keeps what defines the solution
 (imports, helpers, the entry point) and drops what would run at import time.
+Each shape and what BigCode does with it: docs/agent.md#reply-extraction.
 """
 
 from __future__ import annotations

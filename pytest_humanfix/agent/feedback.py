@@ -1,17 +1,10 @@
-"""What the model is told about a failed execution: what its code did, not only where it failed.
-
-A repair round that hears only `assert truncate_number(3.5) == 0.5` / `AssertionError` cannot
-learn what its code returned, and a small model then answers with the same code again. So a
-Python test program runs with its asserts explained (`explained_tests`): each failing assert
-reports the values it compared and the calls that produced them, as pytest's assertion
-introspection does, computed inside the sandbox by `sandbox/inside/explain.py`. An exception is
-told by its type, its message and the candidate's own frames (the tests' and the harness's are
-left out). Everything told is bounded in length (`what_happened`).
-
-Only the tests' `check` function is rewritten; the rewrite evaluates the same expressions once,
-in the same order, and fails exactly when the original assert fails, so the explained program is
-the graded one (one execution per attempt, as before). Other languages keep their compiler and
-test output.
+"""What the model is told about a failed execution: what its code did, not only where it failed
+(a model told only the failing assert cannot learn what its code returned, and answers again).
+A Python program runs with its asserts explained (`explained_tests`, the values computed in the
+sandbox by `sandbox/inside/explain.py`); the rewrite fails exactly when the original assert does,
+so the explained program is the graded one. An exception is told by its type, its message and
+the candidate's own frames; all of it bounded (`what_happened`). Other languages keep their
+compiler and test output. See docs/agent.md#the-repair-loop.
 """
 
 from __future__ import annotations

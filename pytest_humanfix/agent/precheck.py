@@ -1,5 +1,6 @@
 """The agent's check before execution: does the candidate parse, and does it define the entry
-point so that the task's tests can call it as declared? Nothing is executed here.
+point so that the task's tests can call it as declared? Nothing is executed here
+(docs/agent.md#the-repair-loop).
 """
 
 from __future__ import annotations

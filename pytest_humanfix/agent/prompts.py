@@ -1,31 +1,11 @@
 """What the model is told: the HumanEvalPack repair prompts and the agent's feedback turns.
 
-The first turn follows bigcode-evaluation-harness (`bigcode_eval/tasks/humanevalpack.py`,
-`HumanEvalFixBase.get_prompt` with the `instruct` prompt): the context is the prompt base plus the
-buggy solution (plus the task's tests in the `tests` variant), followed by the instruction
-`Fix bugs in <entry point>.` There the prompt base (the declaration, or in the `docs` variant the
-docstring prompt) is also appended as the start of the model's answer. How a model meets that
-start depends on its prompt kind (`Model.prompt`):
-
-- `chat`: the model writes its own answer, so the start is not given, and `extract.complete_body`
-  puts the same prompt base in front of a reply that holds only the function body, as BigCode's
-  post-processing does.
-- `primed`: the conversation goes through the chat template and the answer is begun with the
-  prompt base (`answer_start`), as BigCode's chat formats (`codeqwen`, `starchat2`, ...) write
-  it by hand; the model continues the function, and its continuation is cut and turned into code
-  as a completion's is.
-- `completion` (a base model): BigCode's prompt as it is, the same text, then the prompt base,
-  which the model continues until a stop word. Repair rounds go on in the same plain text: the
-  previous attempt as a whole function, the feedback, the instruction again, and the prompt base
-  once more (`completion_prompt`).
-
-Repair rounds of a primed model go on as a chat whose every answer is begun again with the
-prompt base: an attempt stands in the conversation as the function it wrote, unfenced, as it
-wrote it.
-
-The function-calling agent (`--humanfix-agent tools`) asks the same first turn, told to test its
-fix with the `run_tests` tool (`RUN_TESTS`, declared through OpenAI's tools API); each call is
-answered by a tool message that says what the code did (`tool_result`).
+The first turn follows bigcode-evaluation-harness (`HumanEvalFixBase.get_prompt`, `instruct`):
+the prompt base and the buggy code (and the tests, in the `tests` variant), then `Fix bugs in
+<entry point>.`. How the answer begins, and how repair rounds go on, depends on the prompt kind
+(`chat`, `primed`, `completion`; docs/agent.md#prompts-chat-primed-completion). The
+function-calling agent's tool (`RUN_TESTS`) and its answers (`tool_result`) are here too
+(docs/agent.md#the-function-calling-agent).
 """
 
 from __future__ import annotations
@@ -54,10 +34,10 @@ def stop_words(task: Task) -> list[str]:
 # Where a chat reply's code ends: its first code block closed, or, in Python, a `check` of the
 # model's own defined after the fix (the tests variant shows the model `def check(...)`, which it
 # often writes out again, asserts and all, until its token limit). What comes after is prose or
-# tests that `extract.extract_code` drops. Replayed on qwen-coder's replies (docs/agent.md,
-# "Where a chat reply ends"): the same graded outcome for every first attempt, at under half the
-# tokens. A bare fence line opening a block would end the reply before its code; the models read
-# here open theirs with a tag (```python).
+# tests that `extract.extract_code` drops, so cutting it there changes no graded outcome and
+# saves tokens (measured: docs/agent.md#reply-extraction, "Where a chat reply ends"). A bare
+# fence line opening a block would end the reply before its code; the models read here open
+# theirs with a tag (```python).
 CODE_END = "\n```\n"
 TESTS_START = {"python": "\ndef check("}
 

@@ -1,18 +1,9 @@
-"""Fixes that defeat the tests rather than fix the function, found by reading the candidate.
-
-A candidate that passes its tests is scored fixed; one that passes by returning an object equal
-to everything, by rewriting `builtins` or the test's globals, by walking frames or the garbage
-collector to reach the test, by patching what the test calls, or by reading the test's source
-passes without fixing anything. `suspicion_flags` reads the candidate's syntax tree (nothing runs)
-and names each such way it finds. The hidden tests themselves run under a guard that checks the
-type of every value the entry point returns to them (`guarded_tests`, in the sandbox). That run
-is the one that grades the candidate, so the guard costs no execution of its own: a run the guard
-stops is run again without it, for the tests' own verdict, and a candidate that then passes is
-flagged. Tests that do not end by calling `check(<entry point>)` get the guard in a second run
-after a pass instead (`guard_program`).
-
-Every rule is written so that no canonical solution of HumanEvalFix trips it (a test checks all
-164): a false alarm would make the flag worthless.
+"""Fixes that defeat the tests rather than fix the function: `suspicion_flags` reads the
+candidate's syntax tree (nothing runs) for an object equal to everything, writes to `builtins`
+or the test's globals, frame or gc walking, patching what the test calls, reading the test's
+source. The hidden tests run under a type guard in the graded run itself (`guarded_tests`): a run
+it stops runs again unguarded, and a pass then is flagged. No canonical solution may trip a rule,
+or the flag would be worthless. See docs/trust.md#fixes-that-defeat-the-tests-are-flagged.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 define the entry point with the declared number of parameters? Tree-sitter's grammars from PyPI
 (tree-sitter-javascript, -java, -go, -cpp, -rust; the `languages` extra) parse it; nothing runs.
 Without them the check is skipped and the compiler alone judges (the start-up header says so).
+See docs/languages.md#prompts-and-programs.
 """
 
 from __future__ import annotations

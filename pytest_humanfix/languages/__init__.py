@@ -1,5 +1,6 @@
 """The six languages of HumanEvalPack, by the names BigCode gives them (`--humanfix-language`):
-python, js, java, go, cpp, rust. Each module holds one; `base` says what each one knows."""
+python, js, java, go, cpp, rust. Each module holds one; `base` says what each one knows
+(docs/languages.md)."""
 
 from __future__ import annotations
 

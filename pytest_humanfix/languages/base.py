@@ -1,6 +1,7 @@
 """What every language of HumanEvalPack knows, as BigCode's `humanevalpack.py` defines it: its
 fence tag, stop words, time limit, prompt base and how a candidate becomes a program; and, for
-the languages run by a toolchain, the commands and the Debian packages they come from."""
+the languages run by a toolchain, the commands and the Debian packages they come from
+(docs/languages.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """C++: BigCode's include helper before the candidate, `g++ -std=c++11 test.cpp -lcrypto
--lssl`, then the binary."""
+-lssl`, then the binary (docs/languages.md#execution)."""
 
 from __future__ import annotations
 

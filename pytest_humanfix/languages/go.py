@@ -1,9 +1,8 @@
 """Go: BigCode's assembly (the task's `test_setup`, the helper imports the code uses and does
 not import itself, the candidate, the tests) in main_test.go, built with `go test -c` in GOPATH
-mode against Debian's testify (no module proxy), then the test binary.
-
-The worker's build cache is warmed once with testify compiled; each execution builds in its
-own copy of it, since `go` must write to its cache."""
+mode against Debian's testify (no module proxy), then the test binary. The worker's build cache
+is warmed once with testify compiled; each execution builds in its own copy of it, since `go`
+must write to its cache (docs/languages.md#execution)."""
 
 from __future__ import annotations
 

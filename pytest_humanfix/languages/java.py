@@ -1,5 +1,5 @@
 """Java: the candidate's `class Solution` and the test's `public class Main` in Main.java,
-`javac Main.java`, then `java -cp . Main`."""
+`javac Main.java`, then `java -cp . Main` (docs/languages.md#execution)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """JavaScript: `node test.js`, judged as BigCode judges it: the tests use `console.assert`,
-which prints and never throws, so any output on stdout or stderr is a failure."""
+which prints and never throws, so any output on stdout or stderr is a failure
+(docs/languages.md#execution)."""
 
 from __future__ import annotations
 

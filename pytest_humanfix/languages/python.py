@@ -1,5 +1,5 @@
 """Python: run by the sandbox's own interpreter (warm or fresh executor), with BigCode's
-prelude of imports before the candidate."""
+prelude of imports before the candidate (docs/sandbox.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Rust: BigCode's assembly (`fn main(){}`, the declaration's `use` lines the code lacks, the
 candidate, the tests) in main.rs, compiled as a test crate against Debian's vendored crates
-(rand, regex, md5: no crates.io), then the test binary.
-
-The worker's cache holds those crates compiled once, by cargo with a source replacement that
-points at /usr/share/cargo/registry; executions read it and never write it. Debian has rand
-0.8, whose `gen_range` takes a range where the tests' rand 0.4 took two bounds: the tasks
-whose tests call it cannot compile here (`known_failures`)."""
+(rand, regex, md5: no crates.io), compiled once per worker into a cache that executions only
+read, then the test binary. Debian's rand 0.8 breaks the tests written for rand 0.4's
+`gen_range`: those tasks are `known_failures`
+(docs/languages.md#known-failures-and-the-controls)."""
 
 from __future__ import annotations
 
@@ -72,7 +70,8 @@ class Rust(Language):
                 Step(("./main",), "run")]
 
     def limits(self, limits: Limits) -> Limits:
-        # The linker writes a test binary of some 10 MiB: more than a Python run may write.
+        # The linker's test binary comes near the file size a Python run may write, so Rust's
+        # runs get more room (docs/languages.md#execution).
         return replace(threads_allowed(limits, 256), file_bytes=max(limits.file_bytes, 64 << 20))
 
     def missing(self) -> list[str]:

@@ -1,5 +1,5 @@
 """The program that grades a candidate on every HumanEval+ input: EvalPlus's comparison, written
-into the sandboxed program after the candidate."""
+into the sandboxed program after the candidate (docs/trust.md#humanevalfix-humanfix-tests-plus)."""
 
 from __future__ import annotations
 

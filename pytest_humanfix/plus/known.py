@@ -1,16 +1,14 @@
 """HumanEvalFix's canonical solutions that fail HumanEval+: counted apart, shown, never in
-pass@1+."""
+pass@1+ (each one and why: docs/trust.md#humanevalfix-humanfix-tests-plus)."""
 
 from __future__ import annotations
 
-# HumanEvalFix's canonical solutions that fail HumanEval+ (found by the canonical control with
-# --humanfix-tests plus; tests/test_plus.py checks the list is what the data gives): counted
-# apart, shown, never in pass@1+. Seventeen return a wrong output (or raise); three are far too
-# slow: an input takes them 30 s of CPU or more (hours, for two) against its limit, 4 s
-# (EvalPlus's floor: its reference takes milliseconds there). Two more have an input near it: they
-# time out on a busy or slow machine and may pass on a quiet or fast one, so they stay on the
-# list, and pass@1+ does not depend on the machine it was measured on. Every other canonical
-# solution takes 0.75 s at most on any input, busy (docs/trust.md, HumanEval+).
+# Found by the canonical control with --humanfix-tests plus (tests/test_plus.py checks the list
+# is what the data gives): wrong outputs, solutions far too slow on any machine, and two near
+# their input's limit that pass or time out with the machine's load. Those two stay listed
+# whatever their verdict, so pass@1+ is over the same tasks on every machine. Every other
+# canonical solution is well within its limits; the timings behind each:
+# docs/trust.md#humanevalfix-humanfix-tests-plus.
 SLOW = "too slow: an input runs past its limit, 4 s of CPU, and again re-run alone: "
 NEAR_LIMIT = ("near its limit: one input takes about its limit, 4 s of CPU, where EvalPlus's "
               "reference takes milliseconds, so it times out on a busy or slow machine and may "

@@ -1,13 +1,13 @@
 """EvalPlus's time limits: each input under its own, from the reference's time on it, and the
-whole program under a backstop (docs/trust.md, "HumanEvalFix+")."""
+whole program under a backstop (docs/trust.md#humanevalfix-humanfix-tests-plus)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 # EvalPlus's defaults (evalplus/config.py: DEFAULT_MIN_TIME_LIMIT, DEFAULT_GT_TIME_LIMIT_FACTOR;
-# evalplus/eval/__init__.py, untrusted_check: EVALPLUS_TIMEOUT_PER_TASK), set as the module's
-# docstring says.
+# evalplus/eval/__init__.py, untrusted_check: EVALPLUS_TIMEOUT_PER_TASK); how each is used:
+# docs/trust.md#humanevalfix-humanfix-tests-plus.
 MIN_TIME_LIMIT = 4.0
 GT_TIME_LIMIT_FACTOR = 4.0
 TIMEOUT_PER_TASK = 60.0

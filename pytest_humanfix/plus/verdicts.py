@@ -1,5 +1,6 @@
 """What a HumanEval+ program's verdict says: the reference's times on each input (calibration),
-an input stopped by its own limit (a timeout, re-run alone), and the failure to show."""
+an input stopped by its own limit (a timeout, re-run alone), and the failure to show
+(docs/trust.md#humanevalfix-humanfix-tests-plus)."""
 
 from __future__ import annotations
 

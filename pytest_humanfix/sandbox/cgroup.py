@@ -1,10 +1,10 @@
 """Per-execution control groups: a real cap on processes and memory, and a way to kill them all.
 
-rlimits are per process, and RLIMIT_NPROC is not enforced for root, so a fork bomb or a
-grandchild that detaches with setsid escapes them. A cgroup v1 `pids` group (plus `memory`
-where writable) holds every process an execution starts, however it detaches; killing what the
-group lists reaps them all. Where the hierarchy is not writable, `open_cgroups` returns None
-with the reason, and the sandbox says what it then cannot bound.
+rlimits are per process and RLIMIT_NPROC is not enforced for root, so a fork bomb or a process
+that detaches with setsid escapes them; a cgroup v1 `pids` group (plus `memory` where writable)
+holds every process an execution starts. Where the hierarchy is not writable, `open_cgroups`
+returns None with the reason, and the sandbox says what it then cannot bound.
+See docs/sandbox.md#control-groups.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Choosing the sandbox for a run: which layer (bwrap or process) and which executor (warm or
 fresh), each probed once per process, with the lines that tell the user what was chosen and,
-on a fallback, what is then not protected."""
+on a fallback, what is then not protected (docs/sandbox.md)."""
 
 from __future__ import annotations
 

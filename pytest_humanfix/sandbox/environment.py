@@ -1,7 +1,7 @@
 """The sandbox interface: what the agent and the runner need of any executor (`Sandbox`), where
 executions run (`Layer`), the limits they run under and the verdict they give. Implementations sit
 beside this module: `fresh` (a new interpreter per execution), `warm` (a fork server), the layers
-in `layers`, and `choose`, which picks among them for a run.
+in `layers`, and `choose`, which picks among them for a run (docs/sandbox.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Run a candidate program against a task's tests, isolated from the harness.
-
-Every execution runs in its own folder and process group, with stdin closed, an environment
-that carries no secrets, rlimits set before any candidate code runs, output captured to a cap,
-and no network. Where (the layer: bwrap or a plain process, `layers`) and how (a fresh
-interpreter here, or a child of the warm executor, `warm`) are chosen by `choose`; `cgroup`
-bounds and reaps every process an execution starts.
-
-The verdict needs proof that the test code ran to its end: the code before the candidate writes
-a one-time nonce to a file after the program returns, so exiting with status 0 early is never a
-pass. (Code that sets out to forge that proof from inside the same process can read the nonce
-from its caller's frame; no layer changes that, since the proof is written in-process.)
+"""Run a candidate program against a task's tests, isolated from the harness, in a fresh
+interpreter per execution (the warm executor's children reuse this path's folder, limits and
+verdict). Every execution gets its own folder and process group, stdin closed, an environment
+without secrets, rlimits before any candidate code, capped output and no network; a pass needs
+a one-time nonce written after the tests returned, so an early exit with status 0 is never one.
+What that proof does not stop: docs/sandbox.md#the-proof-that-the-tests-ran.
 """
 
 from __future__ import annotations
@@ -59,8 +53,8 @@ def memory_folder() -> Path | None:
     """The tmpfs for the warm executor's execution folders, None where there is none we can
     write or it has less than MEMORY_FOLDER_FREE free (Docker's default is 64 MiB, shared by
     every worker). Each execution writes its program and outputs and removes them within
-    milliseconds: on tmpfs that touches no disk (about 1 of a control task's 6 ms per execution
-    here). Only executions in a memory cgroup use it: what a candidate writes there is charged
+    milliseconds: on tmpfs that touches no disk (what it saves: docs/benchmarks.md#fixed-costs).
+    Only executions in a memory cgroup use it: what a candidate writes there is charged
     to that cgroup, so its memory limit bounds it."""
     try:
         usable = os.access(SHM, os.W_OK | os.X_OK) and SHM.is_dir()

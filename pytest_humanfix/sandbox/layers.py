@@ -4,7 +4,7 @@
 folder (the only writable place), fresh /tmp and /dev that are read-only, new PID, network, IPC
 and UTS namespaces, --die-with-parent, --new-session and every capability dropped; the
 bootstrap inside sets the rlimits. `process`: an ordinary child process with a clean
-environment, rlimits and its own network namespace where the kernel allows one.
+environment, rlimits and its own network namespace where the kernel allows one (docs/sandbox.md).
 """
 
 from __future__ import annotations

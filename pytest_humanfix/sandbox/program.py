@@ -1,4 +1,5 @@
-"""The program an execution runs, assembled as the BigCode harness assembles it."""
+"""The program an execution runs, assembled as the BigCode harness assembles it: its imports, the
+candidate, then the task's test (docs/sandbox.md)."""
 
 from __future__ import annotations
 

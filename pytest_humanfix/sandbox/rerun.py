@@ -1,16 +1,9 @@
 """One task's executions under the limit calibrated for it, with a timeout checked once more,
-alone, before it counts.
-
-Under load (more workers than cores, a model run beside the harness) a correct but slow program
-can run past its limit for want of CPU: the timeout is then the machine's doing, not the
-candidate's. So a candidate that times out runs once more, holding a machine-wide lock so that
-re-runs never overlap one another, and that second verdict is the one kept (`rerun` set). A
-program that loops for ever times out twice and costs one limit more.
-
-An execution whose process vanished before the program started (`ExecutionLost`: killed from
-outside, its output files never opened) says nothing about the candidate either, so it is run
-once more the same way; its verdict keeps why the first one was lost (`lost`). Lost twice, it
-is the harness fault it looks like: a SandboxError naming both.
+alone, before it counts. Under load a correct but slow program can run past its limit for want
+of CPU, so a timeout runs again under a machine-wide lock and the second verdict is kept
+(`rerun`); an execution lost before its program started (`ExecutionLost`) runs again the same
+way (`lost`), and lost twice is a SandboxError naming both.
+See docs/sandbox.md#runs-again-before-they-count and docs/trust.md#timeouts-that-hold-under-load.
 """
 
 from __future__ import annotations

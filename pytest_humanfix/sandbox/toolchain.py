@@ -1,13 +1,9 @@
 """Executions of a language that is compiled, or run by another interpreter than ours (JS,
 Java, Go, C++, Rust): the same fresh path, layer, limits, cgroup and verdict as a Python
-candidate, but the program inside the layer is `inside/toolchain.py`, which runs the
-language's steps (compile, then run) on the source file. The compiler runs inside the layer
-like the program it builds, and its errors are the failure shown.
-
-Compile caches are per worker: built once by the harness before the first execution, from
-fixed code that holds nothing of any model (Rust's crates, Go's testify), in a folder that
-executions see read-only (`readable`). An execution that needs a writable cache (Go's build
-cache) gets its own copy in its box, so no candidate can write into what another one reads.
+candidate, but the program inside the layer is `inside/toolchain.py`, which runs the language's
+steps (compile, then run) on the source file. Compile caches are per worker and built once
+from fixed code; executions read them (`readable`) or copy one they must write (Go's), so no
+candidate writes into what another reads (docs/languages.md#execution).
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The warm executor: one long-lived interpreter per worker, inside the sandbox layer, that has
-imported the prelude (numpy included) once and forks a fresh child for every execution.
-
-Each child gets what a fresh interpreter gets: its own working folder, a new session and process
-group, stdin on /dev/null, stdout and stderr in capped files, the clean environment, the rlimits,
-the network isolation of the layer (the server made or entered it before forking), and the same
-nonce proof of completion. The harness puts each child in its own cgroup before it runs a single
-candidate statement (the child waits for its configuration), so everything the candidate starts
-is counted, bounded and killed by the harness, never by code the candidate could tamper with.
-That is why the warm executor needs writable cgroups; without them, `make_sandbox` keeps fresh
-interpreters.
-
-The server forks each child ahead of its execution, while the harness reads the verdict of the
-one before (`inside/warm_server.py`), which takes the fork off the next execution's path. The
-harness asks for that child only once everything of the last execution is killed, so nothing of
-it can reach the child that waits.
+imported the prelude (numpy included) once and forks a fresh child for every execution, which
+gets what a fresh interpreter gets (folder, session, limits, network isolation, nonce proof).
+The harness puts each child in its own cgroup before it runs a candidate statement, so the
+harness, never code the candidate could tamper with, counts, bounds and kills what it starts;
+without writable cgroups, `make_sandbox` keeps fresh interpreters.
+See docs/sandbox.md#the-warm-executor.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A fresh interpreter's execution, run after `child.py` in the same program: the configuration
 comes through the pipe whose descriptor is the one argument (not argv, so /proc/self/cmdline
-does not show the nonce)."""
+does not show the nonce). See docs/sandbox.md#programs-inside-the-sandbox."""
 
 import json
 import os

@@ -2,7 +2,8 @@
 `bootstrap.py`) and in each child of the warm executor (before `warm_server.py`) alike.
 
 The harness reads whether isolation was set up from the files named in the configuration:
-`started` exists once the candidate may run, `done` holds the nonce once its program returned.
+`started` exists once the candidate may run, `done` holds the nonce once its program returned
+(docs/sandbox.md#the-proof-that-the-tests-ran).
 """
 
 import builtins

@@ -1,18 +1,10 @@
 """What a failed assert of the tests shows, computed where the values live: in the sandbox.
 
-`agent/feedback.explained_tests` rewrites each `assert` of the tests' `check`: every call in it
-goes through `_humanfix_note`, which records the call as written and its value and returns the
-value itself; `_humanfix_begin` forgets the calls of the assert before; a failing assert raises
-`AssertionError(_humanfix_explain(...))`, whose message reads
-
-    assert truncate_number(3.5) == 0.5
-    assert 1.5 == 0.5
-     +  where 1.5 = truncate_number(3.5)
-
-as pytest's assertion introspection shows it, without running anything again. The verdict is
-the original assert's: the same expressions, evaluated once, in the same order. `check` binds
-these functions to locals as its first statement, so a candidate that rebinds the globals while
-the tests run changes nothing of what they compare. Each value shown is cut to a bounded length.
+`agent/feedback.explained_tests` sends each call of an `assert` in the tests' `check` through
+`_humanfix_note` (which records it and returns its value) and makes a failing assert raise
+`AssertionError(_humanfix_explain(...))`: the assert, its operands' values and the calls that
+made them, as pytest's assertion introspection shows it, each value cut to a bounded length.
+Nothing runs twice; why a candidate cannot bend it: docs/sandbox.md#programs-inside-the-sandbox.
 """
 
 from typing import Any as _HumanfixAny

@@ -1,7 +1,8 @@
 """Put between a fixed candidate and its tests for the second, guarded run: every value the
 entry point returns must be plain builtin data (exact builtin types, all the way down). An object
 of the candidate's own type can answer `==` and truth tests as it likes, so the tests would
-check nothing; the guard stops the program there and names the type on stderr."""
+check nothing; the guard stops the program there and names the type on stderr
+(docs/trust.md#fixes-that-defeat-the-tests-are-flagged)."""
 
 import os as _humanfix_os
 from collections.abc import Callable as _HumanfixCallable

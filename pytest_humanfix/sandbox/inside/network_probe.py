@@ -1,5 +1,6 @@
 """Run once per process after `child.py`, in the same program: exits with status 0 where the
-kernel lets a process make its own network namespace, and with child.FAULT_EXIT where not."""
+kernel lets a process make its own network namespace, and with child.FAULT_EXIT where not
+(docs/sandbox.md, the `process` layer)."""
 
 from typing import TYPE_CHECKING
 

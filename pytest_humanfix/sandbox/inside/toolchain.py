@@ -1,10 +1,9 @@
 """The program a toolchain execution runs inside the layer, after `child.py` (compiled
 languages and JavaScript): it runs the steps of `humanfix-plan.json` (compile, then run) one
-after the other, each with its output in files of the box, and passes that output on. A step
-that fails ends the program with its status and a last stderr line the harness shows first:
-`CompileError: ...` or `TestError: ...`, with the most telling line of the step's output. A
-`silent` step fails when it writes anything (BigCode's rule for JavaScript, whose
-`console.assert` prints and never throws). The nonce is written only when every step passed.
+after the other, each with its output in files of the box. A failing step ends the program with
+its status and a last stderr line the harness shows first (`CompileError: ...`, `TestError:
+...`); a `silent` step fails when it writes anything (BigCode's rule for JavaScript). The nonce
+is written only when every step passed (docs/languages.md#execution).
 """
 
 import json as _humanfix_json

@@ -2,13 +2,8 @@
 
 Arguments: the network mode, "pdeathsig" when the server must die with the harness (the process
 layer; bwrap's --die-with-parent does it otherwise), and the prelude, imported once here so that
-every child starts with it loaded. Protocol on stdin/stdout, one line each: the server says
-"ready". The harness asks for a child ("fork"); the server forks one, which waits for its
-configuration, and says "forked". The harness puts that child in the execution's cgroup and
-sends the configuration (JSON); the server hands it to the child, which then runs, and answers
-{"exit_code": N} once the child has ended. The harness asks for the next child as soon as an
-execution's processes are gone, so the fork happens while it reads the verdict, off the path of
-the next execution; there is never more than one child.
+every child starts with it loaded. The line protocol with the harness is `serve`'s; why it forks
+ahead: docs/sandbox.md#the-warm-executor.
 """
 
 import atexit
@@ -86,6 +81,10 @@ def child(config_fd: int) -> NoReturn:
 
 
 def serve(requests: TextIO, replies: TextIO) -> None:
+    """One line each way: the server says "ready"; the harness asks for a child ("fork"); the
+    server forks one, which waits for its configuration, and says "forked". The harness puts the
+    child in the execution's cgroup and sends its configuration (JSON), which the server hands
+    to the child, then answers {"exit_code": N} once the child has ended."""
     replies.write("ready\n")
     replies.flush()
     while requests.readline() == "fork\n":
