@@ -18,9 +18,9 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..records import Record
+from .sections import RoundRate, Summary
 
 WIDTH, HEIGHT = 1300, 420
 FONT = 12
@@ -67,13 +67,11 @@ def _n(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def _unit(value: Any) -> float:
+def _unit(value: float | None) -> float:
     """A rate for the 0..1 axis: missing or non-finite values are drawn at 0."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
+    if value is None or not math.isfinite(value):
         return 0.0
-    return min(max(number, 0.0), 1.0) if math.isfinite(number) else 0.0
+    return min(max(float(value), 0.0), 1.0)
 
 
 def _fits(text: str, width: float, size: float = FONT) -> str:
@@ -147,7 +145,7 @@ def _seconds(record: Record) -> float:
     return seconds if math.isfinite(seconds) else 0.0
 
 
-def _rates_panel(summary: dict[str, Any], left: float, right: float, top: float,
+def _rates_panel(summary: Summary, left: float, right: float, top: float,
                  bottom: float) -> list[str]:
     rows = summary.get("by_bug_type") or []
     model = (summary.get("run") or {}).get("model")
@@ -270,14 +268,14 @@ def _histogram_panel(kind: str, values: list[float], xlabel: str, ylabel: str | 
     return out
 
 
-Curve = tuple[str, list[dict[str, Any]]]
+Curve = tuple[str, list[RoundRate]]
 
 
-def _round_label(row: dict[str, Any]) -> str:
+def _round_label(row: RoundRate) -> str:
     return f"r{row.get('round')} {_unit(row.get('value')):.1%}"
 
 
-def _legend(name: str, rows: list[dict[str, Any]]) -> str:
+def _legend(name: str, rows: list[RoundRate]) -> str:
     """A curve's name, with where it ends: its run's pass@1."""
     return f"{name} ({_round_label(rows[-1])})" if rows else name
 
@@ -303,7 +301,7 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
     def x(k: float) -> float:
         return x0 + pad + (x1 - x0 - 2 * pad) * k / max(last, 1)
 
-    def y(value: Any) -> float:
+    def y(value: float | None) -> float:
         return y1 - (y1 - y0) * _unit(value) / top_value
 
     shown = _fits(title, right - left, FONT + 2)
@@ -390,7 +388,7 @@ def _svg(width: float, height: float, title: str, body: list[str]) -> str:
         *body, "</svg>", ""])
 
 
-def render(summary: dict[str, Any], records: list[Record]) -> str:
+def render(summary: Summary, records: list[Record]) -> str:
     """The chart's SVG text."""
     # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did; a run with repair
     # rounds adds its curve, the chart growing wider rather than the others narrower.
@@ -431,7 +429,7 @@ def write_rounds_chart(curves: Sequence[Curve], path: Path) -> Path:
     return _write(render_rounds(curves), path)
 
 
-def write_chart(summary: dict[str, Any], records: list[Record], path: Path) -> Path:
+def write_chart(summary: Summary, records: list[Record], path: Path) -> Path:
     """Writes the chart at `path`, whole or not at all: a reader never sees half a file."""
     return _write(render(summary, records), path)
 

@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..records import (
     JsonlError,
@@ -38,6 +37,7 @@ from .gates import (
 )
 from .junit import write_junit
 from .merge import MergeError, merge
+from .sections import RunFacts
 
 MERGED_JSONL = "humanfix.jsonl"
 
@@ -185,11 +185,11 @@ def main_merge(args: argparse.Namespace) -> int:
                       encoding="utf-8")
     print(f"merged {len(shards)} shard(s), {len(records)} task(s) into {merged}")
     # The whole run is no shard; the shards it came from are listed instead.
-    facts = {"shard": None, "merged": [shard.label() for shard in shards]}
+    facts: RunFacts = {"shard": None, "merged": [shard.label() for shard in shards]}
     return report(records, facts, args, args.out, junit=True)
 
 
-def report(records: list[Record], facts: dict[str, Any], args: argparse.Namespace,
+def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
            out: Path, junit: bool) -> int:
     """Compares with the baseline, checks the gates, writes the report files and prints the
     summary; the exit status."""
@@ -204,7 +204,7 @@ def report(records: list[Record], facts: dict[str, Any], args: argparse.Namespac
         comparison = compare(records, baseline)
     if args.max_regressions is not None and comparison is None:
         return fail("--max-regressions needs --baseline.")
-    run = {**summary_mod.times_from_records(records), **facts}
+    run: RunFacts = {**summary_mod.times_from_records(records), **facts}
     summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
     gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,

@@ -1,15 +1,16 @@
 """The report files: summary.json, summary.md (also appended to $GITHUB_STEP_SUMMARY) and
-summary.svg, all rendered from the summary dict (`summary.build`)."""
+summary.svg, all rendered from the one summary (`summary.build`); docs/reports.md lists them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from ..records import Record
 from .chart import write_chart
+from .sections import BugTypeRow, Summary
 from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
@@ -38,14 +39,14 @@ class ChartError(Exception):
         return f"WARNING: humanfix could not draw {self.path}: {self}"
 
 
-def bug_type_rows(rows: list[dict[str, Any]]) -> list[str]:
+def bug_type_rows(rows: list[BugTypeRow]) -> list[str]:
     return ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |",
             "|---|---:|---:|---:|---|",
             *(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
               f"| {interval(row['pass_at_1'])} |" for row in rows)]
 
 
-def markdown(summary: dict[str, Any]) -> str:
+def markdown(summary: Summary) -> str:
     run, tasks, rate = summary["run"], summary["tasks"], summary["pass_at_1"]
     protocol = " ".join(f"{k}={v}" for k, v in (run.get("protocol") or {}).items())
     lines = [
@@ -60,8 +61,8 @@ def markdown(summary: dict[str, Any]) -> str:
         f"| protocol | {protocol} |",
         f"| computed by | {computed_by_text(summary)} |",
         f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",
-        *([f"| shard | {run['shard']['index']}/{run['shard']['count']}: {run['shard']['tasks']} "
-           f"of {run['shard']['selected']} tasks |"] if run.get("shard") else []),
+        *([f"| shard | {shard['index']}/{shard['count']}: {shard['tasks']} "
+           f"of {shard['selected']} tasks |"] if (shard := run["shard"]) else []),
         *([f"| merged | {len(run['merged'])} shards |"] if run.get("merged") else []),
         f"| started / ended | {run.get('started_at')} / {run.get('ended_at')} |",
         f"| wall time | {run.get('wall_seconds')} s |",
@@ -79,8 +80,8 @@ def markdown(summary: dict[str, Any]) -> str:
                   "| round | fixed | pass@1 [95% CI] |", "|---:|---:|---|",
                   *(f"| {row['round']} | {row['fixed']} | {interval(row)} |"
                     for row in summary["by_round"])]
-        if summary.get("repairs"):
-            lines += ["", repairs_text(summary["repairs"])]
+        if repaired := summary["repairs"]:
+            lines += ["", repairs_text(repaired)]
     languages = summary.get("by_language") or []
     if len(languages) > 1:
         for language in languages:
@@ -116,8 +117,7 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(summary: dict[str, Any], records: list[Record],
-                  folder: Path) -> list[Path]:
+def write_reports(summary: Summary, records: list[Record], folder: Path) -> list[Path]:
     """summary.json, summary.md and summary.svg; summary.md is also appended to
     $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only the chart
     failed."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any
+from typing import TypedDict
 
 from ..records import Record, RecordedAttempt
+from .sections import Summary
 from .terminal import coverage_lines, interval, pass_line, plus_lines, round_lines
 
 
@@ -44,7 +45,17 @@ def _attempt_html(number: int, attempt: RecordedAttempt) -> str:
     return "".join(parts)
 
 
-def trajectory_extras(record: Record) -> list[dict[str, Any]]:
+class HtmlExtra(TypedDict):
+    """An extra as pytest-html takes it (pytest_html.extras.html builds the same dict)."""
+
+    name: None
+    format_type: str
+    content: str
+    mime_type: None
+    extension: None
+
+
+def trajectory_extras(record: Record) -> list[HtmlExtra]:
     """One html extra holding the task's outcome and its trajectory."""
     head = (f'<div class="humanfix-trajectory"><h3>{escape(record["task_id"])} '
             f'{escape(str(record.get("entry_point")))} [{escape(str(record.get("bug_type")))}]: '
@@ -59,7 +70,7 @@ def trajectory_extras(record: Record) -> list[dict[str, Any]]:
              "mime_type": None, "extension": None}]
 
 
-def summary_html(summary: dict[str, Any]) -> list[str]:
+def summary_html(summary: Summary) -> list[str]:
     """The report's summary section: pass@1 (by round, with repair rounds), the coverage
     warning and the bug-type table."""
     rows = "".join(

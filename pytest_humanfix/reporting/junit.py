@@ -1,15 +1,19 @@
 """JUnit XML: the summary's figures as suite properties, on pytest's own file during a run and
-on the file `humanfix-report merge` rebuilds from records; the same names and values in both."""
+on the file `humanfix-report merge` rebuilds from records; the same names and values in both
+(docs/reports.md lists them).
+"""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..dataset import item_name
 from ..records import Record
-from .summary import computed_by_text, item_timed_out
+from .rates import item_timed_out
+from .sections import Summary
+from .summary import computed_by_text
 
 if TYPE_CHECKING:
     import pytest
@@ -26,7 +30,7 @@ def junit_writer(config: pytest.Config) -> LogXML | None:
     return config.stash.get(xml_key, None)
 
 
-def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def junit_properties(summary: Summary) -> list[tuple[str, str]]:
     """The JUnit suite properties: the same figures as every other view of the summary."""
     tasks, covered = summary["tasks"], summary["coverage"]
     return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
@@ -50,7 +54,7 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             *repeat_properties(summary)]
 
 
-def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def plus_properties(summary: Summary) -> list[tuple[str, str]]:
     """pass@1+ and the weak-test fixes, for a run graded on HumanEval+ too."""
     figures = summary.get("plus")
     if not figures:
@@ -62,19 +66,22 @@ def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_plus_known_failures", str(len(figures["known_failures"])))]
 
 
-def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def round_properties(summary: Summary) -> list[tuple[str, str]]:
     """pass@1 within each round, for a run with repair rounds."""
     rows = summary.get("by_round") or []
     if len(rows) < 2:
         return []
-    repaired = summary.get("repairs") or {}
+    repaired = summary["repairs"]
     return [*((f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}")
               for row in rows),
-            *((f"humanfix_repair_{name}", str(repaired[name]))
-              for name in ("replies", "repeated", "rounds", "wasted_rounds") if repaired)]
+            *([("humanfix_repair_replies", str(repaired["replies"])),
+               ("humanfix_repair_repeated", str(repaired["repeated"])),
+               ("humanfix_repair_rounds", str(repaired["rounds"])),
+               ("humanfix_repair_wasted_rounds", str(repaired["wasted_rounds"]))]
+              if repaired else [])]
 
 
-def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def repeat_properties(summary: Summary) -> list[tuple[str, str]]:
     repeat = summary.get("repeat_check")
     if repeat is None:
         return []
@@ -84,8 +91,7 @@ def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
-def write_junit(summary: dict[str, Any], records: list[Record], path: Path,
-                gated: bool) -> Path:
+def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool) -> Path:
     """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
     unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
     harness error an error, and the summary's figures as suite properties."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import computed_by
 from ..dataset import task_number
@@ -23,6 +22,7 @@ from ..records import (
     read_records,
     record_fingerprint,
 )
+from .sections import MergedShard, RecordObject
 
 
 class MergeError(Exception):
@@ -33,17 +33,17 @@ class MergeError(Exception):
 class ShardFile:
     path: Path
     records: list[Record]
-    shard: dict[str, Any]
+    shard: RecordObject  # the records' `shard`, as docs/schema.md describes it
 
     @property
     def name(self) -> str:
         return f"shard {self.shard['index']}/{self.shard['count']} ({self.path})"
 
-    def label(self) -> dict[str, Any]:
+    def label(self) -> MergedShard:
         """What summary.json says of a merged shard."""
         return {"file": str(self.path), "index": self.shard["index"],
                 "count": self.shard["count"], "tasks": len(self.records),
-                "run_ids": sorted({r.get("run_id") for r in self.records if r.get("run_id")})}
+                "run_ids": sorted({r["run_id"] for r in self.records if r.get("run_id")})}
 
 
 def read_shard(path: Path) -> ShardFile:

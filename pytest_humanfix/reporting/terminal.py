@@ -1,27 +1,38 @@
-"""The terminal's end-of-run lines, rendered from the summary dict (`summary.build`)."""
+"""The terminal's end-of-run lines, rendered from the one summary (`summary.build`); summary.md
+and pytest-html reuse them. What each line says: docs/reports.md.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .gates import noise_note
+from .sections import (
+    BaselineFigures,
+    BugTypeRow,
+    Rate,
+    RecordObject,
+    Repairs,
+    RepeatFigures,
+    RoundRate,
+    Share,
+    Summary,
+    TaskCounts,
+)
 from .stats import pct
 from .summary import computed_by_text
 
 
-def interval(rate: dict[str, Any]) -> str:
+def interval(rate: Rate) -> str:
     low, high = rate["ci95"]
     return f"{pct(rate['value'])} [{pct(low)}, {pct(high)}]"
 
 
-def pass_line(summary: dict[str, Any]) -> str:
+def pass_line(summary: Summary) -> str:
     """The headline: pass@1 as a percentage, a fraction and a ratio, and the protocol."""
     return rate_line(summary["pass_at_1"], summary["tasks"], summary["samples"],
                      summary["run"].get("protocol"))
 
 
-def rate_line(rate: dict[str, Any], tasks: dict[str, Any], samples: int,
-              protocol: dict[str, Any] | None) -> str:
+def rate_line(rate: Rate, tasks: TaskCounts, samples: int, protocol: RecordObject | None) -> str:
     if samples > 1:
         line = (f"pass@1 = {pct(rate['value'])} (unbiased over {samples} samples of "
                 f"{tasks['scored']} tasks; first sample fixed {tasks['fixed']}/{tasks['scored']})")
@@ -33,7 +44,7 @@ def rate_line(rate: dict[str, Any], tasks: dict[str, Any], samples: int,
     return line
 
 
-def summary_lines(summary: dict[str, Any]) -> list[str]:
+def summary_lines(summary: Summary) -> list[str]:
     """Model, pass@1, counts, the per-bug-type table (one per language when there are
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
@@ -66,7 +77,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     return lines + detail_lines(summary)
 
 
-def round_lines(summary: dict[str, Any]) -> list[str]:
+def round_lines(summary: Summary) -> list[str]:
     """pass@1 within each repair round, for a run with rounds: its last figure is pass@1."""
     rows = summary.get("by_round") or []
     if len(rows) < 2:
@@ -78,17 +89,17 @@ def round_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def repairs_text(repaired: dict[str, Any]) -> str:
+def repairs_text(repaired: Repairs) -> str:
     return (f"repair replies: {repaired['replies']}, {repaired['repeated']} repeated failed code "
             f"({pct(repaired['repeat_rate'])}); rounds: {repaired['rounds']}, "
             f"{repaired['wasted_rounds']} ended on a repeat ({pct(repaired['wasted_rate'])})")
 
 
-def by_round_text(rows: list[dict[str, Any]]) -> str:
+def by_round_text(rows: list[RoundRate]) -> str:
     return " \u00b7 ".join(f"r{row['round']} {pct(row['value'])}" for row in rows)
 
 
-def item_timeout_lines(summary: dict[str, Any]) -> list[str]:
+def item_timeout_lines(summary: Summary) -> list[str]:
     """Tasks the item timeout stopped, apart from harness errors, and what scoring them as
     not fixed would make of pass@1."""
     failed = summary.get("pass_at_1_if_timeouts_failed")
@@ -102,7 +113,7 @@ def item_timeout_lines(summary: dict[str, Any]) -> list[str]:
             f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
 
 
-def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:
+def bug_type_table(rows: list[BugTypeRow]) -> list[str]:
     if not rows:
         return []
     width = max(len("bug type"), *(len(r["bug_type"]) for r in rows))
@@ -113,7 +124,7 @@ def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def known_failure_lines(summary: dict[str, Any]) -> list[str]:
+def known_failure_lines(summary: Summary) -> list[str]:
     """Tasks whose reference solution cannot pass here: counted apart, with the reason."""
     known = summary.get("known_failures") or []
     if not known:
@@ -123,7 +134,7 @@ def known_failure_lines(summary: dict[str, Any]) -> list[str]:
             *(f"  {row['task_id']} ({row['outcome']}): {row['reason']}" for row in known)]
 
 
-def plus_lines(summary: dict[str, Any]) -> list[str]:
+def plus_lines(summary: Summary) -> list[str]:
     """HumanEvalFix+: pass@1 on the hidden tests beside pass@1+ on HumanEval+, the weak-test
     fixes and the tasks whose reference solution fails HumanEval+."""
     figures = summary.get("plus")
@@ -145,7 +156,7 @@ def plus_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def flagged_lines(summary: dict[str, Any]) -> list[str]:
+def flagged_lines(summary: Summary) -> list[str]:
     """The fixes that passed in a way that may defeat the tests, and how each is scored."""
     flagged = summary.get("flagged") or []
     strict = bool((summary["run"].get("protocol") or {}).get("strict"))
@@ -157,7 +168,7 @@ def flagged_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def coverage_lines(summary: dict[str, Any]) -> list[str]:
+def coverage_lines(summary: Summary) -> list[str]:
     """Whether the figure covers the selection, and how many tasks were run again."""
     covered = summary.get("coverage") or {}
     lines = []
@@ -171,7 +182,7 @@ def coverage_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def detail_lines(summary: dict[str, Any]) -> list[str]:
+def detail_lines(summary: Summary) -> list[str]:
     """What the terminal summary adds to the pass@1 line: interval, pass@k, tokens, slowest,
     the baseline comparison."""
     rate = summary["pass_at_1"]
@@ -202,7 +213,7 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def server_lines(summary: dict[str, Any]) -> list[str]:
+def server_lines(summary: Summary) -> list[str]:
     """A fleet's share of the requests, and each server taken out of rotation."""
     lines = []
     if len(summary["servers"]) > 1 or summary["servers_out"]:
@@ -214,12 +225,12 @@ def server_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def share(row: dict[str, Any]) -> str:
+def share(row: Share) -> str:
     low, high = row["ci95"]
     return f"{row['count']}/{row['of']} ({pct(row['rate'])} [{pct(low)}, {pct(high)}])"
 
 
-def repeat_lines(repeat: dict[str, Any] | None) -> list[str]:
+def repeat_lines(repeat: RepeatFigures | None) -> list[str]:
     """--humanfix-repeat-check: replies that differed, outcomes that flipped, and why not."""
     if repeat is None:
         return []
@@ -233,7 +244,7 @@ def repeat_lines(repeat: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def baseline_lines(baseline: dict[str, Any] | None) -> list[str]:
+def baseline_lines(baseline: BaselineFigures | None) -> list[str]:
     if baseline is None:
         return []
     return [
