@@ -1,14 +1,7 @@
-"""summary.svg: pass@1 per bug type with its interval, and seconds and tokens per task; for a
-run with repair rounds, pass@1 within k rounds as a curve. `humanfix-report rounds` draws the
-curves of several runs on one chart (`write_rounds_chart`).
-
-The chart is SVG written by hand as text, in the run's own process: a chart that costs nothing
-on the run's critical path. It needs no matplotlib (whose import alone took most of a second of
-a 2-core machine's run) and no child process to hide that import in. SVG renders in browsers,
-GitHub markdown and CI artifact viewers, and its text can be searched.
-
-Each mark carries a class and its figures as data- attributes, and a <title> that a browser
-shows on hover, so tests and tools read the chart without measuring pixels.
+"""summary.svg: pass@1 per bug type with its interval, seconds and tokens per task, and with
+repair rounds pass@1 within k rounds as a curve; `write_rounds_chart` draws several runs' curves
+(`humanfix-report rounds`). Plain SVG written as text, marks carrying their figures as data-
+attributes: why, in docs/reports.md ("The summary").
 """
 
 from __future__ import annotations

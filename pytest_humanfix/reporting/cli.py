@@ -1,12 +1,7 @@
-"""`humanfix-report RESULTS.jsonl [--baseline OTHER.jsonl]`: the end-of-run summary and files,
-rebuilt from a results JSONL without running anything.
-
-`humanfix-report merge SHARD.jsonl... [--out DIR]`: the results of --humanfix-shard runs joined
-into one JSONL and one report set (junit.xml rebuilt from the records), with the same gates, so
-a CI matrix of shards ends in one gate job.
-
-`humanfix-report rounds RESULTS.jsonl... [-o rounds.svg]`: pass@1 within k repair rounds of
-several runs (models), one curve each on one chart, with the figures each run's summary gives.
+"""`humanfix-report`: the end-of-run summary, files and gates rebuilt from a results JSONL
+(`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), and several
+runs' pass@1 by repair round on one chart (`rounds`). Usage: docs/reports.md and
+docs/beyond.md ("merge").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""CI gates: pass@1 against --humanfix-fail-under, and a task-by-task baseline comparison.
-
-The baseline gate is McNemar's exact test on the discordant tasks, one-sided: the question a CI
-job asks is "did repair get worse?", so only a significant drop fails the run; a significant
-gain is reported, never punished. docs/reports.md, "Why a paired test", explains why the test is
-paired.
+"""CI gates: pass@1 against --humanfix-fail-under, a task-by-task baseline comparison (McNemar's
+exact test, one-sided: only a significant drop fails), the computations compared, and whether
+every selected task ran. docs/reports.md ("CI gates", "Why a paired test") explains them.
 """
 
 from __future__ import annotations

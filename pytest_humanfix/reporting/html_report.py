@@ -1,12 +1,8 @@
-"""What a pytest-html report shows of a run, when that plugin is installed: each task's trajectory
-as the item's extras (every attempt's reply, extracted code, diff, verdict and timings, fixed
-tasks too), and the pass@1 summary with the per-bug-type table in the report's summary section.
-A report page is where people look through a run; the failure text alone shows neither what the
-model said nor what a fixed task looked like.
-
-Extras are pytest-html's plain dicts ({"format_type": "html", "content": ...}), built here
-rather than through pytest_html.extras so that they cross the xdist boundary as builtins and
-this module imports nothing from the plugin.
+"""What a pytest-html report shows of a run, when that plugin is installed: each task's whole
+trajectory (every attempt's reply, code, diff, verdict, timings; fixed tasks too) as the item's
+extras, and pass@1 with the bug-type table in the report's summary (docs/reports.md). Extras are
+built as pytest-html's plain dicts, so they cross xdist as builtins and nothing of the plugin is
+imported.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""`humanfix-report merge`: the JSONL files of --humanfix-shard runs joined into one run.
-
-Each record carries its shard: the shard's index and count, its own task ids, and a hash of the
-selection it was dealt from. That is enough to check, from the files alone, that the shards are
-of one run (same model, protocol and dataset; dealt from one selection into one count), that no
-task is given twice, and that no shard and no task is missing, and to name the shard and the
-task when one of those fails.
+"""`humanfix-report merge`: the JSONL files of --humanfix-shard runs joined into one run,
+checked from the files alone (each record carries its shard) to be of one run, with no task
+given twice and no shard or task missing; an error names the shard and the task
+(docs/beyond.md, "merge").
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ are TypedDicts, so the summary stays the plain dict that json.dumps writes as it
 is described in docs/schema.md ("summary.json"), which tests/test_docs.py holds to the files.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: TypedDict reads NotRequired only from evaluated
+# annotations, and tests compare the summary with these types at run time.
 from typing import Any, NotRequired, TypedDict
 
 # An object copied from the records as it is (the protocol, what computed the replies, the
