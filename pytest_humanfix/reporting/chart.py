@@ -140,8 +140,8 @@ def _seconds(record: Record) -> float:
 
 def _rates_panel(summary: Summary, left: float, right: float, top: float,
                  bottom: float) -> list[str]:
-    rows = summary.get("by_bug_type") or []
-    model = (summary.get("run") or {}).get("model")
+    rows = summary["by_bug_type"]
+    model = summary["run"]["model"]
     names = [f"{row['bug_type']} (n={row['scored']})" for row in rows]
     # The label column takes what the longest label needs, up to two fifths of the panel.
     label_width = min(max((len(name) for name in names), default=0) * FONT * CHAR_WIDTH,
@@ -175,12 +175,11 @@ def _rates_panel(summary: Summary, left: float, right: float, top: float,
     thickness = band * 0.8
     cap = min(thickness / 4, 5)
     for index, (row, name) in enumerate(zip(rows, names, strict=True)):
-        rate = row.get("pass_at_1") or {}
-        value = _unit(rate.get("value"))
-        low, high = (_unit(v) for v in (rate.get("ci95") or (value, value)))
+        value = _unit(row["pass_at_1"]["value"])
+        low, high = (_unit(v) for v in row["pass_at_1"]["ci95"])
         middle = y0 + band * (index + 0.5)
         hover = (f"{row['bug_type']}: pass@1 {value:.1%} [{low:.1%}, {high:.1%}], "
-                 f"{row.get('fixed', '?')} fixed of {row['scored']} scored")
+                 f"{row['fixed']} fixed of {row['scored']} scored")
         out += [f'<g class="bar" data-bug-type={_attr(row["bug_type"])} '
                 f'data-value="{value:.6f}" data-low="{low:.6f}" data-high="{high:.6f}">'
                 f'<title>{_text(hover)}</title>',
@@ -193,7 +192,7 @@ def _rates_panel(summary: Summary, left: float, right: float, top: float,
                 _label(x0 - 6, middle + FONT * 0.35, _fits(name, label_width), anchor="end",
                        extra=' class="label"'),
                 "</g>"]
-    overall = _unit((summary.get("pass_at_1") or {}).get("value"))
+    overall = _unit(summary["pass_at_1"]["value"])
     legend = f"all tasks {overall:.1%}"
     legend_width = len(legend) * FONT * CHAR_WIDTH + 44
     # On the side away from the dashed line, which it would otherwise cross.
@@ -265,7 +264,7 @@ Curve = tuple[str, list[RoundRate]]
 
 
 def _round_label(row: RoundRate) -> str:
-    return f"r{row.get('round')} {_unit(row.get('value')):.1%}"
+    return f"r{row['round']} {_unit(row['value']):.1%}"
 
 
 def _legend(name: str, rows: list[RoundRate]) -> str:
@@ -286,7 +285,7 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
     y0, y1 = top + 28, bottom - 42
     last = max((len(rows) - 1 for _, rows in curves), default=0)
     highs = [_unit(v) for _, rows in curves for row in rows
-             for v in (row.get("value"), *(row.get("ci95") or ()))]
+             for v in (row["value"], *row["ci95"])]
     top_value = next(t for t in RATE_TOPS if t >= min(max(highs, default=0.0), 1.0))
     # Round 0 and the last round sit inside the frame, not on it.
     pad = min(24.0, (x1 - x0) / 4)
@@ -325,9 +324,8 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
         colour = PALETTE[number % len(PALETTE)]
         dash = DASHES[number // len(PALETTE) % len(DASHES)]
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
-        points = [(x(float(row.get("round") or 0)), y(row.get("value"))) for row in rows]
-        bounds = [[_unit(v) for v in (row.get("ci95") or (row.get("value"),) * 2)]
-                  for row in rows]
+        points = [(x(row["round"]), y(row["value"])) for row in rows]
+        bounds = [[_unit(v) for v in row["ci95"]] for row in rows]
         band = [(px, y(high)) for (px, _), (_, high) in zip(points, bounds, strict=True)] + \
             [(px, y(low)) for (px, _), (low, _) in reversed(list(zip(points, bounds,
                                                                       strict=True)))]
@@ -340,14 +338,14 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
                     f'<path class="line" d="{_polyline(points)}" stroke="{colour}" '
                     f'stroke-width="2" fill="none"{dashed}/>']
         for row, (px, py), (low, high) in zip(rows, points, bounds, strict=True):
-            value = _unit(row.get("value"))
-            hover = (f"{name}: within {row.get('round')} round(s), pass@1 {value:.1%} "
-                     f"[{low:.1%}, {high:.1%}], {row.get('fixed')} fixed over "
-                     f"{row.get('tasks')} task(s)")
+            value = _unit(row["value"])
+            hover = (f"{name}: within {row['round']} round(s), pass@1 {value:.1%} "
+                     f"[{low:.1%}, {high:.1%}], {row['fixed']} fixed over "
+                     f"{row['tasks']} task(s)")
             out.append(
                 f'<circle class="point" cx="{_n(px)}" cy="{_n(py)}" r="3.5" fill="{colour}" '
-                f'data-round={_attr(row.get("round"))} data-value="{value:.6f}" '
-                f'data-low="{low:.6f}" data-high="{high:.6f}" data-fixed={_attr(row.get("fixed"))}'
+                f'data-round={_attr(row["round"])} data-value="{value:.6f}" '
+                f'data-low="{low:.6f}" data-high="{high:.6f}" data-fixed={_attr(row["fixed"])}'
                 f'><title>{_text(hover)}</title></circle>')
             if len(curves) == 1 and last <= LABELLED_ROUNDS:
                 out.append(_label(px, py - 8, f"{value:.1%}", size=FONT - 1,
@@ -385,14 +383,14 @@ def render(summary: Summary, records: list[Record]) -> str:
     """The chart's SVG text."""
     # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did; a run with repair
     # rounds adds its curve, the chart growing wider rather than the others narrower.
-    rounds = summary.get("by_round") or []
+    rounds = summary["by_round"]
     weights = [1.6, 1.0, 1.0, *([1.2] if len(rounds) > 1 else [])]
     unit = (WIDTH - 20) / 3.6
     edges = [10.0]
     for weight in weights:
         edges.append(edges[-1] + unit * weight)
     top, bottom = 8.0, HEIGHT - 4.0
-    model = (summary.get("run") or {}).get("model")
+    model = summary["run"]["model"]
     body = [
         *_rates_panel(summary, edges[0], edges[1] - 20, top, bottom),
         *_histogram_panel("seconds", [_seconds(r) for r in records], "seconds per task",

@@ -21,7 +21,7 @@ from ..records import (
     record_language,
     without_model,
 )
-from . import files, summary as summary_mod, terminal
+from . import files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
@@ -137,7 +137,7 @@ def main_rounds(args: argparse.Namespace) -> int:
     # A model given twice (two protocols, two dates) is told apart by its file.
     labels = [model if models.count(model) == 1 else f"{model} ({path.name})"
               for model, (path, _) in zip(models, runs, strict=True)]
-    curves = [(label, summary_mod.by_round(records))
+    curves = [(label, rates.by_round(records))
               for label, (_, records) in zip(labels, runs, strict=True)]
     lines = [f"{label}: pass@1 by round: {terminal.by_round_text(rows)} "
              f"(over {rows[-1]['tasks']} scored task(s))" for label, rows in curves]
@@ -153,7 +153,7 @@ def rounds_warnings(runs: list[tuple[Path, list[Record]]]) -> list[str]:
     a language both ran, or other tasks."""
     first_path, first = runs[0]
     wanted = {record_language(r): without_model(record_fingerprint(r)) for r in first}
-    tasks = {r["task_id"] for r in first if summary_mod.scored(r)}
+    tasks = {r["task_id"] for r in first if rates.scored(r)}
     lines = []
     for path, records in runs[1:]:
         found = {record_language(r): without_model(record_fingerprint(r)) for r in records}
@@ -162,7 +162,7 @@ def rounds_warnings(runs: list[tuple[Path, list[Record]]]) -> list[str]:
         if differences:
             lines.append(f"WARNING: {path} was run otherwise than {first_path}: "
                          + "; ".join(differences))
-        if {r["task_id"] for r in records if summary_mod.scored(r)} != tasks:
+        if {r["task_id"] for r in records if rates.scored(r)} != tasks:
             lines.append(f"WARNING: {path} scores other tasks than {first_path}")
     return lines
 

@@ -48,24 +48,24 @@ def bug_type_rows(rows: list[BugTypeRow]) -> list[str]:
 
 def markdown(summary: Summary) -> str:
     run, tasks, rate = summary["run"], summary["tasks"], summary["pass_at_1"]
-    protocol = " ".join(f"{k}={v}" for k, v in (run.get("protocol") or {}).items())
+    protocol = " ".join(f"{k}={v}" for k, v in (run["protocol"] or {}).items())
     lines = [
-        f"## HumanEvalFix: `{run.get('model')}`", "",
+        f"## HumanEvalFix: `{run['model']}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
         f"{tasks['errors']} harness error(s)"
         + (f", {tasks['item_timeouts']} stopped by the item timeout"
-           if tasks.get("item_timeouts") else ""),
+           if tasks["item_timeouts"] else ""),
         "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
         f"| computed by | {computed_by_text(summary)} |",
-        f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",
+        f"| dataset | `{run['dataset']}` (hash `{run['dataset_hash']}`) |",
         *([f"| shard | {shard['index']}/{shard['count']}: {shard['tasks']} "
            f"of {shard['selected']} tasks |"] if (shard := run["shard"]) else []),
         *([f"| merged | {len(run['merged'])} shards |"] if run.get("merged") else []),
-        f"| started / ended | {run.get('started_at')} / {run.get('ended_at')} |",
-        f"| wall time | {run.get('wall_seconds')} s |",
+        f"| started / ended | {run['started_at']} / {run['ended_at']} |",
+        f"| wall time | {run['wall_seconds']} s |",
         f"| tokens | {summary['tokens']['total']} total, "
         f"{summary['tokens']['per_task']['mean']:.0f} per task |",
         f"| seconds | {summary['seconds']['total']:.1f} total, "
@@ -75,14 +75,14 @@ def markdown(summary: Summary) -> str:
     if summary["samples"] > 1:
         lines.append("| pass@k | " + ", ".join(f"pass@{k} {pct(v)}"
                                                for k, v in summary["pass_at_k"].items()) + " |")
-    if len(summary.get("by_round") or []) > 1:
+    if len(summary["by_round"]) > 1:
         lines += ["", "pass@1 within k repair rounds (the last is pass@1):", "",
                   "| round | fixed | pass@1 [95% CI] |", "|---:|---:|---|",
                   *(f"| {row['round']} | {row['fixed']} | {interval(row)} |"
                     for row in summary["by_round"])]
         if repaired := summary["repairs"]:
             lines += ["", repairs_text(repaired)]
-    languages = summary.get("by_language") or []
+    languages = summary["by_language"]
     if len(languages) > 1:
         for language in languages:
             counts = language["tasks"]
@@ -93,11 +93,11 @@ def markdown(summary: Summary) -> str:
                       *bug_type_rows(language["by_bug_type"])]
     else:
         lines += bug_type_rows(summary["by_bug_type"])
-    if summary.get("known_failures"):
+    if summary["known_failures"]:
         lines += ["", *known_failure_lines(summary)]
-    if summary.get("plus"):
+    if summary["plus"]:
         lines += ["", *(f"- {line.strip()}" for line in plus_lines(summary))]
-    if summary.get("flagged"):
+    if summary["flagged"]:
         lines += ["", f"**fixed, flagged: {tasks['flagged']}** (passed in a way that may defeat "
                   "the tests):", "",
                   *(f"- {row['task_id']} ({row['outcome']}): " + "; ".join(row["flags"])
@@ -105,10 +105,10 @@ def markdown(summary: Summary) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
-    if summary.get("pass_at_1_if_timeouts_failed"):
+    if summary["pass_at_1_if_timeouts_failed"]:
         lines += ["", *item_timeout_lines(summary)]
-    for block in (server_lines(summary), repeat_lines(summary.get("repeat_check")),
-                  baseline_lines(summary.get("baseline"))):
+    for block in (server_lines(summary), repeat_lines(summary["repeat_check"]),
+                  baseline_lines(summary["baseline"])):
         if block:
             lines += ["", *(f"- {line}" for line in block)]
     if summary["gates"]:

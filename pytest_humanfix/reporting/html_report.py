@@ -74,7 +74,7 @@ def summary_html(summary: Summary) -> list[str]:
         f"<td>{row['errors']}</td><td>{escape(interval(row['pass_at_1']))}</td></tr>"
         for row in summary["by_bug_type"])
     return [f'<div class="humanfix-summary"><h2>HumanEvalFix: '
-            f'{escape(str(summary["run"].get("model")))}</h2>'
+            f'{escape(str(summary["run"]["model"]))}</h2>'
             f"<p><b>{escape(pass_line(summary))}</b></p>"
             + "".join(f"<p>{escape(line)}</p>" for line in round_lines(summary))
             + f"<p>pass@1 {escape(interval(summary['pass_at_1']))} (95% Wilson interval)</p>"

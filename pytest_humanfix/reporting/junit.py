@@ -43,7 +43,7 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_run", str(covered["run"])),
             ("humanfix_not_run", str(covered["not_run"])),
             ("humanfix_not_run_why", "; ".join(covered["why"])),
-            ("humanfix_model", str(summary["run"].get("model"))),
+            ("humanfix_model", str(summary["run"]["model"])),
             ("humanfix_computed_by", computed_by_text(summary)),
             ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
             ("humanfix_known_failures", str(tasks["known_failures"])),
@@ -56,7 +56,7 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
 
 def plus_properties(summary: Summary) -> list[tuple[str, str]]:
     """pass@1+ and the weak-test fixes, for a run graded on HumanEval+ too."""
-    figures = summary.get("plus")
+    figures = summary["plus"]
     if not figures:
         return []
     return [("humanfix_pass_at_1_plus", f"{figures['pass_at_1_plus']['value']:.4f}"),
@@ -68,7 +68,7 @@ def plus_properties(summary: Summary) -> list[tuple[str, str]]:
 
 def round_properties(summary: Summary) -> list[tuple[str, str]]:
     """pass@1 within each round, for a run with repair rounds."""
-    rows = summary.get("by_round") or []
+    rows = summary["by_round"]
     if len(rows) < 2:
         return []
     repaired = summary["repairs"]
@@ -82,7 +82,7 @@ def round_properties(summary: Summary) -> list[tuple[str, str]]:
 
 
 def repeat_properties(summary: Summary) -> list[tuple[str, str]]:
-    repeat = summary.get("repeat_check")
+    repeat = summary["repeat_check"]
     if repeat is None:
         return []
     return [("humanfix_repeat_tasks", str(repeat["tasks"])),
@@ -99,7 +99,7 @@ def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool
     unfixed_failures = 0 if gated else tasks["unfixed"]
     suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
                        failures=str(unfixed_failures),
-                       errors=str(tasks["errors"] + tasks.get("item_timeouts", 0)),
+                       errors=str(tasks["errors"] + tasks["item_timeouts"]),
                        skipped=str(tasks["unfixed"] - unfixed_failures),
                        time=f"{summary['seconds']['total']:.3f}")
     properties = ET.SubElement(suite, "properties")

@@ -29,7 +29,7 @@ def interval(rate: Rate) -> str:
 def pass_line(summary: Summary) -> str:
     """The headline: pass@1 as a percentage, a fraction and a ratio, and the protocol."""
     return rate_line(summary["pass_at_1"], summary["tasks"], summary["samples"],
-                     summary["run"].get("protocol"))
+                     summary["run"]["protocol"])
 
 
 def rate_line(rate: Rate, tasks: TaskCounts, samples: int, protocol: RecordObject | None) -> str:
@@ -48,13 +48,13 @@ def summary_lines(summary: Summary) -> list[str]:
     """Model, pass@1, counts, the per-bug-type table (one per language when there are
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
-    lines = [f"model: {summary['run'].get('model')}",
+    lines = [f"model: {summary['run']['model']}",
              f"computed by: {computed_by_text(summary)}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
              f"errors {tasks['errors']} (harness faults, not scored)"
              + (f", item timeouts {tasks['item_timeouts']} (not scored)"
-                if tasks.get("item_timeouts") else "")]
+                if tasks["item_timeouts"] else "")]
     lines.extend(coverage_lines(summary))
     if tasks["errors"]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
@@ -63,7 +63,7 @@ def summary_lines(summary: Summary) -> list[str]:
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     lines.extend(plus_lines(summary))
-    languages = summary.get("by_language") or []
+    languages = summary["by_language"]
     if len(languages) > 1:
         for language in languages:
             lines.append(f"language {language['language']}: " + rate_line(
@@ -72,18 +72,18 @@ def summary_lines(summary: Summary) -> list[str]:
             lines.extend(bug_type_table(language["by_bug_type"]))
     else:
         lines.extend(bug_type_table(rows))
-    wall = summary["run"].get("wall_seconds")
+    wall = summary["run"]["wall_seconds"]
     lines.append(f"wall time: {wall or 0.0:.1f} s")
     return lines + detail_lines(summary)
 
 
 def round_lines(summary: Summary) -> list[str]:
     """pass@1 within each repair round, for a run with rounds: its last figure is pass@1."""
-    rows = summary.get("by_round") or []
+    rows = summary["by_round"]
     if len(rows) < 2:
         return []
     lines = ["pass@1 by round: " + by_round_text(rows)]
-    repaired = summary.get("repairs")
+    repaired = summary["repairs"]
     if repaired:
         lines.append(repairs_text(repaired))
     return lines
@@ -102,12 +102,12 @@ def by_round_text(rows: list[RoundRate]) -> str:
 def item_timeout_lines(summary: Summary) -> list[str]:
     """Tasks the item timeout stopped, apart from harness errors, and what scoring them as
     not fixed would make of pass@1."""
-    failed = summary.get("pass_at_1_if_timeouts_failed")
+    failed = summary["pass_at_1_if_timeouts_failed"]
     if not failed:
         return []
     return [f"WARNING: {failed['item_timeouts']} task(s) stopped by the item timeout "
             f"(generation excluded), not scored: "
-            + ", ".join(row["task_id"] for row in summary.get("item_timeouts") or []),
+            + ", ".join(row["task_id"] for row in summary["item_timeouts"]),
             f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
             f"({failed['fixed']}/{failed['tasks']}) instead of "
             f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
@@ -126,7 +126,7 @@ def bug_type_table(rows: list[BugTypeRow]) -> list[str]:
 
 def known_failure_lines(summary: Summary) -> list[str]:
     """Tasks whose reference solution cannot pass here: counted apart, with the reason."""
-    known = summary.get("known_failures") or []
+    known = summary["known_failures"]
     if not known:
         return []
     return [f"known failures: {len(known)} task(s) whose reference solution cannot pass on "
@@ -137,7 +137,7 @@ def known_failure_lines(summary: Summary) -> list[str]:
 def plus_lines(summary: Summary) -> list[str]:
     """HumanEvalFix+: pass@1 on the hidden tests beside pass@1+ on HumanEval+, the weak-test
     fixes and the tasks whose reference solution fails HumanEval+."""
-    figures = summary.get("plus")
+    figures = summary["plus"]
     if not figures:
         return []
     plus_rate, weak = figures["pass_at_1_plus"], figures["weak_test_fixes"]
@@ -158,11 +158,11 @@ def plus_lines(summary: Summary) -> list[str]:
 
 def flagged_lines(summary: Summary) -> list[str]:
     """The fixes that passed in a way that may defeat the tests, and how each is scored."""
-    flagged = summary.get("flagged") or []
-    strict = bool((summary["run"].get("protocol") or {}).get("strict"))
+    flagged = summary["flagged"]
+    strict = bool((summary["run"]["protocol"] or {}).get("strict"))
     scored = ("scored not fixed (--humanfix-strict)" if strict else
               "still counted in pass@1; --humanfix-strict scores them not fixed")
-    lines = [f"fixed, flagged: {summary['tasks'].get('flagged', 0)} ({scored})"]
+    lines = [f"fixed, flagged: {summary['tasks']['flagged']} ({scored})"]
     for row in flagged:
         lines.append(f"  flagged {row['task_id']}: " + "; ".join(row["flags"]))
     return lines
@@ -170,13 +170,13 @@ def flagged_lines(summary: Summary) -> list[str]:
 
 def coverage_lines(summary: Summary) -> list[str]:
     """Whether the figure covers the selection, and how many tasks were run again."""
-    covered = summary.get("coverage") or {}
+    covered = summary["coverage"]
     lines = []
-    if covered.get("subset"):
+    if covered["subset"]:
         lines.append(f"WARNING: pass@1 is over a subset: {covered['run']} of "
                      f"{covered['selected']} selected task(s) ran; not run: "
                      + "; ".join(covered["why"]))
-    if covered.get("reruns"):
+    if covered["reruns"]:
         lines.append(f"{covered['reruns']} task(s) were run again (reruns); each counts once, "
                      "by its last run")
     return lines
@@ -192,13 +192,13 @@ def detail_lines(summary: Summary) -> list[str]:
     if summary["samples"] > 1:
         lines.append("  ".join(f"pass@{k} = {pct(v)}" for k, v in summary["pass_at_k"].items()))
     tokens, seconds = summary["tokens"], summary["seconds"]
-    timeouts = summary.get("timeouts") or {}
-    if timeouts.get("timed_out") or timeouts.get("rerun"):
+    timeouts = summary["timeouts"]
+    if timeouts["timed_out"] or timeouts["rerun"]:
         lines.append(f"timeouts: {timeouts['timed_out']} graded run(s) timed out; "
                      f"{timeouts['rerun']} re-run alone after a first timeout, "
                      f"{timeouts['rerun_finished']} of them then finished in time "
                      f"(largest limit {timeouts['largest_limit']} s)")
-    if timeouts.get("lost"):
+    if timeouts["lost"]:
         lines.append(f"sandbox: {timeouts['lost']} graded execution(s) lost before the program "
                      "started (the process killed from outside) and run once more")
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
@@ -208,8 +208,8 @@ def detail_lines(summary: Summary) -> list[str]:
         lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
                                              for s in summary["slowest"]))
     lines.extend(server_lines(summary))
-    lines.extend(repeat_lines(summary.get("repeat_check")))
-    lines.extend(baseline_lines(summary.get("baseline")))
+    lines.extend(repeat_lines(summary["repeat_check"]))
+    lines.extend(baseline_lines(summary["baseline"]))
     return lines
 
 
