@@ -1,14 +1,7 @@
-"""summary.svg: pass@1 per bug type with its interval, and seconds and tokens per task; for a
-run with repair rounds, pass@1 within k rounds as a curve. `humanfix-report rounds` draws the
-curves of several runs on one chart (`write_rounds_chart`).
-
-The chart is SVG written by hand as text, in the run's own process: a chart that costs nothing
-on the run's critical path. It needs no matplotlib (whose import alone took most of a second of
-a 2-core machine's run) and no child process to hide that import in. SVG renders in browsers,
-GitHub markdown and CI artifact viewers, and its text can be searched.
-
-Each mark carries a class and its figures as data- attributes, and a <title> that a browser
-shows on hover, so tests and tools read the chart without measuring pixels.
+"""summary.svg: pass@1 per bug type with its interval, seconds and tokens per task, and with
+repair rounds pass@1 within k rounds as a curve; `write_rounds_chart` draws several runs' curves
+(`humanfix-report rounds`). Plain SVG written as text, marks carrying their figures as data-
+attributes: why, in docs/reports.md ("The summary").
 """
 
 from __future__ import annotations
@@ -18,9 +11,9 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..records import Record
+from .sections import RoundRate, Summary
 
 WIDTH, HEIGHT = 1300, 420
 FONT = 12
@@ -67,13 +60,11 @@ def _n(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def _unit(value: Any) -> float:
+def _unit(value: float | None) -> float:
     """A rate for the 0..1 axis: missing or non-finite values are drawn at 0."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
+    if value is None or not math.isfinite(value):
         return 0.0
-    return min(max(number, 0.0), 1.0) if math.isfinite(number) else 0.0
+    return min(max(float(value), 0.0), 1.0)
 
 
 def _fits(text: str, width: float, size: float = FONT) -> str:
@@ -147,10 +138,10 @@ def _seconds(record: Record) -> float:
     return seconds if math.isfinite(seconds) else 0.0
 
 
-def _rates_panel(summary: dict[str, Any], left: float, right: float, top: float,
+def _rates_panel(summary: Summary, left: float, right: float, top: float,
                  bottom: float) -> list[str]:
-    rows = summary.get("by_bug_type") or []
-    model = (summary.get("run") or {}).get("model")
+    rows = summary["by_bug_type"]
+    model = summary["run"]["model"]
     names = [f"{row['bug_type']} (n={row['scored']})" for row in rows]
     # The label column takes what the longest label needs, up to two fifths of the panel.
     label_width = min(max((len(name) for name in names), default=0) * FONT * CHAR_WIDTH,
@@ -184,12 +175,11 @@ def _rates_panel(summary: dict[str, Any], left: float, right: float, top: float,
     thickness = band * 0.8
     cap = min(thickness / 4, 5)
     for index, (row, name) in enumerate(zip(rows, names, strict=True)):
-        rate = row.get("pass_at_1") or {}
-        value = _unit(rate.get("value"))
-        low, high = (_unit(v) for v in (rate.get("ci95") or (value, value)))
+        value = _unit(row["pass_at_1"]["value"])
+        low, high = (_unit(v) for v in row["pass_at_1"]["ci95"])
         middle = y0 + band * (index + 0.5)
         hover = (f"{row['bug_type']}: pass@1 {value:.1%} [{low:.1%}, {high:.1%}], "
-                 f"{row.get('fixed', '?')} fixed of {row['scored']} scored")
+                 f"{row['fixed']} fixed of {row['scored']} scored")
         out += [f'<g class="bar" data-bug-type={_attr(row["bug_type"])} '
                 f'data-value="{value:.6f}" data-low="{low:.6f}" data-high="{high:.6f}">'
                 f'<title>{_text(hover)}</title>',
@@ -202,7 +192,7 @@ def _rates_panel(summary: dict[str, Any], left: float, right: float, top: float,
                 _label(x0 - 6, middle + FONT * 0.35, _fits(name, label_width), anchor="end",
                        extra=' class="label"'),
                 "</g>"]
-    overall = _unit((summary.get("pass_at_1") or {}).get("value"))
+    overall = _unit(summary["pass_at_1"]["value"])
     legend = f"all tasks {overall:.1%}"
     legend_width = len(legend) * FONT * CHAR_WIDTH + 44
     # On the side away from the dashed line, which it would otherwise cross.
@@ -270,14 +260,14 @@ def _histogram_panel(kind: str, values: list[float], xlabel: str, ylabel: str | 
     return out
 
 
-Curve = tuple[str, list[dict[str, Any]]]
+Curve = tuple[str, list[RoundRate]]
 
 
-def _round_label(row: dict[str, Any]) -> str:
-    return f"r{row.get('round')} {_unit(row.get('value')):.1%}"
+def _round_label(row: RoundRate) -> str:
+    return f"r{row['round']} {_unit(row['value']):.1%}"
 
 
-def _legend(name: str, rows: list[dict[str, Any]]) -> str:
+def _legend(name: str, rows: list[RoundRate]) -> str:
     """A curve's name, with where it ends: its run's pass@1."""
     return f"{name} ({_round_label(rows[-1])})" if rows else name
 
@@ -295,7 +285,7 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
     y0, y1 = top + 28, bottom - 42
     last = max((len(rows) - 1 for _, rows in curves), default=0)
     highs = [_unit(v) for _, rows in curves for row in rows
-             for v in (row.get("value"), *(row.get("ci95") or ()))]
+             for v in (row["value"], *row["ci95"])]
     top_value = next(t for t in RATE_TOPS if t >= min(max(highs, default=0.0), 1.0))
     # Round 0 and the last round sit inside the frame, not on it.
     pad = min(24.0, (x1 - x0) / 4)
@@ -303,7 +293,7 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
     def x(k: float) -> float:
         return x0 + pad + (x1 - x0 - 2 * pad) * k / max(last, 1)
 
-    def y(value: Any) -> float:
+    def y(value: float | None) -> float:
         return y1 - (y1 - y0) * _unit(value) / top_value
 
     shown = _fits(title, right - left, FONT + 2)
@@ -334,9 +324,8 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
         colour = PALETTE[number % len(PALETTE)]
         dash = DASHES[number // len(PALETTE) % len(DASHES)]
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
-        points = [(x(float(row.get("round") or 0)), y(row.get("value"))) for row in rows]
-        bounds = [[_unit(v) for v in (row.get("ci95") or (row.get("value"),) * 2)]
-                  for row in rows]
+        points = [(x(row["round"]), y(row["value"])) for row in rows]
+        bounds = [[_unit(v) for v in row["ci95"]] for row in rows]
         band = [(px, y(high)) for (px, _), (_, high) in zip(points, bounds, strict=True)] + \
             [(px, y(low)) for (px, _), (low, _) in reversed(list(zip(points, bounds,
                                                                       strict=True)))]
@@ -349,14 +338,14 @@ def _curves_panel(curves: Sequence[Curve], title: str, left: float, right: float
                     f'<path class="line" d="{_polyline(points)}" stroke="{colour}" '
                     f'stroke-width="2" fill="none"{dashed}/>']
         for row, (px, py), (low, high) in zip(rows, points, bounds, strict=True):
-            value = _unit(row.get("value"))
-            hover = (f"{name}: within {row.get('round')} round(s), pass@1 {value:.1%} "
-                     f"[{low:.1%}, {high:.1%}], {row.get('fixed')} fixed over "
-                     f"{row.get('tasks')} task(s)")
+            value = _unit(row["value"])
+            hover = (f"{name}: within {row['round']} round(s), pass@1 {value:.1%} "
+                     f"[{low:.1%}, {high:.1%}], {row['fixed']} fixed over "
+                     f"{row['tasks']} task(s)")
             out.append(
                 f'<circle class="point" cx="{_n(px)}" cy="{_n(py)}" r="3.5" fill="{colour}" '
-                f'data-round={_attr(row.get("round"))} data-value="{value:.6f}" '
-                f'data-low="{low:.6f}" data-high="{high:.6f}" data-fixed={_attr(row.get("fixed"))}'
+                f'data-round={_attr(row["round"])} data-value="{value:.6f}" '
+                f'data-low="{low:.6f}" data-high="{high:.6f}" data-fixed={_attr(row["fixed"])}'
                 f'><title>{_text(hover)}</title></circle>')
             if len(curves) == 1 and last <= LABELLED_ROUNDS:
                 out.append(_label(px, py - 8, f"{value:.1%}", size=FONT - 1,
@@ -390,18 +379,18 @@ def _svg(width: float, height: float, title: str, body: list[str]) -> str:
         *body, "</svg>", ""])
 
 
-def render(summary: dict[str, Any], records: list[Record]) -> str:
+def render(summary: Summary, records: list[Record]) -> str:
     """The chart's SVG text."""
     # The panels share the width 1.6 : 1 : 1, as the matplotlib figure did; a run with repair
     # rounds adds its curve, the chart growing wider rather than the others narrower.
-    rounds = summary.get("by_round") or []
+    rounds = summary["by_round"]
     weights = [1.6, 1.0, 1.0, *([1.2] if len(rounds) > 1 else [])]
     unit = (WIDTH - 20) / 3.6
     edges = [10.0]
     for weight in weights:
         edges.append(edges[-1] + unit * weight)
     top, bottom = 8.0, HEIGHT - 4.0
-    model = (summary.get("run") or {}).get("model")
+    model = summary["run"]["model"]
     body = [
         *_rates_panel(summary, edges[0], edges[1] - 20, top, bottom),
         *_histogram_panel("seconds", [_seconds(r) for r in records], "seconds per task",
@@ -431,7 +420,7 @@ def write_rounds_chart(curves: Sequence[Curve], path: Path) -> Path:
     return _write(render_rounds(curves), path)
 
 
-def write_chart(summary: dict[str, Any], records: list[Record], path: Path) -> Path:
+def write_chart(summary: Summary, records: list[Record], path: Path) -> Path:
     """Writes the chart at `path`, whole or not at all: a reader never sees half a file."""
     return _write(render(summary, records), path)
 

@@ -1,12 +1,7 @@
-"""`humanfix-report RESULTS.jsonl [--baseline OTHER.jsonl]`: the end-of-run summary and files,
-rebuilt from a results JSONL without running anything.
-
-`humanfix-report merge SHARD.jsonl... [--out DIR]`: the results of --humanfix-shard runs joined
-into one JSONL and one report set (junit.xml rebuilt from the records), with the same gates, so
-a CI matrix of shards ends in one gate job.
-
-`humanfix-report rounds RESULTS.jsonl... [-o rounds.svg]`: pass@1 within k repair rounds of
-several runs (models), one curve each on one chart, with the figures each run's summary gives.
+"""`humanfix-report`: the end-of-run summary, files and gates rebuilt from a results JSONL
+(`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), and several
+runs' pass@1 by repair round on one chart (`rounds`). Usage: docs/reports.md and
+docs/beyond.md ("merge").
 """
 
 from __future__ import annotations
@@ -15,7 +10,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..records import (
     JsonlError,
@@ -27,7 +21,7 @@ from ..records import (
     record_language,
     without_model,
 )
-from . import files, summary as summary_mod, terminal
+from . import files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
@@ -38,6 +32,7 @@ from .gates import (
 )
 from .junit import write_junit
 from .merge import MergeError, merge
+from .sections import RunFacts
 
 MERGED_JSONL = "humanfix.jsonl"
 
@@ -142,7 +137,7 @@ def main_rounds(args: argparse.Namespace) -> int:
     # A model given twice (two protocols, two dates) is told apart by its file.
     labels = [model if models.count(model) == 1 else f"{model} ({path.name})"
               for model, (path, _) in zip(models, runs, strict=True)]
-    curves = [(label, summary_mod.by_round(records))
+    curves = [(label, rates.by_round(records))
               for label, (_, records) in zip(labels, runs, strict=True)]
     lines = [f"{label}: pass@1 by round: {terminal.by_round_text(rows)} "
              f"(over {rows[-1]['tasks']} scored task(s))" for label, rows in curves]
@@ -158,7 +153,7 @@ def rounds_warnings(runs: list[tuple[Path, list[Record]]]) -> list[str]:
     a language both ran, or other tasks."""
     first_path, first = runs[0]
     wanted = {record_language(r): without_model(record_fingerprint(r)) for r in first}
-    tasks = {r["task_id"] for r in first if summary_mod.scored(r)}
+    tasks = {r["task_id"] for r in first if rates.scored(r)}
     lines = []
     for path, records in runs[1:]:
         found = {record_language(r): without_model(record_fingerprint(r)) for r in records}
@@ -167,7 +162,7 @@ def rounds_warnings(runs: list[tuple[Path, list[Record]]]) -> list[str]:
         if differences:
             lines.append(f"WARNING: {path} was run otherwise than {first_path}: "
                          + "; ".join(differences))
-        if {r["task_id"] for r in records if summary_mod.scored(r)} != tasks:
+        if {r["task_id"] for r in records if rates.scored(r)} != tasks:
             lines.append(f"WARNING: {path} scores other tasks than {first_path}")
     return lines
 
@@ -185,11 +180,11 @@ def main_merge(args: argparse.Namespace) -> int:
                       encoding="utf-8")
     print(f"merged {len(shards)} shard(s), {len(records)} task(s) into {merged}")
     # The whole run is no shard; the shards it came from are listed instead.
-    facts = {"shard": None, "merged": [shard.label() for shard in shards]}
+    facts: RunFacts = {"shard": None, "merged": [shard.label() for shard in shards]}
     return report(records, facts, args, args.out, junit=True)
 
 
-def report(records: list[Record], facts: dict[str, Any], args: argparse.Namespace,
+def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
            out: Path, junit: bool) -> int:
     """Compares with the baseline, checks the gates, writes the report files and prints the
     summary; the exit status."""
@@ -204,7 +199,7 @@ def report(records: list[Record], facts: dict[str, Any], args: argparse.Namespac
         comparison = compare(records, baseline)
     if args.max_regressions is not None and comparison is None:
         return fail("--max-regressions needs --baseline.")
-    run = {**summary_mod.times_from_records(records), **facts}
+    run: RunFacts = {**summary_mod.times_from_records(records), **facts}
     summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
     gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,

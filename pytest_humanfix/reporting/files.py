@@ -1,15 +1,16 @@
 """The report files: summary.json, summary.md (also appended to $GITHUB_STEP_SUMMARY) and
-summary.svg, all rendered from the summary dict (`summary.build`)."""
+summary.svg, all rendered from the one summary (`summary.build`); docs/reports.md lists them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from ..records import Record
 from .chart import write_chart
+from .sections import BugTypeRow, Summary
 from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
@@ -38,33 +39,33 @@ class ChartError(Exception):
         return f"WARNING: humanfix could not draw {self.path}: {self}"
 
 
-def bug_type_rows(rows: list[dict[str, Any]]) -> list[str]:
+def bug_type_rows(rows: list[BugTypeRow]) -> list[str]:
     return ["", "| bug type | fixed | scored | errors | pass@1 [95% CI] |",
             "|---|---:|---:|---:|---|",
             *(f"| {row['bug_type']} | {row['fixed']} | {row['scored']} | {row['errors']} "
               f"| {interval(row['pass_at_1'])} |" for row in rows)]
 
 
-def markdown(summary: dict[str, Any]) -> str:
+def markdown(summary: Summary) -> str:
     run, tasks, rate = summary["run"], summary["tasks"], summary["pass_at_1"]
-    protocol = " ".join(f"{k}={v}" for k, v in (run.get("protocol") or {}).items())
+    protocol = " ".join(f"{k}={v}" for k, v in (run["protocol"] or {}).items())
     lines = [
-        f"## HumanEvalFix: `{run.get('model')}`", "",
+        f"## HumanEvalFix: `{run['model']}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
         f"{tasks['errors']} harness error(s)"
         + (f", {tasks['item_timeouts']} stopped by the item timeout"
-           if tasks.get("item_timeouts") else ""),
+           if tasks["item_timeouts"] else ""),
         "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
         f"| computed by | {computed_by_text(summary)} |",
-        f"| dataset | `{run.get('dataset')}` (hash `{run.get('dataset_hash')}`) |",
-        *([f"| shard | {run['shard']['index']}/{run['shard']['count']}: {run['shard']['tasks']} "
-           f"of {run['shard']['selected']} tasks |"] if run.get("shard") else []),
+        f"| dataset | `{run['dataset']}` (hash `{run['dataset_hash']}`) |",
+        *([f"| shard | {shard['index']}/{shard['count']}: {shard['tasks']} "
+           f"of {shard['selected']} tasks |"] if (shard := run["shard"]) else []),
         *([f"| merged | {len(run['merged'])} shards |"] if run.get("merged") else []),
-        f"| started / ended | {run.get('started_at')} / {run.get('ended_at')} |",
-        f"| wall time | {run.get('wall_seconds')} s |",
+        f"| started / ended | {run['started_at']} / {run['ended_at']} |",
+        f"| wall time | {run['wall_seconds']} s |",
         f"| tokens | {summary['tokens']['total']} total, "
         f"{summary['tokens']['per_task']['mean']:.0f} per task |",
         f"| seconds | {summary['seconds']['total']:.1f} total, "
@@ -74,14 +75,14 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["samples"] > 1:
         lines.append("| pass@k | " + ", ".join(f"pass@{k} {pct(v)}"
                                                for k, v in summary["pass_at_k"].items()) + " |")
-    if len(summary.get("by_round") or []) > 1:
+    if len(summary["by_round"]) > 1:
         lines += ["", "pass@1 within k repair rounds (the last is pass@1):", "",
                   "| round | fixed | pass@1 [95% CI] |", "|---:|---:|---|",
                   *(f"| {row['round']} | {row['fixed']} | {interval(row)} |"
                     for row in summary["by_round"])]
-        if summary.get("repairs"):
-            lines += ["", repairs_text(summary["repairs"])]
-    languages = summary.get("by_language") or []
+        if repaired := summary["repairs"]:
+            lines += ["", repairs_text(repaired)]
+    languages = summary["by_language"]
     if len(languages) > 1:
         for language in languages:
             counts = language["tasks"]
@@ -92,11 +93,11 @@ def markdown(summary: dict[str, Any]) -> str:
                       *bug_type_rows(language["by_bug_type"])]
     else:
         lines += bug_type_rows(summary["by_bug_type"])
-    if summary.get("known_failures"):
+    if summary["known_failures"]:
         lines += ["", *known_failure_lines(summary)]
-    if summary.get("plus"):
+    if summary["plus"]:
         lines += ["", *(f"- {line.strip()}" for line in plus_lines(summary))]
-    if summary.get("flagged"):
+    if summary["flagged"]:
         lines += ["", f"**fixed, flagged: {tasks['flagged']}** (passed in a way that may defeat "
                   "the tests):", "",
                   *(f"- {row['task_id']} ({row['outcome']}): " + "; ".join(row["flags"])
@@ -104,10 +105,10 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
-    if summary.get("pass_at_1_if_timeouts_failed"):
+    if summary["pass_at_1_if_timeouts_failed"]:
         lines += ["", *item_timeout_lines(summary)]
-    for block in (server_lines(summary), repeat_lines(summary.get("repeat_check")),
-                  baseline_lines(summary.get("baseline"))):
+    for block in (server_lines(summary), repeat_lines(summary["repeat_check"]),
+                  baseline_lines(summary["baseline"])):
         if block:
             lines += ["", *(f"- {line}" for line in block)]
     if summary["gates"]:
@@ -116,8 +117,7 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(summary: dict[str, Any], records: list[Record],
-                  folder: Path) -> list[Path]:
+def write_reports(summary: Summary, records: list[Record], folder: Path) -> list[Path]:
     """summary.json, summary.md and summary.svg; summary.md is also appended to
     $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only the chart
     failed."""

@@ -1,20 +1,18 @@
-"""CI gates: pass@1 against --humanfix-fail-under, and a task-by-task baseline comparison.
-
-The baseline gate is McNemar's exact test on the discordant tasks, one-sided: the question a CI
-job asks is "did repair get worse?", so only a significant drop fails the run; a significant
-gain is reported, never punished. docs/reports.md, "Why a paired test", explains why the test is
-paired.
+"""CI gates: pass@1 against --humanfix-fail-under, a task-by-task baseline comparison (McNemar's
+exact test, one-sided: only a significant drop fails), the computations compared, and whether
+every selected task ran. docs/reports.md ("CI gates", "Why a paired test") explains them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..computed_by import differences
 from ..records import SCORED, JsonlError, Record, language_differences, read_records
+from .sections import BaselineFigures, Coverage, GateRow, RecordObject, RepeatFigures, Summary
 from .stats import mcnemar_exact, pct
 
 
@@ -73,8 +71,11 @@ class Comparison:
     def p_value(self) -> float:
         return mcnemar_exact(len(self.regressions), len(self.improvements), "drop")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "paired": self.paired, "p_value": self.p_value,
+    def figures(self) -> BaselineFigures:
+        """The comparison as summary.json's `baseline` holds it."""
+        return {"regressions": list(self.regressions), "improvements": list(self.improvements),
+                "both_fixed": self.both_fixed, "both_unfixed": self.both_unfixed,
+                "unpaired": list(self.unpaired), "paired": self.paired, "p_value": self.p_value,
                 "test": "exact McNemar, one-sided (drop)"}
 
 
@@ -105,6 +106,10 @@ class GateCheck:
     passed: bool
     reason: str
 
+    def row(self) -> GateRow:
+        """The check as summary.json's `gates` lists it."""
+        return {"name": self.name, "passed": self.passed, "reason": self.reason}
+
 
 def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
                 comparison: Comparison | None, alpha: float,
@@ -133,7 +138,7 @@ def check_gates(pass_at_1: float, scored: int, fail_under: float | None,
     return checks
 
 
-def noise_note(repeat: dict[str, Any]) -> str:
+def noise_note(repeat: RepeatFigures) -> str:
     """The flip rate and what it means for the paired gate, as the gate's verdict quotes it."""
     detect = repeat["detectable_drop"]
     flips = repeat["outcomes_flipped"]
@@ -146,7 +151,7 @@ def noise_note(repeat: dict[str, Any]) -> str:
                    f"{pct(detect['power'])} power at alpha {detect['alpha']:g})")
 
 
-def gate_checks(summary: dict[str, Any], comparison: Comparison | None,
+def gate_checks(summary: Summary, comparison: Comparison | None,
                 fail_under: float | None, alpha: float, max_regressions: int | None,
                 computed_by_mismatch: str, baseline: Iterable[Record], records: Iterable[Record],
                 whole_selection: bool = False) -> list[GateCheck]:
@@ -166,7 +171,7 @@ def gate_checks(summary: dict[str, Any], comparison: Comparison | None,
     return [incomplete, *checks] if incomplete is not None else checks
 
 
-def first_computed_by(records: Iterable[Record]) -> dict[str, Any] | None:
+def first_computed_by(records: Iterable[Record]) -> RecordObject | None:
     """What computed the first replies of these records (None: not recorded)."""
     return next((r["computed_by"] for r in records if r.get("computed_by")), None)
 
@@ -190,7 +195,7 @@ def computed_by_check(baseline: Iterable[Record], records: Iterable[Record],
                      "(--humanfix-computed-by-mismatch error makes this fail)")
 
 
-def completeness_check(coverage: dict[str, Any] | None) -> GateCheck | None:
+def completeness_check(coverage: Coverage | None) -> GateCheck | None:
     """A failed check when selected tasks did not run: a figure over a subset would pass or
     fail a gate that the whole selection might not."""
     if not coverage or not coverage["not_run"]:

@@ -1,21 +1,18 @@
-"""What a pytest-html report shows of a run, when that plugin is installed: each task's trajectory
-as the item's extras (every attempt's reply, extracted code, diff, verdict and timings, fixed
-tasks too), and the pass@1 summary with the per-bug-type table in the report's summary section.
-A report page is where people look through a run; the failure text alone shows neither what the
-model said nor what a fixed task looked like.
-
-Extras are pytest-html's plain dicts ({"format_type": "html", "content": ...}), built here
-rather than through pytest_html.extras so that they cross the xdist boundary as builtins and
-this module imports nothing from the plugin.
+"""What a pytest-html report shows of a run, when that plugin is installed: each task's whole
+trajectory (every attempt's reply, code, diff, verdict, timings; fixed tasks too) as the item's
+extras, and pass@1 with the bug-type table in the report's summary (docs/reports.md). Extras are
+built as pytest-html's plain dicts, so they cross xdist as builtins and nothing of the plugin is
+imported.
 """
 
 from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any
+from typing import TypedDict
 
 from ..records import Record, RecordedAttempt
+from .sections import Summary
 from .terminal import coverage_lines, interval, pass_line, plus_lines, round_lines
 
 
@@ -44,7 +41,17 @@ def _attempt_html(number: int, attempt: RecordedAttempt) -> str:
     return "".join(parts)
 
 
-def trajectory_extras(record: Record) -> list[dict[str, Any]]:
+class HtmlExtra(TypedDict):
+    """An extra as pytest-html takes it (pytest_html.extras.html builds the same dict)."""
+
+    name: None
+    format_type: str
+    content: str
+    mime_type: None
+    extension: None
+
+
+def trajectory_extras(record: Record) -> list[HtmlExtra]:
     """One html extra holding the task's outcome and its trajectory."""
     head = (f'<div class="humanfix-trajectory"><h3>{escape(record["task_id"])} '
             f'{escape(str(record.get("entry_point")))} [{escape(str(record.get("bug_type")))}]: '
@@ -59,7 +66,7 @@ def trajectory_extras(record: Record) -> list[dict[str, Any]]:
              "mime_type": None, "extension": None}]
 
 
-def summary_html(summary: dict[str, Any]) -> list[str]:
+def summary_html(summary: Summary) -> list[str]:
     """The report's summary section: pass@1 (by round, with repair rounds), the coverage
     warning and the bug-type table."""
     rows = "".join(
@@ -67,7 +74,7 @@ def summary_html(summary: dict[str, Any]) -> list[str]:
         f"<td>{row['errors']}</td><td>{escape(interval(row['pass_at_1']))}</td></tr>"
         for row in summary["by_bug_type"])
     return [f'<div class="humanfix-summary"><h2>HumanEvalFix: '
-            f'{escape(str(summary["run"].get("model")))}</h2>'
+            f'{escape(str(summary["run"]["model"]))}</h2>'
             f"<p><b>{escape(pass_line(summary))}</b></p>"
             + "".join(f"<p>{escape(line)}</p>" for line in round_lines(summary))
             + f"<p>pass@1 {escape(interval(summary['pass_at_1']))} (95% Wilson interval)</p>"

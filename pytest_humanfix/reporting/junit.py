@@ -1,15 +1,19 @@
 """JUnit XML: the summary's figures as suite properties, on pytest's own file during a run and
-on the file `humanfix-report merge` rebuilds from records; the same names and values in both."""
+on the file `humanfix-report merge` rebuilds from records; the same names and values in both
+(docs/reports.md lists them).
+"""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..dataset import item_name
 from ..records import Record
-from .summary import computed_by_text, item_timed_out
+from .rates import item_timed_out
+from .sections import Summary
+from .summary import computed_by_text
 
 if TYPE_CHECKING:
     import pytest
@@ -26,7 +30,7 @@ def junit_writer(config: pytest.Config) -> LogXML | None:
     return config.stash.get(xml_key, None)
 
 
-def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def junit_properties(summary: Summary) -> list[tuple[str, str]]:
     """The JUnit suite properties: the same figures as every other view of the summary."""
     tasks, covered = summary["tasks"], summary["coverage"]
     return [("humanfix_pass_at_1", f"{summary['pass_at_1']['value']:.4f}"),
@@ -39,7 +43,7 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_run", str(covered["run"])),
             ("humanfix_not_run", str(covered["not_run"])),
             ("humanfix_not_run_why", "; ".join(covered["why"])),
-            ("humanfix_model", str(summary["run"].get("model"))),
+            ("humanfix_model", str(summary["run"]["model"])),
             ("humanfix_computed_by", computed_by_text(summary)),
             ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
             ("humanfix_known_failures", str(tasks["known_failures"])),
@@ -50,9 +54,9 @@ def junit_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             *repeat_properties(summary)]
 
 
-def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def plus_properties(summary: Summary) -> list[tuple[str, str]]:
     """pass@1+ and the weak-test fixes, for a run graded on HumanEval+ too."""
-    figures = summary.get("plus")
+    figures = summary["plus"]
     if not figures:
         return []
     return [("humanfix_pass_at_1_plus", f"{figures['pass_at_1_plus']['value']:.4f}"),
@@ -62,20 +66,23 @@ def plus_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_plus_known_failures", str(len(figures["known_failures"])))]
 
 
-def round_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def round_properties(summary: Summary) -> list[tuple[str, str]]:
     """pass@1 within each round, for a run with repair rounds."""
-    rows = summary.get("by_round") or []
+    rows = summary["by_round"]
     if len(rows) < 2:
         return []
-    repaired = summary.get("repairs") or {}
+    repaired = summary["repairs"]
     return [*((f"humanfix_pass_at_1_round_{row['round']}", f"{row['value']:.4f}")
               for row in rows),
-            *((f"humanfix_repair_{name}", str(repaired[name]))
-              for name in ("replies", "repeated", "rounds", "wasted_rounds") if repaired)]
+            *([("humanfix_repair_replies", str(repaired["replies"])),
+               ("humanfix_repair_repeated", str(repaired["repeated"])),
+               ("humanfix_repair_rounds", str(repaired["rounds"])),
+               ("humanfix_repair_wasted_rounds", str(repaired["wasted_rounds"]))]
+              if repaired else [])]
 
 
-def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    repeat = summary.get("repeat_check")
+def repeat_properties(summary: Summary) -> list[tuple[str, str]]:
+    repeat = summary["repeat_check"]
     if repeat is None:
         return []
     return [("humanfix_repeat_tasks", str(repeat["tasks"])),
@@ -84,8 +91,7 @@ def repeat_properties(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
-def write_junit(summary: dict[str, Any], records: list[Record], path: Path,
-                gated: bool) -> Path:
+def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool) -> Path:
     """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
     unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
     harness error an error, and the summary's figures as suite properties."""
@@ -93,7 +99,7 @@ def write_junit(summary: dict[str, Any], records: list[Record], path: Path,
     unfixed_failures = 0 if gated else tasks["unfixed"]
     suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
                        failures=str(unfixed_failures),
-                       errors=str(tasks["errors"] + tasks.get("item_timeouts", 0)),
+                       errors=str(tasks["errors"] + tasks["item_timeouts"]),
                        skipped=str(tasks["unfixed"] - unfixed_failures),
                        time=f"{summary['seconds']['total']:.3f}")
     properties = ET.SubElement(suite, "properties")

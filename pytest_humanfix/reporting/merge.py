@@ -1,17 +1,13 @@
-"""`humanfix-report merge`: the JSONL files of --humanfix-shard runs joined into one run.
-
-Each record carries its shard: the shard's index and count, its own task ids, and a hash of the
-selection it was dealt from. That is enough to check, from the files alone, that the shards are
-of one run (same model, protocol and dataset; dealt from one selection into one count), that no
-task is given twice, and that no shard and no task is missing, and to name the shard and the
-task when one of those fails.
+"""`humanfix-report merge`: the JSONL files of --humanfix-shard runs joined into one run,
+checked from the files alone (each record carries its shard) to be of one run, with no task
+given twice and no shard or task missing; an error names the shard and the task
+(docs/beyond.md, "merge").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import computed_by
 from ..dataset import task_number
@@ -23,6 +19,7 @@ from ..records import (
     read_records,
     record_fingerprint,
 )
+from .sections import MergedShard, RecordObject
 
 
 class MergeError(Exception):
@@ -33,17 +30,17 @@ class MergeError(Exception):
 class ShardFile:
     path: Path
     records: list[Record]
-    shard: dict[str, Any]
+    shard: RecordObject  # the records' `shard`, as docs/schema.md describes it
 
     @property
     def name(self) -> str:
         return f"shard {self.shard['index']}/{self.shard['count']} ({self.path})"
 
-    def label(self) -> dict[str, Any]:
+    def label(self) -> MergedShard:
         """What summary.json says of a merged shard."""
         return {"file": str(self.path), "index": self.shard["index"],
                 "count": self.shard["count"], "tasks": len(self.records),
-                "run_ids": sorted({r.get("run_id") for r in self.records if r.get("run_id")})}
+                "run_ids": sorted({r["run_id"] for r in self.records if r.get("run_id")})}
 
 
 def read_shard(path: Path) -> ShardFile:

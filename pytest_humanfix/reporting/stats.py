@@ -1,7 +1,6 @@
-"""Pure statistics for scoring runs: pass@k, the Wilson interval and McNemar's exact test.
-
-No numpy or scipy: these run in the controller and in `humanfix-report`, on a few hundred
-numbers, and must give the same answer everywhere.
+"""Pure statistics for scoring runs: pass@k, the Wilson interval, McNemar's exact test and its
+power. No numpy or scipy: these run in the controller and in `humanfix-report` on a few hundred
+numbers and must give the same answer everywhere (docs/reports.md, docs/trust.md).
 """
 
 from __future__ import annotations

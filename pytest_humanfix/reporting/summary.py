@@ -1,16 +1,8 @@
-"""The one summary of a run: `build` turns result records (and, when given, the baseline
-comparison and the gate checks) into one plain dict, the content of summary.json. Every figure a
-run reports is computed here, once; the terminal, JUnit, summary.md/png, the gates and
-`humanfix-report` all render or read this dict, so they cannot disagree.
-
-pass@1 is `rate`: the unbiased estimate of Chen et al. (2021) over every sample of every scored
-task (with one sample, fixed / scored). `tasks.fixed` counts the tasks whose first sample fixed
-them (that sample decides each item's pytest outcome); with samples it is shown only under that
-name, never as pass@1. `by_round` is the same `rate` counting only the fixes made within k repair
-rounds, for k = 0 .. --humanfix-iters: its last point is pass@1.
-
-`coverage` says whether the records cover the selection: a run stopped early (-x, --sw, Ctrl-C)
-or narrowed (-k, --lf, a pytest-split group) reports a figure over a subset, and says so.
+"""The one summary of a run: `build` turns the result records (with the baseline comparison and
+the selection, when given) into the content of summary.json, typed by `sections.Summary`. Every
+figure a run reports is computed here or in `rates` (pass@1), once; the terminal, JUnit,
+summary.md/svg, the gates and `humanfix-report` all read this one summary, so they cannot
+disagree. What each figure means: docs/reports.md ("The summary") and docs/schema.md.
 """
 
 from __future__ import annotations
@@ -22,11 +14,42 @@ import statistics
 from collections.abc import Iterable
 from datetime import datetime
 from importlib import metadata
-from typing import Any
 
 from ..computed_by import compared, describe
-from ..records import Record, attempt_round, graded_round, record_language
+from ..records import Record, attempt_round, record_language
 from .gates import Comparison, GateCheck
+from .rates import (
+    by_round,
+    harness_error,
+    if_timeouts_failed,
+    item_timed_out,
+    plus,
+    rate,
+    sample_counts,
+    scored,
+)
+from .sections import (
+    BugTypeRow,
+    Computation,
+    Coverage,
+    LanguageRow,
+    RecordObject,
+    Repairs,
+    RepeatFigures,
+    RunFacts,
+    RunSection,
+    RunTimes,
+    Selection,
+    ServerLoad,
+    ServerOut,
+    ShardLabel,
+    Share,
+    Spread,
+    Summary,
+    TaskCounts,
+    TaskMessage,
+    Timeouts,
+)
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
 SLOWEST_SHOWN = 5
@@ -53,145 +76,12 @@ def _installed_versions() -> dict[str, str | None]:
     return found
 
 
-def _counts(record: Record, within: int | None = None) -> tuple[int, int]:
-    """(samples, fixed samples) of a record; records from before samples existed hold one.
-    With `within`, a sample fixed in a later round than that, or in a round the record does
-    not tell, counts as not fixed."""
-    n = record.get("n") or 1
-    c = record.get("n_fixed")
-    c = int(record["outcome"] == "fixed") if c is None else c
-    if within is not None:
-        later = sum(found is None or found > within for found in fixed_rounds(record))
-        c = max(c - later, 0)
-    return n, c
-
-
-def fixed_rounds(record: Record) -> list[int | None]:
-    """The round each fixed sample of a record was fixed in, None where the record cannot
-    tell (an older record's later samples): `by_round` counts such a fix from the last round
-    on only, where every fix counts."""
-    samples = record.get("samples") or []
-    if not samples:
-        return [graded_round(record)] if record["outcome"] == "fixed" else []
-    found: list[int | None] = []
-    for number, sample in enumerate(samples):
-        if sample.get("outcome") == "fixed":
-            made = sample.get("fixed_round")
-            # The first sample is the record's own: its attempts tell, in older records too.
-            found.append(graded_round(record) if made is None and number == 0 else made)
-    return found
-
-
-def item_timed_out(record: Record) -> bool:
-    """The item timeout stopped the task: not scored, and no harness fault either (records
-    written before `item_timeout` was kept say so in their error)."""
-    return record["outcome"] == "error" and (
-        bool(record.get("item_timeout"))
-        or str(record.get("error", "")).startswith("item timeout fired"))
-
-
-def harness_error(record: Record) -> bool:
-    return record["outcome"] == "error" and not item_timed_out(record)
-
-
-def scored(record: Record) -> bool:
-    """A record counts in pass@1: no harness error, and a task whose reference solution can
-    pass here (a `known_failure` is counted apart)."""
-    return record["outcome"] != "error" and not record.get("known_failure")
-
-
-def rate(records: list[Record], within: int | None = None) -> dict[str, Any]:
-    """pass@1 over the scored records (the unbiased mean of c/n) with a 95% Wilson interval
-    over the tasks: samples of one task are not independent, so the interval counts tasks.
-    With `within`, only the fixes made within that many repair rounds count (`by_round`)."""
-    counts = [_counts(r, within) for r in records if scored(r)]
-    value = mean_pass_at_k(counts, 1) or 0.0  # None: no scored record
-    low, high = wilson_interval(value * len(counts), len(counts))
-    return {"value": value, "ci95": [low, high], "tasks": len(counts)}
-
-
-def rounds(records: list[Record]) -> int:
-    """The repair rounds the run allowed (--humanfix-iters, from the records' protocol), and
-    never fewer than the latest round a recorded fix was made in, so that `by_round` ends at
-    pass@1 whatever the records say."""
-    allowed = [int(r["protocol"].get("iters") or 0) for r in records
-               if isinstance(r.get("protocol"), dict)]
-    made = [found for r in records if scored(r) for found in fixed_rounds(r)
-            if found is not None]
-    return max(allowed + made, default=0)
-
-
-def by_round(records: list[Record]) -> list[dict[str, Any]]:
-    """pass@1 within k repair rounds for k = 0 .. `rounds`: `rate` counting only the samples
-    fixed by round k, and how many those are (tasks, with one sample each). The last point
-    counts every fix: it is the run's pass@1, `rate(records)` itself."""
-    last = rounds(records)
-    counted = [r for r in records if scored(r)]
-    points = []
-    for k in range(last + 1):
-        within = None if k == last else k
-        points.append({"round": k, "fixed": sum(_counts(r, within)[1] for r in counted),
-                       **rate(records, within)})
-    return points
-
-
-def if_timeouts_failed(records: list[Record]) -> dict[str, Any] | None:
-    """pass@1 had the tasks the item timeout stopped been scored as not fixed (None when the
-    item timeout stopped none): a timeout is left out of pass@1, which a slow machine would
-    otherwise raise by leaving out the tasks that ran long, often the ones that fail."""
-    stopped = [r for r in records if item_timed_out(r) and not r.get("known_failure")]
-    if not stopped:
-        return None
-    counted = [r for r in records if scored(r)]
-    failed: list[Record] = [{**r, "outcome": "unfixed", "n": 1, "n_fixed": 0} for r in stopped]
-    return {**rate(counted + failed), "item_timeouts": len(stopped),
-            "fixed": sum(r["outcome"] == "fixed" for r in counted)}
-
-
-def plus_run(records: list[Record]) -> bool:
-    """The records were graded on HumanEval+ as well (--humanfix-tests plus)."""
-    return any((r.get("protocol") or {}).get("tests") == "plus" for r in records)
-
-
-def _plus_counts(record: Record) -> tuple[int, int]:
-    samples = record.get("samples") or []
-    if samples:
-        return len(samples), sum(s.get("plus_outcome") == "fixed" for s in samples)
-    return 1, int(record.get("plus_outcome") == "fixed")
-
-
-def plus(records: list[Record]) -> dict[str, Any] | None:
-    """HumanEvalFix+ (None for a run without it): pass@1 on the hidden tests (the run's
-    pass@1, comparable with published HumanEvalFix figures) beside pass@1+ (fixed on the hidden
-    tests and HumanEval+ alike), over the same scored tasks less those whose reference solution
-    fails HumanEval+ (`plus_known_failure`, counted apart); and the weak-test fixes, which pass
-    the hidden tests and fail HumanEval+."""
-    if not plus_run(records):
-        return None
-    counted = [r for r in records if scored(r) and not r.get("plus_known_failure")]
-    counts = [_plus_counts(r) for r in counted]
-    value = mean_pass_at_k(counts, 1) or 0.0
-    low, high = wilson_interval(value * len(counts), len(counts))
-    weak = [r for r in counted if r["outcome"] == "fixed" and r.get("plus_outcome") != "fixed"]
-    return {
-        "pass_at_1": rate(records),
-        "pass_at_1_plus": {"value": value, "ci95": [low, high], "tasks": len(counts)},
-        "fixed_plus": sum(r.get("plus_outcome") == "fixed" for r in counted),
-        "weak_test_fixes": [{"task_id": r["task_id"], "failure": r.get("plus_failure", "")}
-                            for r in weak],
-        "known_failures": [{"task_id": r["task_id"], "outcome": r["outcome"],
-                            "plus_outcome": r.get("plus_outcome"),
-                            "reason": r["plus_known_failure"]}
-                           for r in records if r.get("plus_known_failure")],
-    }
-
-
-def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
+def _shard_label(shard: RecordObject | None) -> ShardLabel | None:
     """The shard a run's records were dealt (its task list stays in the records)."""
     if not shard:
         return None
-    return {key: shard.get(key) for key in ("index", "count", "selected")} | {
-        "tasks": len(shard.get("tasks") or [])}
+    return {"index": shard.get("index"), "count": shard.get("count"),
+            "selected": shard.get("selected"), "tasks": len(shard.get("tasks") or [])}
 
 
 def _tokens(record: Record) -> int:
@@ -199,19 +89,19 @@ def _tokens(record: Record) -> int:
     return int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0))
 
 
-def _spread(values: list[float]) -> dict[str, float]:
+def _spread(values: list[float]) -> Spread:
     if not values:
         return {"mean": 0, "median": 0, "max": 0}
     return {"mean": statistics.fmean(values),
             "median": statistics.median(values), "max": max(values)}
 
 
-def computations(records: list[Record]) -> list[dict[str, Any]]:
+def computations(records: list[Record]) -> list[Computation]:
     """Each distinct description of what computed the replies, with the tasks it computed and
     its one line: one entry for a run on one engine build, several for a merge across builds
     or workers on unlike GPUs. Records without one (a model that never loaded, a record
     written before it existed) are counted under None."""
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, Computation] = {}
     for record in records:
         described = record.get("computed_by")
         key = json.dumps(compared(described), sort_keys=True) if described else "null"
@@ -221,7 +111,7 @@ def computations(records: list[Record]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-def servers(records: list[Record]) -> dict[str, Any]:
+def servers(records: list[Record]) -> dict[str, ServerLoad]:
     """Per OpenAI-compatible server that answered: its replies and their seconds (the
     attempts it served)."""
     seconds: dict[str, list[float]] = {}
@@ -234,7 +124,7 @@ def servers(records: list[Record]) -> dict[str, Any]:
             for url, values in sorted(seconds.items())}
 
 
-def servers_out(records: list[Record]) -> list[dict[str, str]]:
+def servers_out(records: list[Record]) -> list[ServerOut]:
     """Each server taken out of rotation (by any worker), with the first reason given."""
     out: dict[str, str] = {}
     for record in records:
@@ -243,7 +133,7 @@ def servers_out(records: list[Record]) -> list[dict[str, str]]:
     return [{"base_url": url, "reason": reason} for url, reason in sorted(out.items())]
 
 
-def timeouts(records: list[Record]) -> dict[str, Any]:
+def timeouts(records: list[Record]) -> Timeouts:
     """Graded runs that timed out, and those re-run alone after a first timeout (with how many
     of those then finished), with the largest limit any task ran under; and graded runs whose
     first execution was lost before it started and ran once more (sandbox/rerun)."""
@@ -257,13 +147,12 @@ def timeouts(records: list[Record]) -> dict[str, Any]:
             "largest_limit": max(limits, default=0.0) or None}
 
 
-def _share(count: int, of: int) -> dict[str, Any]:
+def _share(count: int, of: int) -> Share:
     low, high = wilson_interval(count, of)
     return {"count": count, "of": of, "rate": count / of if of else None, "ci95": [low, high]}
 
 
-def repeat_check(records: list[Record], tasks: int,
-                 alpha: float) -> dict[str, Any] | None:
+def repeat_check(records: list[Record], tasks: int, alpha: float) -> RepeatFigures | None:
     """--humanfix-repeat-check: of the tasks whose first attempt was generated twice, how many
     replies differed and how many outcomes flipped (each with a 95% Wilson interval), and the
     smallest drop the paired gate catches over `tasks` tasks at that flip rate (None for a run
@@ -279,8 +168,8 @@ def repeat_check(records: list[Record], tasks: int,
     flips = _share(len(flipped), len(compared))
     drop = detectable_drop(tasks, flips["rate"] or 0.0, alpha, GATE_POWER) \
         if compared and tasks else None
-    errors = [{"task_id": task, "error": check["error"]} for task, check in checked.items()
-              if check.get("error")]
+    errors: list[TaskMessage] = [{"task_id": task, "error": check["error"]}
+                                 for task, check in checked.items() if check.get("error")]
     return {"tasks": len(compared), "errors": errors,
             "engines": sorted({str(c.get("engine")) for c in compared}),
             "replies_differ": _share(sum(bool(c["reply_differs"]) for c in compared),
@@ -290,8 +179,7 @@ def repeat_check(records: list[Record], tasks: int,
                                 "drop": drop}}
 
 
-def coverage(records: list[Record],
-             selection: dict[str, Any] | None) -> dict[str, Any]:
+def coverage(records: list[Record], selection: Selection | None) -> Coverage:
     """Tasks selected, run and not run, and why not, by reason. `selection` holds the selected
     task ids and the reason each one that did not run has; without it, what ran is the
     selection (a JSONL read afterwards)."""
@@ -308,7 +196,7 @@ def coverage(records: list[Record],
             "reruns": sum(bool(r.get("reruns")) for r in records)}
 
 
-def task_counts(records: list[Record]) -> dict[str, int]:
+def task_counts(records: list[Record]) -> TaskCounts:
     counted = [r for r in records if scored(r)]
     return {"total": len(records), "scored": len(counted),
             "errors": sum(harness_error(r) for r in records),
@@ -319,7 +207,7 @@ def task_counts(records: list[Record]) -> dict[str, int]:
             "known_failures": sum(bool(r.get("known_failure")) for r in records)}
 
 
-def by_bug_type(records: list[Record]) -> list[dict[str, Any]]:
+def by_bug_type(records: list[Record]) -> list[BugTypeRow]:
     groups: dict[str, list[Record]] = {}
     for record in records:
         groups.setdefault(record["bug_type"], []).append(record)
@@ -331,7 +219,7 @@ def by_bug_type(records: list[Record]) -> list[dict[str, Any]]:
             for name, rows in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
-def by_language(records: list[Record]) -> list[dict[str, Any]]:
+def by_language(records: list[Record]) -> list[LanguageRow]:
     """The same figures per language, in the order the run's records first name them."""
     groups: dict[str, list[Record]] = {}
     for record in records:
@@ -342,7 +230,7 @@ def by_language(records: list[Record]) -> list[dict[str, Any]]:
             for name, rows in groups.items()]
 
 
-def repairs(records: list[Record]) -> dict[str, Any] | None:
+def repairs(records: list[Record]) -> Repairs | None:
     """What the repair rounds did with their replies (None for a run without rounds): the
     replies asked for in rounds 1 and after, how many repeated code that had already failed
     (asks again included), the rounds those replies made, and how many rounds ended on a repeat
@@ -375,11 +263,29 @@ def repairs(records: list[Record]) -> dict[str, Any] | None:
             "wasted_rate": len(wasted) / len(rounds) if rounds else 0.0}
 
 
-def build(records: list[Record], run: dict[str, Any],
-          comparison: Comparison | None = None,
-          selection: dict[str, Any] | None = None,
-          alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
-    """The content of summary.json. `run` holds what records do not: start, end, wall time;
+def run_section(records: list[Record], facts: RunFacts) -> RunSection:
+    """What the run was, from its first record, with what the records do not hold (`facts`:
+    start, end and wall time, and what the run says better, such as its model) in its place."""
+    first: Record = records[0] if records else {}
+    section: RunSection = {
+        "model": facts["model"] if "model" in facts else first.get("model"),
+        "protocol": facts["protocol"] if "protocol" in facts else first.get("protocol"),
+        "dataset": first.get("dataset"), "dataset_hash": first.get("dataset_hash"),
+        "shard": facts["shard"] if "shard" in facts else _shard_label(first.get("shard")),
+        "run_ids": sorted({r["run_id"] for r in records if r.get("run_id")}),
+        "computed_by": computations(records), "versions": versions(),
+        "started_at": facts.get("started_at"), "ended_at": facts.get("ended_at"),
+        "wall_seconds": facts.get("wall_seconds")}
+    if "serve" in facts:
+        section["serve"] = facts["serve"]
+    if "merged" in facts:
+        section["merged"] = facts["merged"]
+    return section
+
+
+def build(records: list[Record], run: RunFacts, comparison: Comparison | None = None,
+          selection: Selection | None = None, alpha: float = DEFAULT_ALPHA) -> Summary:
+    """The content of summary.json. `run` holds what records do not (`run_section`);
     `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
     paired gate's level, at which a repeat check's flip rate is turned into power. The gates,
     decided on these figures, are attached afterwards (`attach_gates`)."""
@@ -387,22 +293,14 @@ def build(records: list[Record], run: dict[str, Any],
     errors = [r for r in records if harness_error(r)]
     # Passed its tests in a way that may defeat them: fixed, or unfixed under --humanfix-strict.
     flagged = [r for r in counted if r.get("flags")]
-    samples = max((_counts(r)[0] for r in counted), default=1)
-    counts = [_counts(r) for r in counted]
-    first = records[0] if records else {}
+    counts = [sample_counts(r) for r in counted]
+    samples = max((n for n, _ in counts), default=1)
     seconds = [float(r.get("seconds") or 0) for r in records]
     tokens = [_tokens(r) for r in records]
     prompt = sum(int((r.get("tokens") or {}).get("prompt", 0)) for r in records)
     slowest = sorted(records, key=lambda r: -float(r.get("seconds") or 0))[:SLOWEST_SHOWN]
     return {
-        "run": {
-            "model": first.get("model"), "protocol": first.get("protocol"),
-            "dataset": first.get("dataset"), "dataset_hash": first.get("dataset_hash"),
-            "shard": _shard_label(first.get("shard")),
-            "run_ids": sorted({r.get("run_id") for r in records if r.get("run_id")}),
-            "computed_by": computations(records),
-            "versions": versions(), **run,
-        },
+        "run": run_section(records, run),
         "tasks": task_counts(records),
         "flagged": [{"task_id": r["task_id"], "outcome": r["outcome"], "flags": r["flags"]}
                     for r in flagged],
@@ -433,19 +331,19 @@ def build(records: list[Record], run: dict[str, Any],
         "servers_out": servers_out(records),
         "repeat_check": repeat_check(
             records, comparison.paired if comparison is not None else len(counted), alpha),
-        "baseline": comparison.to_dict() if comparison is not None else None,
+        "baseline": comparison.figures() if comparison is not None else None,
         "gates": [],
         "gate_failed": False,
     }
 
 
-def attach_gates(summary: dict[str, Any], gates: list[GateCheck]) -> None:
+def attach_gates(summary: Summary, gates: list[GateCheck]) -> None:
     """The gates' checks, decided on the summary's own figures, written into it."""
-    summary["gates"] = [vars(g) for g in gates]
+    summary["gates"] = [gate.row() for gate in gates]
     summary["gate_failed"] = any(not g.passed for g in gates)
 
 
-def computed_by_text(summary: dict[str, Any]) -> str:
+def computed_by_text(summary: Summary) -> str:
     """What computed the replies, in one line (several descriptions joined, with their task
     counts)."""
     entries = summary["run"].get("computed_by") or []
@@ -455,13 +353,13 @@ def computed_by_text(summary: dict[str, Any]) -> str:
         or "not recorded"
 
 
-def run_times(started: datetime, ended: datetime) -> dict[str, Any]:
+def run_times(started: datetime, ended: datetime) -> RunTimes:
     return {"started_at": started.isoformat(timespec="seconds"),
             "ended_at": ended.isoformat(timespec="seconds"),
             "wall_seconds": round((ended - started).total_seconds(), 3)}
 
 
-def times_from_records(records: Iterable[Record]) -> dict[str, Any]:
+def times_from_records(records: Iterable[Record]) -> RunTimes:
     """Start and end for a JSONL read afterwards: the first task's start, the last task's end."""
     spans = []
     for record in records:

@@ -1,27 +1,38 @@
-"""The terminal's end-of-run lines, rendered from the summary dict (`summary.build`)."""
+"""The terminal's end-of-run lines, rendered from the one summary (`summary.build`); summary.md
+and pytest-html reuse them. What each line says: docs/reports.md.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .gates import noise_note
+from .sections import (
+    BaselineFigures,
+    BugTypeRow,
+    Rate,
+    RecordObject,
+    Repairs,
+    RepeatFigures,
+    RoundRate,
+    Share,
+    Summary,
+    TaskCounts,
+)
 from .stats import pct
 from .summary import computed_by_text
 
 
-def interval(rate: dict[str, Any]) -> str:
+def interval(rate: Rate) -> str:
     low, high = rate["ci95"]
     return f"{pct(rate['value'])} [{pct(low)}, {pct(high)}]"
 
 
-def pass_line(summary: dict[str, Any]) -> str:
+def pass_line(summary: Summary) -> str:
     """The headline: pass@1 as a percentage, a fraction and a ratio, and the protocol."""
     return rate_line(summary["pass_at_1"], summary["tasks"], summary["samples"],
-                     summary["run"].get("protocol"))
+                     summary["run"]["protocol"])
 
 
-def rate_line(rate: dict[str, Any], tasks: dict[str, Any], samples: int,
-              protocol: dict[str, Any] | None) -> str:
+def rate_line(rate: Rate, tasks: TaskCounts, samples: int, protocol: RecordObject | None) -> str:
     if samples > 1:
         line = (f"pass@1 = {pct(rate['value'])} (unbiased over {samples} samples of "
                 f"{tasks['scored']} tasks; first sample fixed {tasks['fixed']}/{tasks['scored']})")
@@ -33,17 +44,17 @@ def rate_line(rate: dict[str, Any], tasks: dict[str, Any], samples: int,
     return line
 
 
-def summary_lines(summary: dict[str, Any]) -> list[str]:
+def summary_lines(summary: Summary) -> list[str]:
     """Model, pass@1, counts, the per-bug-type table (one per language when there are
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
-    lines = [f"model: {summary['run'].get('model')}",
+    lines = [f"model: {summary['run']['model']}",
              f"computed by: {computed_by_text(summary)}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
              f"errors {tasks['errors']} (harness faults, not scored)"
              + (f", item timeouts {tasks['item_timeouts']} (not scored)"
-                if tasks.get("item_timeouts") else "")]
+                if tasks["item_timeouts"] else "")]
     lines.extend(coverage_lines(summary))
     if tasks["errors"]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
@@ -52,7 +63,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     lines.extend(plus_lines(summary))
-    languages = summary.get("by_language") or []
+    languages = summary["by_language"]
     if len(languages) > 1:
         for language in languages:
             lines.append(f"language {language['language']}: " + rate_line(
@@ -61,48 +72,48 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             lines.extend(bug_type_table(language["by_bug_type"]))
     else:
         lines.extend(bug_type_table(rows))
-    wall = summary["run"].get("wall_seconds")
+    wall = summary["run"]["wall_seconds"]
     lines.append(f"wall time: {wall or 0.0:.1f} s")
     return lines + detail_lines(summary)
 
 
-def round_lines(summary: dict[str, Any]) -> list[str]:
+def round_lines(summary: Summary) -> list[str]:
     """pass@1 within each repair round, for a run with rounds: its last figure is pass@1."""
-    rows = summary.get("by_round") or []
+    rows = summary["by_round"]
     if len(rows) < 2:
         return []
     lines = ["pass@1 by round: " + by_round_text(rows)]
-    repaired = summary.get("repairs")
+    repaired = summary["repairs"]
     if repaired:
         lines.append(repairs_text(repaired))
     return lines
 
 
-def repairs_text(repaired: dict[str, Any]) -> str:
+def repairs_text(repaired: Repairs) -> str:
     return (f"repair replies: {repaired['replies']}, {repaired['repeated']} repeated failed code "
             f"({pct(repaired['repeat_rate'])}); rounds: {repaired['rounds']}, "
             f"{repaired['wasted_rounds']} ended on a repeat ({pct(repaired['wasted_rate'])})")
 
 
-def by_round_text(rows: list[dict[str, Any]]) -> str:
+def by_round_text(rows: list[RoundRate]) -> str:
     return " \u00b7 ".join(f"r{row['round']} {pct(row['value'])}" for row in rows)
 
 
-def item_timeout_lines(summary: dict[str, Any]) -> list[str]:
+def item_timeout_lines(summary: Summary) -> list[str]:
     """Tasks the item timeout stopped, apart from harness errors, and what scoring them as
     not fixed would make of pass@1."""
-    failed = summary.get("pass_at_1_if_timeouts_failed")
+    failed = summary["pass_at_1_if_timeouts_failed"]
     if not failed:
         return []
     return [f"WARNING: {failed['item_timeouts']} task(s) stopped by the item timeout "
             f"(generation excluded), not scored: "
-            + ", ".join(row["task_id"] for row in summary.get("item_timeouts") or []),
+            + ", ".join(row["task_id"] for row in summary["item_timeouts"]),
             f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
             f"({failed['fixed']}/{failed['tasks']}) instead of "
             f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
 
 
-def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:
+def bug_type_table(rows: list[BugTypeRow]) -> list[str]:
     if not rows:
         return []
     width = max(len("bug type"), *(len(r["bug_type"]) for r in rows))
@@ -113,9 +124,9 @@ def bug_type_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def known_failure_lines(summary: dict[str, Any]) -> list[str]:
+def known_failure_lines(summary: Summary) -> list[str]:
     """Tasks whose reference solution cannot pass here: counted apart, with the reason."""
-    known = summary.get("known_failures") or []
+    known = summary["known_failures"]
     if not known:
         return []
     return [f"known failures: {len(known)} task(s) whose reference solution cannot pass on "
@@ -123,10 +134,10 @@ def known_failure_lines(summary: dict[str, Any]) -> list[str]:
             *(f"  {row['task_id']} ({row['outcome']}): {row['reason']}" for row in known)]
 
 
-def plus_lines(summary: dict[str, Any]) -> list[str]:
+def plus_lines(summary: Summary) -> list[str]:
     """HumanEvalFix+: pass@1 on the hidden tests beside pass@1+ on HumanEval+, the weak-test
     fixes and the tasks whose reference solution fails HumanEval+."""
-    figures = summary.get("plus")
+    figures = summary["plus"]
     if not figures:
         return []
     plus_rate, weak = figures["pass_at_1_plus"], figures["weak_test_fixes"]
@@ -145,33 +156,33 @@ def plus_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def flagged_lines(summary: dict[str, Any]) -> list[str]:
+def flagged_lines(summary: Summary) -> list[str]:
     """The fixes that passed in a way that may defeat the tests, and how each is scored."""
-    flagged = summary.get("flagged") or []
-    strict = bool((summary["run"].get("protocol") or {}).get("strict"))
+    flagged = summary["flagged"]
+    strict = bool((summary["run"]["protocol"] or {}).get("strict"))
     scored = ("scored not fixed (--humanfix-strict)" if strict else
               "still counted in pass@1; --humanfix-strict scores them not fixed")
-    lines = [f"fixed, flagged: {summary['tasks'].get('flagged', 0)} ({scored})"]
+    lines = [f"fixed, flagged: {summary['tasks']['flagged']} ({scored})"]
     for row in flagged:
         lines.append(f"  flagged {row['task_id']}: " + "; ".join(row["flags"]))
     return lines
 
 
-def coverage_lines(summary: dict[str, Any]) -> list[str]:
+def coverage_lines(summary: Summary) -> list[str]:
     """Whether the figure covers the selection, and how many tasks were run again."""
-    covered = summary.get("coverage") or {}
+    covered = summary["coverage"]
     lines = []
-    if covered.get("subset"):
+    if covered["subset"]:
         lines.append(f"WARNING: pass@1 is over a subset: {covered['run']} of "
                      f"{covered['selected']} selected task(s) ran; not run: "
                      + "; ".join(covered["why"]))
-    if covered.get("reruns"):
+    if covered["reruns"]:
         lines.append(f"{covered['reruns']} task(s) were run again (reruns); each counts once, "
                      "by its last run")
     return lines
 
 
-def detail_lines(summary: dict[str, Any]) -> list[str]:
+def detail_lines(summary: Summary) -> list[str]:
     """What the terminal summary adds to the pass@1 line: interval, pass@k, tokens, slowest,
     the baseline comparison."""
     rate = summary["pass_at_1"]
@@ -181,13 +192,13 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
     if summary["samples"] > 1:
         lines.append("  ".join(f"pass@{k} = {pct(v)}" for k, v in summary["pass_at_k"].items()))
     tokens, seconds = summary["tokens"], summary["seconds"]
-    timeouts = summary.get("timeouts") or {}
-    if timeouts.get("timed_out") or timeouts.get("rerun"):
+    timeouts = summary["timeouts"]
+    if timeouts["timed_out"] or timeouts["rerun"]:
         lines.append(f"timeouts: {timeouts['timed_out']} graded run(s) timed out; "
                      f"{timeouts['rerun']} re-run alone after a first timeout, "
                      f"{timeouts['rerun_finished']} of them then finished in time "
                      f"(largest limit {timeouts['largest_limit']} s)")
-    if timeouts.get("lost"):
+    if timeouts["lost"]:
         lines.append(f"sandbox: {timeouts['lost']} graded execution(s) lost before the program "
                      "started (the process killed from outside) and run once more")
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
@@ -197,12 +208,12 @@ def detail_lines(summary: dict[str, Any]) -> list[str]:
         lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
                                              for s in summary["slowest"]))
     lines.extend(server_lines(summary))
-    lines.extend(repeat_lines(summary.get("repeat_check")))
-    lines.extend(baseline_lines(summary.get("baseline")))
+    lines.extend(repeat_lines(summary["repeat_check"]))
+    lines.extend(baseline_lines(summary["baseline"]))
     return lines
 
 
-def server_lines(summary: dict[str, Any]) -> list[str]:
+def server_lines(summary: Summary) -> list[str]:
     """A fleet's share of the requests, and each server taken out of rotation."""
     lines = []
     if len(summary["servers"]) > 1 or summary["servers_out"]:
@@ -214,12 +225,12 @@ def server_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def share(row: dict[str, Any]) -> str:
+def share(row: Share) -> str:
     low, high = row["ci95"]
     return f"{row['count']}/{row['of']} ({pct(row['rate'])} [{pct(low)}, {pct(high)}])"
 
 
-def repeat_lines(repeat: dict[str, Any] | None) -> list[str]:
+def repeat_lines(repeat: RepeatFigures | None) -> list[str]:
     """--humanfix-repeat-check: replies that differed, outcomes that flipped, and why not."""
     if repeat is None:
         return []
@@ -233,7 +244,7 @@ def repeat_lines(repeat: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def baseline_lines(baseline: dict[str, Any] | None) -> list[str]:
+def baseline_lines(baseline: BaselineFigures | None) -> list[str]:
     if baseline is None:
         return []
     return [

@@ -31,6 +31,7 @@ from ..reporting.gates import (
     load_baseline,
     verdict_line,
 )
+from ..reporting.sections import RunFacts, Selection, Summary
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
@@ -271,7 +272,7 @@ class Controller:
         self.collected: set[str] | None = None
         self.started_at = datetime.now(UTC)
         self.baseline = baseline
-        self.summary: dict[str, Any] | None = None
+        self.summary: Summary | None = None
         self.report_files: list[Path] = []
         self.verdict: str | None = None
         self.report_problem: str | None = None
@@ -313,7 +314,7 @@ class Controller:
         kept = {by_name[i.rsplit("::", 1)[-1]] for i in ids if i.rsplit("::", 1)[-1] in by_name}
         self.collected = kept if self.collected is None else self.collected | kept
 
-    def selection(self, session: pytest.Session) -> dict[str, Any]:
+    def selection(self, session: pytest.Session) -> Selection:
         """Which selected tasks ran, and why each of the others did not."""
         stop = session.shouldstop or session.shouldfail
         not_run: dict[str, str] = {}
@@ -359,15 +360,15 @@ class Controller:
                 self.report_problem = (f"WARNING: humanfix could not write the summary files: "
                                        f"{type(exc).__name__}: {exc}")
 
-    def run_facts(self) -> dict[str, Any]:
+    def run_facts(self) -> RunFacts:
         """What the summary takes from the run rather than from its records."""
-        facts = {"model": self.runner.settings.model, "protocol": self.runner.protocol,
+        facts: RunFacts = {"model": self.runner.settings.model, "protocol": self.runner.protocol,
                  **summary_mod.run_times(self.started_at, datetime.now(UTC))}
         if self.serve_facts is not None:  # --humanfix-serve: the engines, their layout, args
             facts["serve"] = self.serve_facts
         return facts
 
-    def check_gates(self, session: pytest.Session, summary: dict[str, Any],
+    def check_gates(self, session: pytest.Session, summary: Summary,
                     comparison: Comparison | None) -> list[GateCheck]:
         """Decides the gates and, when one fails, the exit status (a harness error or an
         interruption keeps its own, stronger status)."""

@@ -1,0 +1,302 @@
+"""The sections of summary.json, typed: what `summary.build` writes and every view reads. They
+are TypedDicts, so the summary stays the plain dict that json.dumps writes as it is; each field
+is described in docs/schema.md ("summary.json"), which tests/test_docs.py holds to the files.
+"""
+
+# No `from __future__ import annotations`: TypedDict reads NotRequired only from evaluated
+# annotations, and tests compare the summary with these types at run time.
+from typing import Any, NotRequired, TypedDict
+
+# An object copied from the records as it is (the protocol, what computed the replies, the
+# engines served): JSON whose fields the record schema describes (docs/schema.md).
+RecordObject = dict[str, Any]
+
+
+class Rate(TypedDict):
+    """pass@1 (or any rate of it): the estimate, its 95% Wilson interval and the tasks."""
+
+    value: float
+    ci95: list[float]
+    tasks: int
+
+
+class RoundRate(Rate):
+    """pass@1 within `round` repair rounds, and the samples fixed by then."""
+
+    round: int
+    fixed: int
+
+
+class IfTimeoutsFailed(Rate):
+    item_timeouts: int
+    fixed: int
+
+
+class Spread(TypedDict):
+    mean: float
+    median: float
+    max: float
+
+
+class TaskCounts(TypedDict):
+    total: int
+    scored: int
+    errors: int
+    item_timeouts: int
+    fixed: int
+    unfixed: int
+    flagged: int
+    known_failures: int
+
+
+class BugTypeRow(TypedDict):
+    bug_type: str
+    fixed: int
+    scored: int
+    errors: int
+    item_timeouts: int
+    pass_at_1: Rate
+
+
+class LanguageRow(TypedDict):
+    language: str
+    protocol: RecordObject | None
+    dataset_hash: str | None
+    tasks: TaskCounts
+    pass_at_1: Rate
+    by_bug_type: list[BugTypeRow]
+
+
+class WeakFix(TypedDict):
+    task_id: str
+    failure: str
+
+
+class PlusKnownFailure(TypedDict):
+    task_id: str
+    outcome: str
+    plus_outcome: str | None
+    reason: str
+
+
+class PlusFigures(TypedDict):
+    pass_at_1: Rate
+    pass_at_1_plus: Rate
+    fixed_plus: int
+    weak_test_fixes: list[WeakFix]
+    known_failures: list[PlusKnownFailure]
+
+
+class Repairs(TypedDict):
+    replies: int
+    repeated: int
+    repeat_rate: float
+    rounds: int
+    wasted_rounds: int
+    wasted_rate: float
+
+
+class Coverage(TypedDict):
+    selected: int
+    run: int
+    not_run: int
+    subset: bool
+    why: list[str]
+    not_run_tasks: dict[str, list[str]]
+    reruns: int
+
+
+class Selection(TypedDict):
+    """What the controller tells `build` of the selection: every selected task id, and the
+    reason each one that did not run has."""
+
+    selected: list[str]
+    not_run: dict[str, str]
+
+
+class Share(TypedDict):
+    count: int
+    of: int
+    rate: float | None
+    ci95: list[float]
+
+
+class DetectableDrop(TypedDict):
+    tasks: int
+    alpha: float
+    power: float
+    drop: int | None
+
+
+class TaskMessage(TypedDict):
+    """A task and what went wrong with it (a harness error, an item timeout, a repeat check)."""
+
+    task_id: str
+    error: str
+
+
+class RepeatFigures(TypedDict):
+    tasks: int
+    errors: list[TaskMessage]
+    engines: list[str]
+    replies_differ: Share
+    outcomes_flipped: Share
+    flipped_tasks: list[str]
+    detectable_drop: DetectableDrop
+
+
+class Timeouts(TypedDict):
+    timed_out: int
+    rerun: int
+    rerun_finished: int
+    lost: int
+    largest_limit: float | None
+
+
+class ServerLoad(TypedDict):
+    requests: int
+    seconds: Spread
+
+
+class ServerOut(TypedDict):
+    base_url: str
+    reason: str
+
+
+class Flagged(TypedDict):
+    task_id: str
+    outcome: str
+    flags: list[str]
+
+
+class KnownFailure(TypedDict):
+    task_id: str
+    outcome: str
+    reason: str
+
+
+class SlowTask(TypedDict):
+    task_id: str
+    seconds: float | None
+
+
+class Tokens(TypedDict):
+    prompt: int
+    completion: int
+    total: int
+    per_task: Spread
+
+
+class Seconds(TypedDict):
+    total: float
+    per_task: Spread
+
+
+class Computation(TypedDict):
+    """One distinct description of what computed the replies, the tasks it computed, and it
+    in one line."""
+
+    computed_by: RecordObject | None
+    tasks: int
+    line: str
+
+
+class ShardLabel(TypedDict):
+    index: int | None
+    count: int | None
+    selected: int | None
+    tasks: int
+
+
+class MergedShard(TypedDict):
+    file: str
+    index: int
+    count: int
+    tasks: int
+    run_ids: list[str]
+
+
+class RunTimes(TypedDict):
+    started_at: str | None
+    ended_at: str | None
+    wall_seconds: float | None
+
+
+class RunFacts(TypedDict, total=False):
+    """What `build` takes from the run rather than from its records: a key given here wins
+    over the records' (the model and protocol a run was started with; no shard for a merge)."""
+
+    model: str | None
+    protocol: RecordObject | None
+    shard: ShardLabel | None
+    started_at: str | None
+    ended_at: str | None
+    wall_seconds: float | None
+    serve: RecordObject
+    merged: list[MergedShard]
+
+
+class RunSection(TypedDict):
+    model: str | None
+    protocol: RecordObject | None
+    dataset: str | None
+    dataset_hash: str | None
+    shard: ShardLabel | None
+    run_ids: list[str]
+    computed_by: list[Computation]
+    versions: dict[str, str | None]
+    started_at: str | None
+    ended_at: str | None
+    wall_seconds: float | None
+    serve: NotRequired[RecordObject]
+    merged: NotRequired[list[MergedShard]]
+
+
+class BaselineFigures(TypedDict):
+    """The paired comparison with a baseline (`gates.Comparison`)."""
+
+    regressions: list[str]
+    improvements: list[str]
+    both_fixed: int
+    both_unfixed: int
+    unpaired: list[str]
+    paired: int
+    p_value: float
+    test: str
+
+
+class GateRow(TypedDict):
+    name: str
+    passed: bool
+    reason: str
+
+
+class Summary(TypedDict):
+    """summary.json: its sections in the order the file holds them."""
+
+    run: RunSection
+    tasks: TaskCounts
+    flagged: list[Flagged]
+    coverage: Coverage
+    samples: int
+    pass_at_1: Rate
+    plus: PlusFigures | None
+    pass_at_1_if_timeouts_failed: IfTimeoutsFailed | None
+    pass_at_k: dict[str, float | None]
+    by_round: list[RoundRate]
+    repairs: Repairs | None
+    by_bug_type: list[BugTypeRow]
+    by_language: list[LanguageRow]
+    known_failures: list[KnownFailure]
+    tokens: Tokens
+    seconds: Seconds
+    timeouts: Timeouts
+    slowest: list[SlowTask]
+    errors: list[TaskMessage]
+    item_timeouts: list[TaskMessage]
+    servers: dict[str, ServerLoad]
+    servers_out: list[ServerOut]
+    repeat_check: RepeatFigures | None
+    baseline: BaselineFigures | None
+    gates: list[GateRow]
+    gate_failed: bool

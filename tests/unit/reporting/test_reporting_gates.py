@@ -1,0 +1,120 @@
+"""The CI gates (reporting/gates.py) on literal records and figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from reporting_records import record
+
+from pytest_humanfix.reporting.gates import (
+    BaselineError,
+    Comparison,
+    GateCheck,
+    check_gates,
+    compare,
+    completeness_check,
+    computed_by_check,
+    load_baseline,
+    noise_note,
+    verdict_line,
+)
+
+
+def test_compare_pairs_each_task_with_its_baseline_outcome():
+    baseline = {r["task_id"]: r for r in [record("a"), record("b", "unfixed"), record("c"),
+                                          record("d", "unfixed"), record("e", "error")]}
+    now = [record("a", "unfixed"), record("b"), record("c"), record("d", "unfixed"),
+           record("e"), record("f")]
+    result = compare(now, baseline)
+    assert (result.regressions, result.improvements, result.unpaired) == (["a"], ["b"],
+                                                                         ["e", "f"])
+    assert (result.both_fixed, result.both_unfixed, result.paired) == (1, 1, 4)
+
+
+def test_the_comparisons_figures_hold_the_counts_the_p_value_and_the_test():
+    comparison = Comparison(regressions=["a", "b", "c"], improvements=[], both_fixed=2)
+    figures = comparison.figures()
+    assert list(figures) == ["regressions", "improvements", "both_fixed", "both_unfixed",
+                             "unpaired", "paired", "p_value", "test"]
+    assert figures["p_value"] == pytest.approx(0.125)
+    assert figures["paired"] == 5
+    figures["regressions"].append("z")
+    assert comparison.regressions == ["a", "b", "c"]  # the summary holds a copy
+
+
+def test_fail_under_holds_at_the_floor_and_never_over_no_task():
+    held, = check_gates(0.5, 4, 0.5, None, 0.05, None)
+    assert held.passed and "at or above" in held.reason
+    under, = check_gates(0.5, 0, 0.4, None, 0.05, None)
+    assert not under.passed
+
+
+def test_the_baseline_gate_fails_on_a_significant_drop_and_quotes_the_noise():
+    comparison = Comparison(regressions=[f"t{n}" for n in range(6)])
+    baseline, regressions = check_gates(1.0, 6, None, comparison, 0.05, 5, noise="flips 0/6")
+    assert not baseline.passed and baseline.reason.endswith("; flips 0/6")
+    assert not regressions.passed and regressions.name == "max-regressions"
+
+
+def test_noise_note_says_what_drop_the_gate_can_catch():
+    repeat = {"outcomes_flipped": {"count": 1, "of": 10, "rate": 0.1, "ci95": [0.0, 0.4]},
+              "detectable_drop": {"tasks": 10, "alpha": 0.05, "power": 0.8, "drop": 6}}
+    assert noise_note(repeat) == (
+        "observed flip rate 1/10 on the repeat check: over 10 task(s) a drop smaller than 6 "
+        "task(s) is within noise (the gate catches 6 with 80.0% power at alpha 0.05)")
+    repeat["detectable_drop"]["drop"] = None
+    assert "no drop is caught" in noise_note(repeat)
+
+
+def test_completeness_fails_a_run_that_left_selected_tasks_out():
+    assert completeness_check(None) is None
+    covered = {"selected": 4, "run": 2, "not_run": 2, "subset": True,
+               "why": ["2 deselected by -k"], "not_run_tasks": {}, "reruns": 0}
+    check = completeness_check(covered)
+    assert check is not None and not check.passed
+    assert check.reason.startswith("2 of 4 selected task(s) did not run (2 deselected by -k)")
+
+
+def test_a_baseline_computed_otherwise_warns_or_fails_as_asked():
+    before = [record("a", computed_by={"engine": "x"})]
+    after = [record("a", computed_by={"engine": "y"})]
+    assert computed_by_check(before, before, "warn") is None
+    warned = computed_by_check(before, after, "warn")
+    assert warned is not None and warned.passed and warned.reason.startswith("WARNING")
+    failed = computed_by_check(before, after, "error")
+    assert failed is not None and not failed.passed
+
+
+def test_the_verdict_gives_the_failed_gates_reasons_or_every_held_one():
+    held, failed = GateCheck("a", True, "fine"), GateCheck("b", False, "dropped")
+    assert verdict_line([held]) == "humanfix gates held: fine"
+    assert verdict_line([held, failed]) == "humanfix gate FAILED: dropped"
+    assert held.row() == {"name": "a", "passed": True, "reason": "fine"}
+
+
+def write(path, *records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_baseline_is_read_by_task_the_last_record_winning(tmp_path):
+    path = write(tmp_path / "b.jsonl", record("a", "unfixed"), record("a"))
+    assert load_baseline(path, {"python": {"model": None, "protocol": None,
+                                           "dataset_hash": None}})["a"]["outcome"] == "fixed"
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (None, "is not a file"),
+    ([{"x": 1}], "is not a humanfix result record"),
+    ([record("a", language="go")], "holds go results"),
+    ([record("a", dataset_hash="other")], "another protocol or dataset"),
+    ([], "holds no result records"),
+])
+def test_a_baseline_that_cannot_be_compared_is_refused_saying_why(tmp_path, lines, message):
+    path = tmp_path / "b.jsonl"
+    if lines is not None:
+        write(path, *lines)
+    wanted = {"python": {"model": None, "protocol": None, "dataset_hash": None}}
+    with pytest.raises(BaselineError, match=message):
+        load_baseline(path, wanted)

@@ -1,0 +1,62 @@
+"""JUnit (reporting/junit.py): the summary's figures as suite properties, and the file a merge
+rebuilds from records."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from reporting_records import record
+
+from pytest_humanfix.reporting.junit import junit_properties, write_junit
+from pytest_humanfix.reporting.summary import build, times_from_records
+
+
+def summary_of(records):
+    return build(records, times_from_records([]))
+
+
+def test_the_properties_carry_the_summarys_figures():
+    records = [record("Python/0"), record("Python/1", "unfixed", flags=["f"]),
+               record("Python/2", "error", error="boom")]
+    properties = dict(junit_properties(summary_of(records)))
+    assert properties["humanfix_pass_at_1"] == "0.5000"
+    assert (properties["humanfix_fixed"], properties["humanfix_scored"],
+            properties["humanfix_errors"], properties["humanfix_flagged"]) == ("1", "2", "1", "1")
+    assert properties["humanfix_language"] == "python"
+    assert properties["humanfix_pass_at_1_python"] == "0.5000"
+    assert not any(name.startswith(("humanfix_pass_at_1_round", "humanfix_repeat",
+                                    "humanfix_pass_at_1_plus")) for name in properties)
+
+
+def test_rounds_repairs_plus_and_the_repeat_check_add_their_properties():
+    records = [record("Python/0", fixed_round=1, plus_outcome="fixed",
+                      protocol={"iters": 1, "tests": "plus"},
+                      attempts=[{"round": 0}, {"round": 1, "status": "repeat"}],
+                      repeat_check={"engine": "e", "reply_differs": True,
+                                    "outcome_flipped": False})]
+    properties = dict(junit_properties(summary_of(records)))
+    assert (properties["humanfix_pass_at_1_round_0"],
+            properties["humanfix_pass_at_1_round_1"]) == ("0.0000", "1.0000")
+    assert (properties["humanfix_repair_replies"], properties["humanfix_repair_repeated"],
+            properties["humanfix_repair_rounds"],
+            properties["humanfix_repair_wasted_rounds"]) == ("1", "1", "1", "1")
+    assert properties["humanfix_pass_at_1_plus"] == "1.0000"
+    assert properties["humanfix_repeat_replies_differ"] == "1"
+
+
+def test_a_rebuilt_file_has_a_case_per_task_and_an_unfixed_task_fails_unless_gated(tmp_path):
+    records = [record("Python/0", seconds=1.0), record("Python/1", "unfixed", failure="no"),
+               record("Python/2", "error", item_timeout=True, error="item timeout fired")]
+    summary = summary_of(records)
+    suite = ET.parse(write_junit(summary, records, tmp_path / "j.xml", gated=False)).find(
+        "testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"),
+            suite.get("skipped")) == ("3", "1", "1", "0")
+    cases = suite.findall("testcase")
+    assert cases[1].find("failure") is not None
+    assert cases[2].find("error").get("message") == "item timeout"
+    gated = ET.parse(write_junit(summary, records, tmp_path / "g.xml", gated=True)).find(
+        "testsuite")
+    assert (gated.get("failures"), gated.get("skipped")) == ("0", "1")
+    assert gated.findall("testcase")[1].find("skipped").get("type") == "pytest.xfail"

@@ -1,0 +1,67 @@
+"""`humanfix-report merge` (reporting/merge.py) on literal shard files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from reporting_records import record
+
+from pytest_humanfix.reporting.merge import MergeError, merge
+
+
+def shard_record(task_id, index, tasks, count=2, **fields):
+    shard = {"index": index, "count": count, "selection": "s", "selected": 3, "tasks": tasks}
+    return record(task_id, shard=shard, model="m", dataset_hash="h", run_id=f"r{index}",
+                  **fields)
+
+
+def write(path, *records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def shards(tmp_path):
+    first = write(tmp_path / "1.jsonl", shard_record("Python/2", 1, ["Python/0", "Python/2"]),
+                  shard_record("Python/0", 1, ["Python/0", "Python/2"]))
+    second = write(tmp_path / "2.jsonl", shard_record("Python/1", 2, ["Python/1"]))
+    return first, second
+
+
+def test_the_shards_make_one_run_in_task_order(shards):
+    records, files = merge(list(shards))
+    assert [r["task_id"] for r in records] == ["Python/0", "Python/1", "Python/2"]
+    assert files[0].label() == {"file": str(shards[0]), "index": 1, "count": 2, "tasks": 2,
+                                "run_ids": ["r1"]}
+
+
+def test_a_missing_shard_is_named_with_the_line_that_runs_it(shards):
+    with pytest.raises(MergeError, match=r"shard 2/2 is missing.*--humanfix-shard 2/2"):
+        merge([shards[0]])
+
+
+def test_a_shard_given_twice_is_refused(shards):
+    with pytest.raises(MergeError, match="is given twice"):
+        merge([shards[0], shards[0], shards[1]])
+
+
+def test_a_shard_that_did_not_finish_names_its_first_missing_task(tmp_path, shards):
+    short = write(tmp_path / "short.jsonl", shard_record("Python/0", 1, ["Python/0", "Python/2"]))
+    with pytest.raises(MergeError, match=r"task Python/2 has no record.*--humanfix-resume"):
+        merge([short, shards[1]])
+
+
+def test_shards_of_another_count_or_model_are_not_of_one_run(tmp_path, shards):
+    other = write(tmp_path / "o.jsonl", shard_record("Python/1", 2, ["Python/1"], count=3))
+    with pytest.raises(MergeError, match="another shard count"):
+        merge([shards[0], other])
+    model = write(tmp_path / "m.jsonl", {**shard_record("Python/1", 2, ["Python/1"]),
+                                          "model": "other"})
+    with pytest.raises(MergeError, match="made under another model"):
+        merge([shards[0], model])
+
+
+def test_records_without_a_shard_are_refused(tmp_path):
+    with pytest.raises(MergeError, match="has no shard"):
+        merge([write(tmp_path / "x.jsonl", record("Python/0"))])

@@ -1,0 +1,104 @@
+"""pass@1 and what it counts (reporting/rates.py), on literal records."""
+
+from __future__ import annotations
+
+import pytest
+from reporting_records import record
+
+from pytest_humanfix.reporting import rates
+from pytest_humanfix.reporting.stats import wilson_interval
+
+
+def test_a_record_without_samples_counts_as_one_sample():
+    assert rates.sample_counts(record("a", "fixed")) == (1, 1)
+    assert rates.sample_counts(record("a", "unfixed")) == (1, 0)
+    assert rates.sample_counts(record("a", "fixed", n=4, n_fixed=3)) == (4, 3)
+
+
+def test_within_a_round_a_later_fix_or_an_untold_one_counts_as_not_fixed():
+    samples = [{"outcome": "fixed", "fixed_round": 0}, {"outcome": "fixed", "fixed_round": 2},
+               {"outcome": "fixed"}, {"outcome": "unfixed"}]
+    made = record("a", "fixed", n=4, n_fixed=3, fixed_round=0, samples=samples)
+    assert rates.fixed_rounds(made) == [0, 2, None]
+    assert rates.sample_counts(made, within=0) == (4, 1)
+    assert rates.sample_counts(made, within=2) == (4, 2)
+    assert rates.sample_counts(made) == (4, 3)
+
+
+def test_the_first_sample_without_its_round_takes_the_records_graded_round():
+    made = record("a", "fixed", attempts=[{"round": 0}, {"round": 1}], final_attempt=1,
+                  samples=[{"outcome": "fixed"}])
+    assert rates.fixed_rounds(made) == [1]
+
+
+def test_an_item_timeout_is_neither_scored_nor_a_harness_error():
+    flagged = record("a", "error", item_timeout=True)
+    older = record("b", "error", error="item timeout fired after 60 s")
+    fault = record("c", "error", error="boom")
+    assert rates.item_timed_out(flagged) and rates.item_timed_out(older)
+    assert not rates.item_timed_out(fault)
+    assert not rates.harness_error(flagged) and rates.harness_error(fault)
+    assert not any(rates.scored(r) for r in (flagged, older, fault))
+
+
+def test_a_known_failure_is_not_scored():
+    assert not rates.scored(record("a", "unfixed", known_failure="no toolchain"))
+    assert rates.scored(record("a", "unfixed"))
+
+
+def test_rate_is_the_mean_of_c_over_n_with_a_wilson_interval_over_tasks():
+    records = [record("a", "fixed", n=4, n_fixed=1), record("b", "unfixed", n=4, n_fixed=3),
+               record("c", "error", error="boom")]
+    figure = rates.rate(records)
+    assert figure["value"] == pytest.approx(0.5)
+    assert figure["tasks"] == 2
+    assert figure["ci95"] == list(wilson_interval(1.0, 2))
+
+
+def test_rate_of_no_scored_record_is_zero_over_the_widest_interval():
+    assert rates.rate([record("a", "error")]) == {"value": 0.0, "ci95": [0.0, 1.0], "tasks": 0}
+
+
+def test_by_round_runs_to_the_protocols_iters_and_ends_at_pass_at_1():
+    records = [record("a", "fixed", fixed_round=0, protocol={"iters": 2}),
+               record("b", "fixed", fixed_round=2, protocol={"iters": 2}),
+               record("c", "unfixed", protocol={"iters": 2})]
+    points = rates.by_round(records)
+    assert [p["round"] for p in points] == [0, 1, 2]
+    assert [p["fixed"] for p in points] == [1, 1, 2]
+    last = points[-1]
+    assert {k: last[k] for k in ("value", "ci95", "tasks")} == rates.rate(records)
+
+
+def test_by_round_reaches_the_latest_round_a_fix_was_made_in():
+    points = rates.by_round([record("a", "fixed", fixed_round=3)])
+    assert [p["round"] for p in points] == [0, 1, 2, 3]
+
+
+def test_if_timeouts_failed_scores_the_stopped_tasks_as_not_fixed():
+    records = [record("a", "fixed"), record("b", "unfixed"),
+               record("c", "error", item_timeout=True)]
+    assert rates.if_timeouts_failed(records[:2]) is None
+    figure = rates.if_timeouts_failed(records)
+    assert figure is not None
+    assert (figure["value"], figure["tasks"], figure["item_timeouts"], figure["fixed"]) == \
+        (pytest.approx(1 / 3), 3, 1, 1)
+
+
+def test_plus_names_weak_test_fixes_and_leaves_known_failures_out_of_pass_at_1_plus():
+    protocol = {"tests": "plus"}
+    records = [record("a", "fixed", plus_outcome="fixed", protocol=protocol),
+               record("b", "fixed", plus_outcome="unfixed", plus_failure="x != y",
+                      protocol=protocol),
+               record("c", "unfixed", plus_outcome="unfixed", plus_known_failure="slow",
+                      protocol=protocol)]
+    assert rates.plus([record("a", "fixed")]) is None
+    figures = rates.plus(records)
+    assert figures is not None
+    assert figures["pass_at_1"] == rates.rate(records)
+    assert figures["pass_at_1_plus"]["tasks"] == 2
+    assert figures["pass_at_1_plus"]["value"] == pytest.approx(0.5)
+    assert figures["fixed_plus"] == 1
+    assert figures["weak_test_fixes"] == [{"task_id": "b", "failure": "x != y"}]
+    assert figures["known_failures"] == [{"task_id": "c", "outcome": "unfixed",
+                                          "plus_outcome": "unfixed", "reason": "slow"}]

@@ -1,0 +1,100 @@
+"""The terminal's lines (reporting/terminal.py), rendered from literal summary sections."""
+
+from __future__ import annotations
+
+from reporting_records import record
+
+from pytest_humanfix.reporting import terminal
+from pytest_humanfix.reporting.summary import build, times_from_records
+
+
+def summary_of(records, **facts):
+    return build(records, {**times_from_records([]), **facts})
+
+
+def test_interval_is_the_value_and_its_bounds_as_percentages():
+    assert terminal.interval({"value": 0.5, "ci95": [0.25, 0.75], "tasks": 4}) == \
+        "50.0% [25.0%, 75.0%]"
+
+
+def test_the_pass_line_gives_a_fraction_with_one_sample_and_the_estimate_with_several():
+    counts = {"total": 2, "scored": 2, "errors": 0, "item_timeouts": 0, "fixed": 1,
+              "unfixed": 1, "flagged": 0, "known_failures": 0}
+    rate = {"value": 0.5, "ci95": [0.1, 0.9], "tasks": 2}
+    assert terminal.rate_line(rate, counts, 1, {"iters": 0}) == \
+        "pass@1 = 50.0% (1/2) = 0.5000  [iters=0]"
+    assert terminal.rate_line(rate, counts, 3, None) == (
+        "pass@1 = 50.0% (unbiased over 3 samples of 2 tasks; first sample fixed 1/2) = 0.5000")
+
+
+def test_the_bug_type_table_aligns_its_columns():
+    rows = build([record("a", bug_type="value misuse"), record("b", "unfixed", bug_type="x")],
+                 times_from_records([]))["by_bug_type"]
+    lines = terminal.bug_type_table(rows)
+    assert lines[0] == "bug type      fixed  scored  errors  pass@1"
+    assert lines[1] == "value misuse      1       1       0  100.0%"
+    assert terminal.bug_type_table([]) == []
+
+
+def test_a_subset_is_warned_of_and_reruns_are_counted():
+    summary = summary_of([record("a", reruns=[{"outcome": "error"}])])
+    summary["coverage"].update(subset=True, selected=3, why=["2 deselected by -k"])
+    lines = terminal.coverage_lines(summary)
+    assert lines[0] == ("WARNING: pass@1 is over a subset: 1 of 3 selected task(s) ran; not "
+                        "run: 2 deselected by -k")
+    assert lines[1].startswith("1 task(s) were run again")
+
+
+def test_item_timeouts_say_what_pass_at_1_would_be_had_they_failed():
+    summary = summary_of([record("a"), record("b", "error", item_timeout=True)])
+    lines = terminal.item_timeout_lines(summary)
+    assert lines[0].endswith("not scored: b")
+    assert "pass@1 would be 50.0% (1/2) instead of 100.0%" in lines[1]
+    assert terminal.item_timeout_lines(summary_of([record("a")])) == []
+
+
+def test_flagged_fixes_say_how_they_are_scored():
+    lenient = terminal.flagged_lines(summary_of([record("a", flags=["reads the tests"])]))
+    assert lenient == ["fixed, flagged: 1 (still counted in pass@1; --humanfix-strict scores "
+                       "them not fixed)", "  flagged a: reads the tests"]
+    strict = terminal.flagged_lines(summary_of([record("a")], protocol={"strict": True}))
+    assert strict == ["fixed, flagged: 0 (scored not fixed (--humanfix-strict))"]
+
+
+def test_the_baseline_lines_name_regressions_and_improvements():
+    baseline = {"regressions": ["a"], "improvements": [], "both_fixed": 0, "both_unfixed": 0,
+                "unpaired": ["b"], "paired": 1, "p_value": 0.5, "test": "t"}
+    assert terminal.baseline_lines(baseline) == [
+        "baseline: 1 paired tasks, 1 regression(s), 0 improvement(s), 1 unpaired; exact "
+        "McNemar one-sided p=0.5", "regressions: a", "improvements: none"]
+    assert terminal.baseline_lines(None) == []
+
+
+def test_round_lines_appear_only_with_repair_rounds():
+    one = summary_of([record("a", fixed_round=0)])
+    assert terminal.round_lines(one) == []
+    rounds = summary_of([record("a", fixed_round=1, protocol={"iters": 1},
+                                attempts=[{"round": 0}, {"round": 1, "status": "repeat"}])])
+    lines = terminal.round_lines(rounds)
+    assert lines[0] == "pass@1 by round: r0 0.0% \u00b7 r1 100.0%"
+    assert lines[1].startswith("repair replies: 1, 1 repeated failed code (100.0%)")
+
+
+def test_the_summary_lines_end_with_the_details_and_several_languages_get_a_table_each():
+    records = [record("Python/0"), record("JavaScript/0", "unfixed", language="js")]
+    lines = terminal.summary_lines(summary_of(records, model="m"))
+    assert lines[0] == "model: m"
+    assert any(line.startswith("language python: pass@1 = 100.0% (1/1)") for line in lines)
+    assert any(line.startswith("language js: pass@1 = 0.0% (0/1)") for line in lines)
+    assert any(line.startswith("tokens: 0 (0 prompt, 0 completion)") for line in lines)
+    assert lines[-1] == "slowest: Python/0 0.00s, JavaScript/0 0.00s"
+
+
+def test_servers_are_listed_for_a_fleet_and_when_one_is_taken_out():
+    attempts = [{"server": "http://a", "generate_seconds": 1.0},
+                {"server": "http://b", "generate_seconds": 3.0}]
+    summary = summary_of([record("a", attempts=attempts,
+                                 servers_out=[{"base_url": "http://b", "reason": "down"}])])
+    assert terminal.server_lines(summary) == [
+        "servers: http://a 1 request(s), 1.00s mean, http://b 1 request(s), 3.00s mean",
+        "server out of rotation: http://b: down"]
