@@ -1,18 +1,8 @@
-"""The contract of a brought agent: what the plugin gives an agent it did not write, and how
-what the agent did becomes the task's record (docs/own-agent.md).
-
-The agent is called with one `AgentContext` and returns the final code, or None to give up. The
-context is all it gets from the plugin: the task as the variant shows it (`TaskView`: never the
-hidden tests of the `docs` variant), the run's model as a chat client (`ChatClient`: every reply
-is an attempt, its tokens and seconds counted and its generation off the item's clock, as the
-built-in agents' are), `run_tests`, which checks and runs code on the tests the built-in agent
-may run and answers what that agent is told, and the round budget, which `run_tests` enforces.
-The final code is graded by the built-in agents' own `grading.graded`, so its record, and every
-report, gate and replay that reads records, is the same as theirs.
-
-What goes wrong is told apart: an exception in the agent, a wrong return value or a run past the
-budget is the agent's failure (unfixed, the reason and any traceback in `failure`); a model or
-sandbox fault, even one the agent caught, is a harness error, never scored.
+"""The contract of a brought agent: the `AgentContext` the plugin gives an agent it did not
+write (the task as the variant shows it, the model as a chat client, `run_tests` and the round
+budget), and how what the agent did becomes the task's record, graded by the built-in agents'
+own `grading.graded` so that every report reads it alike. An agent's own failure is told apart
+from a harness error (docs/own-agent.md#the-contract, #when-the-agent-goes-wrong).
 """
 
 from __future__ import annotations
