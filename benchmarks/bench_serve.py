@@ -1,5 +1,5 @@
 """Generation on the tiny random model: four concurrent workers against one shared engine (the
-`--humanfix-serve` engine, started by server.launch exactly as the plugin does) versus four
+`--humanfix-serve` engine, started by launch.launch exactly as the plugin does) versus four
 in-process model copies (one process each, as `-n 4 --humanfix-model <folder>` loads them).
 
 Steady state: the clock starts once the engine is healthy / every copy has loaded, and both
@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from pytest_humanfix.models import serve as server  # noqa: E402
+from pytest_humanfix.models.engines import launch  # noqa: E402
 from pytest_humanfix.agent.graph import repair_messages  # noqa: E402
 from pytest_humanfix.dataset import load_tasks  # noqa: E402
 from pytest_humanfix.models.specs import ModelSpecError, check_spec  # noqa: E402
@@ -40,7 +40,7 @@ WORKERS = 4
 
 def engine_side(folder: Path, chats: list, max_new_tokens: int, log: Path) -> dict:
     started = time.monotonic()
-    engine = server.launch(str(folder), log)
+    engine = launch.launch(str(folder), log)
     startup = time.monotonic() - started
     try:
         settings = Settings(model=f"openai:{engine.model}", base_url=engine.base_url,

@@ -191,27 +191,27 @@ def test_determinism_in_process_is_set_as_asked_and_recorded(tiny_model, monkeyp
 
 
 def test_vllm_on_a_gpu_runs_batch_invariant_when_asked_and_says_so(monkeypatch, tmp_path):
-    from pytest_humanfix.models import serve
+    from pytest_humanfix.models.engines import kinds, launch
     from pytest_humanfix.settings import Settings
 
-    monkeypatch.setattr(serve, "gpu_description", lambda device: f"NVIDIA H100 (sm_90) #{device}")
+    monkeypatch.setattr(launch, "gpu_description", lambda device: f"NVIDIA H100 (sm_90) #{device}")
     monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
-    model = serve.ServedModel("vllm", "/m", "/m")
+    model = kinds.ServedModel("vllm", "/m", "/m")
     on = Settings(model="/m", deterministic="on")
-    engine = serve.new_engine(model, tmp_path / "log", "1", on)
+    engine = launch.new_engine(model, tmp_path / "log", "1", on)
     assert engine.environment == (("VLLM_BATCH_INVARIANT", "1"),)
     assert engine.endpoint()["computed_by"] == {
         "device": "NVIDIA H100 (sm_90) #1", "determinism": {"VLLM_BATCH_INVARIANT": "1"}}
     # The user's own value wins, and is what is recorded.
     monkeypatch.setenv("VLLM_BATCH_INVARIANT", "0")
     assert engine.endpoint()["computed_by"]["determinism"] == {"VLLM_BATCH_INVARIANT": "0"}
-    off = serve.new_engine(model, tmp_path / "log", "1", Settings(model="/m"))
+    off = launch.new_engine(model, tmp_path / "log", "1", Settings(model="/m"))
     assert off.environment == () and off.endpoint()["computed_by"]["determinism"] == "off"
     # No batch-invariant mode for vLLM on a CPU, nor for the other engines.
-    assert serve.new_engine(model, tmp_path / "log", None, on).environment == ()
-    llamacpp = serve.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
-    assert serve.new_engine(llamacpp, tmp_path / "log", None, on).environment == ()
-    assert "computed_by" not in serve.new_engine(llamacpp, tmp_path / "log", None, on).endpoint()
+    assert launch.new_engine(model, tmp_path / "log", None, on).environment == ()
+    llamacpp = kinds.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
+    assert launch.new_engine(llamacpp, tmp_path / "log", None, on).environment == ()
+    assert "computed_by" not in launch.new_engine(llamacpp, tmp_path / "log", None, on).endpoint()
 
 
 @pytest.fixture
@@ -267,11 +267,11 @@ def test_transformers_serve_says_nothing_so_the_run_that_started_it_does(tmp_pat
     import torch
     import transformers
 
-    from pytest_humanfix.models import serve
+    from pytest_humanfix.models.engines import kinds, launch
     from pytest_humanfix.settings import Settings
 
-    model = serve.ServedModel("transformers", "/m", "/m")
-    said = serve.new_engine(model, tmp_path / "log", None, Settings(model="/m")).endpoint()
+    model = kinds.ServedModel("transformers", "/m", "/m")
+    said = launch.new_engine(model, tmp_path / "log", None, Settings(model="/m")).endpoint()
     assert said["computed_by"]["version"] == f"transformers {transformers.__version__}"
     assert said["computed_by"]["torch"] == str(torch.__version__)
     assert said["computed_by"]["device"].startswith("cpu (") and \

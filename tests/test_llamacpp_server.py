@@ -1,4 +1,4 @@
-"""Our llama.cpp engine (`models/llamacpp_server.py`), run in this process on SmolLM2's GGUF file
+"""Our llama.cpp engine (`models/engines/llamacpp/`), run in this process on SmolLM2's GGUF file
 (the tiny random-weight model answers every prompt greedily with the same newlines): a reply is a function of its prompt whatever else the slots decode, greedy is llama-cpp-python's
 own argmax, and the OpenAI fields (finish reasons, stop strings, usage, errors) read as a
 client expects."""
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from serving import engine_http, started_engine
 
-from pytest_humanfix.models import llamacpp_server
+from pytest_humanfix.models.engines.llamacpp import cli, decode
 
 SLOTS = 3
 CONTEXT = 512
@@ -28,12 +28,12 @@ CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
 
 
 @pytest.fixture(scope="module")
-def engine(smollm2: Path) -> llamacpp_server.BatchedModel:
+def engine(smollm2: Path) -> decode.BatchedModel:
     return started_engine(smollm2, CONTEXT, slots=SLOTS)
 
 
 @pytest.fixture(scope="module")
-def engine_url(engine: llamacpp_server.BatchedModel) -> Iterator[str]:
+def engine_url(engine: decode.BatchedModel) -> Iterator[str]:
     yield from engine_http(engine)
 
 
@@ -121,7 +121,7 @@ def test_a_final_assistant_message_is_continued_from_the_text_transformers_lays_
         engine, engine_url):
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    text, stop, _ = engine.chat_text(PRIMED, continue_final=True)
+    text, stop, _ = engine.prompts.chat_text(PRIMED, continue_final=True)
     template = engine.text.metadata["tokenizer.chat_template"]
     (theirs,), _ = render_jinja_template([PRIMED], chat_template=template,
                                          continue_final_message=True, bos_token="",
@@ -136,7 +136,7 @@ def test_a_final_assistant_message_is_continued_from_the_text_transformers_lays_
     assert status == 200
     assert reply(body) == raw["choices"][0]["text"] and reply(body).strip()
     assert body["usage"] == raw["usage"]
-    assert body["usage"]["prompt_tokens"] == len(engine.chat_prompt(PRIMED, continue_final=True)[0])
+    assert body["usage"]["prompt_tokens"] == len(engine.prompts.chat_prompt(PRIMED, continue_final=True)[0])
     # Not a new answer: the conversation without the start, answered freely, goes otherwise.
     assert reply(body) != reply(chat(engine_url, "", messages=PRIMED[:1]))
 
@@ -179,7 +179,7 @@ def test_a_request_the_engine_cannot_serve_is_a_400_that_says_why(engine_url, bo
 def test_layouts_whose_replies_would_depend_on_the_batch_are_refused(arguments, message,
                                                                      capsys):
     with pytest.raises(SystemExit):
-        llamacpp_server.parse_arguments(["--model", "m.gguf", *arguments])
+        cli.parse_arguments(["--model", "m.gguf", *arguments])
     assert message in capsys.readouterr().err
 
 

