@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines import launch  # noqa: E402
 from pytest_humanfix.agent.graph import repair_messages  # noqa: E402
 from pytest_humanfix.dataset import load_tasks  # noqa: E402
@@ -45,7 +46,7 @@ def engine_side(folder: Path, chats: list, max_new_tokens: int, log: Path) -> di
     try:
         settings = Settings(model=f"openai:{engine.model}", base_url=engine.base_url,
                             max_new_tokens=max_new_tokens)
-        clients = [OpenAIModel(settings.model, engine.model, settings) for _ in range(WORKERS)]
+        clients = [OpenAIModel(settings.model, engine.model, GenerationConfig.of(settings)) for _ in range(WORKERS)]
         begin = time.monotonic()
         with ThreadPoolExecutor(WORKERS) as pool:
             tokens = sum(pool.map(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix import computed_by
 from pytest_humanfix.reporting.cli import main as report_main
 
@@ -170,14 +171,14 @@ def test_determinism_in_process_is_set_as_asked_and_recorded(tiny_model, monkeyp
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     try:
         on = TransformersModel(str(tiny_model), str(tiny_model),
-                               Settings(model=str(tiny_model), deterministic="on"))
+                               GenerationConfig.of(Settings(model=str(tiny_model), deterministic="on")))
         assert torch.are_deterministic_algorithms_enabled()
         assert on.computed_by["determinism"] == {"deterministic_algorithms": True,
                                                  "cublas_workspace": ":4096:8",
                                                  "cudnn_benchmark": False}
         assert on.computed_by["attention"] == "sdpa"
         monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG")
-        off = TransformersModel(str(tiny_model), str(tiny_model), Settings(model=str(tiny_model)))
+        off = TransformersModel(str(tiny_model), str(tiny_model), GenerationConfig.of(Settings(model=str(tiny_model))))
         assert not torch.are_deterministic_algorithms_enabled()
         assert off.computed_by["determinism"]["deterministic_algorithms"] is False
         assert off.computed_by["determinism"]["cublas_workspace"] is None

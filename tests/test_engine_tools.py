@@ -15,6 +15,7 @@ from serving import engine_http, started_engine
 from test_llamacpp_server import post
 
 from pytest_humanfix.agent import prompts
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines.llamacpp import decode, jobs
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.openai_api import TOOLS_REFUSED, OpenAIModel
@@ -80,8 +81,8 @@ def test_a_call_in_the_reply_comes_back_as_openais_tool_calls(engine, engine_url
     assert call["type"] == "function" and call["function"]["name"] == "run_tests"
     assert json.loads(call["function"]["arguments"]) == {"code": CODE}
     # The client reads it as the generation's call.
-    model = OpenAIModel("openai:tiny", "tiny", Settings(model="openai:tiny", base_url=engine_url,
-                                                        max_new_tokens=4))
+    model = OpenAIModel("openai:tiny", "tiny", GenerationConfig.of(Settings(model="openai:tiny", base_url=engine_url,
+                                                        max_new_tokens=4)))
     generation = model.generate(CALLED, task=None, tools=TOOLS)
     assert generation.text == "Testing." and generation.finish_reason == "stop"
     assert [(c.name, c.argument("code")) for c in generation.tool_calls] == [("run_tests", CODE)]
@@ -146,7 +147,7 @@ def test_a_server_that_refuses_tools_is_an_error_that_names_the_fix():
     refusal = (400, '"auto" tool choice requires --enable-auto-tool-choice and '
                     '--tool-call-parser to be set')
     with StubServer(script=[refusal]) as stub:
-        model = OpenAIModel("openai:m", "m", Settings(model="openai:m", base_url=stub.base_url))
+        model = OpenAIModel("openai:m", "m", GenerationConfig.of(Settings(model="openai:m", base_url=stub.base_url)))
         with pytest.raises(ModelLoadError) as raised:
             model.generate(CALLED[:1], task=None, tools=TOOLS)
     assert TOOLS_REFUSED.advice in str(raised.value) and "answered 400" in str(raised.value)

@@ -10,6 +10,7 @@ import sys
 import pytest
 from openai_stub import StubServer
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.engines import launch
 from pytest_humanfix.models.base import ModelLoadError
@@ -22,7 +23,7 @@ MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]
 def fleet_model(*stubs: StubServer) -> OpenAIModel:
     urls = ",".join(stub.base_url for stub in stubs)
     return OpenAIModel("openai:stub-model", "stub-model",
-                       Settings(model="openai:stub-model", base_url=urls))
+                       GenerationConfig.of(Settings(model="openai:stub-model", base_url=urls)))
 
 
 def test_each_worker_starts_at_its_own_server(monkeypatch):

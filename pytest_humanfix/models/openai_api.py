@@ -54,8 +54,8 @@ from .. import computed_by
 from ..computed_by import UNKNOWN
 from ..dataset import Task
 from ..languages import LANGUAGES
-from ..settings import Settings
 from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
+from .generation import GenerationConfig
 from .stopping import StopScanner, function_end_stops, stop_point
 from .toolcalls import ToolCall
 
@@ -162,7 +162,7 @@ def worker_index(worker: str) -> int:
 
 
 class OpenAIModel:
-    def __init__(self, spec: str, model_name: str, settings: Settings) -> None:
+    def __init__(self, spec: str, model_name: str, config: GenerationConfig) -> None:
         try:
             import openai
         except ImportError:
@@ -170,18 +170,18 @@ class OpenAIModel:
                 f"{spec} needs the openai package: pip install 'pytest-humanfix[openai]'") from None
         self.spec = spec
         self.model_name = model_name
-        self.settings = settings
+        self.config = config
         # Chat through /v1/chat/completions unless asked for a completion (/v1/completions).
-        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
-        self.engine = settings.engine if settings.engine != "auto" else "openai"
+        self.prompt = settle_prompt(config.prompt, has_chat_template=True)
+        self.engine = config.engine if config.engine != "auto" else "openai"
         self._openai = openai
         self._replies: dict[str, int] = {}  # sampled replies asked for, per task
         self._tokenizer: Any = None  # the served model's, for a stream closed at its stop
-        urls = [url.rstrip("/") for url in settings.base_urls]
+        urls = [url.rstrip("/") for url in config.base_urls]
         start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
         key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
         self.servers = [Server(url, openai.OpenAI(base_url=url, api_key=key,
-                                                  timeout=settings.request_timeout,
+                                                  timeout=config.request_timeout,
                                                   max_retries=RETRIES))
                         for url in urls[start:] + urls[:start]]
         for server in self.servers:
@@ -203,7 +203,7 @@ class OpenAIModel:
         rotation, and with none left the runner errors every task at once instead of each one
         waiting through its retries."""
         probe = server.client.with_options(
-            timeout=min(PROBE_TIMEOUT, self.settings.request_timeout), max_retries=0)
+            timeout=min(PROBE_TIMEOUT, self.config.request_timeout), max_retries=0)
         for attempt in range(RETRIES + 1):
             try:
                 probe.models.list()
@@ -235,12 +235,12 @@ class OpenAIModel:
         """A greedy request carries the run's seed, as it always has; a sampled one a seed of
         its own per task and reply, so that two samples of a task, or a reply asked for again
         hotter, are not one draw repeated, and a rerun draws them again."""
-        temperature = self.settings.temperature if temperature is None else temperature
-        seed = self.settings.seed
+        temperature = self.config.temperature if temperature is None else temperature
+        seed = self.config.seed
         if temperature > 0:
             seed = sample_seed(seed, task.task_id, self._replies.get(task.task_id, 0))
             self._replies[task.task_id] = self._replies.get(task.task_id, 0) + 1
-        return {"temperature": temperature, "max_tokens": self.settings.max_new_tokens,
+        return {"temperature": temperature, "max_tokens": self.config.max_new_tokens,
                 "seed": seed}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
@@ -292,7 +292,7 @@ class OpenAIModel:
         closed at the stop, or at `function_end` (a completion's rule,
         `stopping.function_end`)."""
         started = time.monotonic()
-        if self.settings.max_length is not None:
+        if self.config.max_length is not None:
             fitted = self._fit_length(self.in_rotation()[0], request)
             if isinstance(fitted, Generation):
                 return fitted
@@ -352,7 +352,7 @@ class OpenAIModel:
         are not counted."""
         import httpx
 
-        deadline = time.monotonic() + self.settings.request_timeout
+        deadline = time.monotonic() + self.config.request_timeout
         stream = self._ask_one(server, create, {**request, "stream": True,
                                                 "stream_options": {"include_usage": True}},
                                refused)
@@ -426,7 +426,7 @@ class OpenAIModel:
         the server; with no room, the empty reply BigCode's left truncation leaves (see
         `hf.TransformersModel.room`), and nothing is asked."""
         count = self.prompt_tokens(server, request)
-        room = (self.settings.max_length or 0) - count
+        room = (self.config.max_length or 0) - count
         if room < 1:
             return Generation(text="", prompt_tokens=count, finish_reason="length",
                               engine=self.engine, server=server.base_url)
@@ -447,7 +447,7 @@ class OpenAIModel:
                    "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or PLACEHOLDER_KEY}"}
         asked = urllib.request.Request(root + "/tokenize", json.dumps(body).encode(), headers)
         try:
-            with urllib.request.urlopen(asked, timeout=self.settings.request_timeout) as answer:
+            with urllib.request.urlopen(asked, timeout=self.config.request_timeout) as answer:
                 counted = json.load(answer)
         except (OSError, ValueError) as exc:  # HTTPError and URLError are OSErrors
             count, why = None, f"{type(exc).__name__}: {exc}"
@@ -464,7 +464,7 @@ class OpenAIModel:
 
     def _too_slow(self, server: Server, tries: int = RETRIES + 1) -> str:
         return (f"the server at {server.base_url} did not answer within "
-                f"{self.settings.request_timeout:g} s ({tries} {'try' if tries == 1 else 'tries'});"
+                f"{self.config.request_timeout:g} s ({tries} {'try' if tries == 1 else 'tries'});"
                 " raise --humanfix-request-timeout if it is just slow.")
 
     @staticmethod
