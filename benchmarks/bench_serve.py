@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models.generation import GenerationConfig  # noqa: E402
 from pytest_humanfix.models.engines import launch  # noqa: E402
 from pytest_humanfix.agent.graph import repair_messages  # noqa: E402
 from pytest_humanfix.dataset import load_tasks  # noqa: E402

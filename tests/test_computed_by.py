@@ -249,14 +249,14 @@ def answering(request):
      {"engine": "vllm", "version": "0.26.0", "device": "unknown"}),
 ], indirect=["answering"])
 def test_a_server_says_what_it_computes_with_where_it_can(answering, engine, expected):
-    from pytest_humanfix.models.openai_api import server_computed_by
+    from pytest_humanfix.models.openai_servers import server_computed_by
 
     assert server_computed_by(answering, engine) == expected
 
 
 @pytest.mark.parametrize("answering", [{}], indirect=True)
 def test_a_server_that_says_nothing_is_recorded_as_unknown(answering):
-    from pytest_humanfix.models.openai_api import server_computed_by
+    from pytest_humanfix.models.openai_servers import server_computed_by
 
     described = server_computed_by(answering, "openai")
     assert (described["engine"], described["version"], described["device"]) == \

@@ -18,7 +18,8 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines.llamacpp import decode, jobs
 from pytest_humanfix.models.base import ModelLoadError
-from pytest_humanfix.models.openai_api import TOOLS_REFUSED, OpenAIModel
+from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.openai_refusals import TOOLS_REFUSED
 from pytest_humanfix.settings import Settings
 
 TOOLS = [prompts.run_tests_tool("tests")]

@@ -15,6 +15,7 @@ from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.base import ModelLoadError, ModelSpecError, sample_seed
 from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.openai_refusals import VLLM_STOP_STRINGS
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
@@ -104,7 +105,7 @@ def test_too_many_stop_strings_name_vllms_variable_and_blame_nothing_else():
                 ask(model_for(stub, prompt=prompt))
         message = str(refused.value)
         assert "at most 4 items" in message
-        assert f"VLLM_MAX_STOP_STRINGS={openai_backend.VLLM_STOP_STRINGS}" in message
+        assert f"VLLM_MAX_STOP_STRINGS={VLLM_STOP_STRINGS}" in message
         assert "continue a final assistant message" not in message
         assert "tool calls" not in message
 

@@ -21,7 +21,8 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines import kinds, launch
-from pytest_humanfix.models.openai_api import OpenAIModel, server_computed_by
+from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.openai_servers import server_computed_by
 from pytest_humanfix.models.toolcalls import written_calls
 from pytest_humanfix.settings import Settings
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...settings import Settings, user_cache_dir
 from ..base import ModelLoadError
-from ..openai_api import VLLM_STOP_STRINGS
+from ..openai_refusals import VLLM_STOP_STRINGS
 from ..specs import ResolvedSpec, local_gguf, resolve_spec
 
 LOG_TAIL_CHARS = 2000

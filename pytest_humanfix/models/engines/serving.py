@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...devices import requested_or_visible
 from ...settings import Settings
-from ..openai_api import worker_index
+from ..openai_servers import worker_index
 from .commands import CpuLayout, cpu_layout
 from .kinds import ServeError, served_model
 from .launch import START_TIMEOUT, Engine, new_engine
