@@ -43,27 +43,9 @@ def cpu_layout(workers: int) -> CpuLayout:
     """How `workers` xdist workers share the cores. Up to one per core, each worker gets an
     engine of its own with the cores shared out. Beyond, there is one engine per core, on one
     thread, with a slot for each of its workers, decoded together: a slot's reply depends on
-    what else its step decodes only when the step runs on several threads. A decode step on one
-    thread also wastes nothing at barriers, where threads on a busy CPU wait for each other.
-
-    Measured on 2 cores shared with other work (load 6-9), qwen-coder 0.5B, first 10 tasks, no
-    repair round (`benchmarks/bench_cpu_levers.py --tasks 10`), completion tokens/s over the
-    whole run: -n 2, two engines of one thread, 15.0; -n 4, the same two engines with two slots
-    each, 11.1 (no gain here: on one thread a second slot's token seems to cost nearly a step
-    of its own, and four workers cost more to run); -n 1, one engine of two threads,
-    7.4; llama.cpp's own server with two threads and two slots in one batch, 6.8, and 2 of 10
-    replies changed. So the default is -n as many as the cores, which this layout makes an
-    engine of one thread per core; every layout here gave plain -n 2's replies.
-
-    The same rule on more cores, for a 0.5B (1.5B) Q4_K_M model: the weights are mapped, so
-    the page cache holds one copy (0.5 GB; 1.1 GB) whatever the engine count, besides the few
-    tensors each engine repacks (28 MiB for the 0.5B); each slot's KV
-    cells are 12 KiB (28 KiB) a token, 96 MiB (224 MiB) for its 8192 tokens. 8 cores at -n 8
-    are 8 engines of one thread, at -n 16 8 engines of two slots; 16 cores at -n 16 are 16
-    engines. A one-thread engine decoded 12.6 tokens/s of the 0.5B and 6.1 of the 1.5B here,
-    reading every weight once a step: 16 engines stream 16 x 12.6 x 0.5 GB = 100 GB/s of
-    weights (1.5B: 16 x 6.1 x 1.1 GB = 107 GB/s), about what a server's memory gives; beyond
-    that, slots, which share one read of the weights between replies, are what scales."""
+    what else its step decodes only when the step runs on several threads, and one thread waits
+    at no barrier. Measured, and the same rule on more cores: docs/models.md, "llama.cpp on a
+    CPU"."""
     cores = len(os.sched_getaffinity(0))
     if workers <= cores:
         engines = max(1, workers)
