@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..dataset import Task
-from .toolcalls import ToolCall
+from .toolcalls import Tool, ToolCall
 
 PromptKind = Literal["chat", "completion", "primed"]
 # Why a reply ended: the model stopped (end of sequence or a stop word), or it ran out of tokens.
@@ -55,7 +55,7 @@ class Model(Protocol):
         ...
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         """The reply to a conversation (chat prompting), sampled at `temperature` (None: the
         run's --humanfix-temperature), ended before the first of `stop`; given `tools`
@@ -80,7 +80,7 @@ class RecordedAnswers(abc.ABC):
 
     @abc.abstractmethod
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         """The task's recorded reply."""
 

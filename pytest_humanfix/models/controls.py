@@ -18,7 +18,7 @@ from .base import (
     cut_at_stop,
     settle_prompt,
 )
-from .toolcalls import split_reply
+from .toolcalls import Tool, split_reply
 
 if TYPE_CHECKING:
     from .generation import GenerationConfig
@@ -38,7 +38,7 @@ class ControlModel:
         self.computed_by: dict[str, Any] = {"engine": "control", "device": "none"}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
         if task.language != "python":
@@ -94,7 +94,7 @@ class ReplayModel(RecordedAnswers):
                 self.computed_by["replayed"] = row["computed_by"]
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         """The task's next recorded reply, as it was recorded (`stop` cuts nothing: it was
         cut as its run asked); offered tools, the calls written in it are its calls

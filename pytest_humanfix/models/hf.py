@@ -19,6 +19,7 @@ from .base import Generation, Message, ModelLoadError, sample_seed, settle_promp
 from .generation import GenerationConfig
 from .specs import TOOLS_UNSERVED, ResolvedSpec, gguf_unavailable
 from .stopping import stop_point
+from .toolcalls import Tool
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
@@ -168,7 +169,7 @@ class TransformersModel:
         return cast("BatchEncoding", encoded).to(self.device)
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         if tools:
             raise ModelLoadError(TOOLS_UNSERVED)

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..dataset import Task
 from ..languages import LANGUAGES
@@ -21,13 +21,14 @@ from .generation import GenerationConfig
 from .openai_refusals import CONTINUE_REFUSED, STOPS_REFUSED, TOOLS_REFUSED, Refusal
 from .openai_servers import (
     PROBE_TIMEOUT,
+    Request,
     api_key,
     counted_prompt_tokens,
     server_computed_by,
     worker_index,
 )
 from .stopping import StopScanner, function_end_stops, stop_point
-from .toolcalls import ToolCall
+from .toolcalls import Tool, ToolCall
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
 # vLLM's names (ChatCompletionRequest): the final message is left open for the model to continue.
@@ -37,6 +38,14 @@ CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": Fals
 # `add_request`, transformers 5.24): every reply ran to its token limit. Such a server's stream is
 # closed at the stop; a closed stream cancels the request (`CBStreamer.cancel`).
 STOP_IGNORED_BY = frozenset({"transformers"})
+
+
+class Decoding(TypedDict):
+    """How a request is decoded: OpenAI's sampling fields."""
+
+    temperature: float
+    max_tokens: int
+    seed: int
 
 
 class ServerFailed(Exception):
@@ -126,12 +135,12 @@ class OpenAIModel:
                 f"({type(exc).__name__}: {exc}). Start it, or point --humanfix-base-url at it.")
 
     def request(self, messages: list[Message], task: Task, temperature: float | None = None,
-                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                tools: list[Tool] | None = None) -> Request:
         offered = {"tools": tools} if tools else {}
         return {"model": self.model_name, "messages": messages, **offered,
                 **self._decoding(task, temperature)}
 
-    def _decoding(self, task: Task, temperature: float | None) -> dict[str, Any]:
+    def _decoding(self, task: Task, temperature: float | None) -> Decoding:
         """A greedy request carries the run's seed, as it always has; a sampled one a seed of
         its own per task and reply, so that two samples of a task, or a reply asked for again
         hotter, are not one draw repeated, and a rerun draws them again."""
@@ -140,11 +149,10 @@ class OpenAIModel:
         if temperature > 0:
             seed = sample_seed(seed, task.task_id, self._replies.get(task.task_id, 0))
             self._replies[task.task_id] = self._replies.get(task.task_id, 0) + 1
-        return {"temperature": temperature, "max_tokens": self.config.max_new_tokens,
-                "seed": seed}
+        return Decoding(temperature=temperature, max_tokens=self.config.max_new_tokens, seed=seed)
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         return self._ask(lambda client: client.chat.completions.create,
                          {**self.request(messages, task, temperature, tools),
@@ -159,7 +167,7 @@ class OpenAIModel:
                           **self.completion_stopping(stop, task)},
                          stop=stop, function_end=LANGUAGES[task.language].function_end)
 
-    def completion_stopping(self, stop: list[str], task: Task) -> dict[str, Any]:
+    def completion_stopping(self, stop: list[str], task: Task) -> Request:
         """What makes an engine we know end a completion where BigCode's `check_fn` does, on
         text with special tokens kept: our llama.cpp engine applies the rule itself; vLLM gets
         it as stop strings where strings can say it (Python); transformers serve's stream is
@@ -181,7 +189,7 @@ class OpenAIModel:
                          {**request, "stop": stop, "extra_body": CONTINUE_FIELDS},
                          refused=(CONTINUE_REFUSED,), stop=stop)
 
-    def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
+    def _ask(self, create: Callable[[Any], Callable[..., Any]], request: Request,
              refused: tuple[Refusal, ...] = (), stop: Sequence[str] = (),
              function_end: str | None = None
              ) -> Generation:
@@ -224,7 +232,7 @@ class OpenAIModel:
             engine=self.engine, server=server.base_url)
 
     def _reply_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                   request: dict[str, Any], refused: tuple[Refusal, ...]) -> Reply:
+                   request: Request, refused: tuple[Refusal, ...]) -> Reply:
         response = self._ask_one(server, create, request, refused)
         if not response.choices:
             raise ModelLoadError(f"the server at {server.base_url} returned no choices")
@@ -240,7 +248,7 @@ class OpenAIModel:
                         for call in (getattr(message, "tool_calls", None) or [])])
 
     def _stream_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                    request: dict[str, Any], refused: tuple[Refusal, ...],
+                    request: Request, refused: tuple[Refusal, ...],
                     scanner: StopScanner) -> Reply:
         """One server's reply, streamed and closed once `scanner` sees the stop. The tokens
         are the server's usage when the stream ran to its end. Closed early, the server sends
@@ -293,7 +301,7 @@ class OpenAIModel:
                          "stop" if stopped else finish_reason, [])
         return Reply(text, usage.prompt_tokens, usage.completion_tokens, finish_reason, [])
 
-    def served_prompt_tokens(self, request: dict[str, Any]) -> int:
+    def served_prompt_tokens(self, request: Request) -> int:
         """The prompt's tokens as transformers serve counts them (`ChatCompletionHandler`,
         `CompletionHandler`): that server has no /tokenize, and it names its usage only at the
         end of a stream."""
@@ -320,8 +328,8 @@ class OpenAIModel:
                 ) from None
         return self._tokenizer
 
-    def _fit_length(self, server: Server, request: dict[str, Any]
-                    ) -> dict[str, Any] | Generation:
+    def _fit_length(self, server: Server, request: Request
+                    ) -> Request | Generation:
         """The request with the room --humanfix-max-length leaves after its prompt, counted by
         the server; with no room, the empty reply BigCode's left truncation leaves (see
         `hf.TransformersModel.room`), and nothing is asked."""
@@ -332,7 +340,7 @@ class OpenAIModel:
                               engine=self.engine, server=server.base_url)
         return {**request, "max_tokens": room}
 
-    def prompt_tokens(self, server: Server, request: dict[str, Any]) -> int:
+    def prompt_tokens(self, server: Server, request: Request) -> int:
         """The prompt's tokens as the server counts them (`counted_prompt_tokens`)."""
         return counted_prompt_tokens(server.base_url, request, self.config.request_timeout)
 
@@ -346,7 +354,7 @@ class OpenAIModel:
         return f"the server at {server.base_url} broke off a streamed reply ({why})"
 
     def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                 request: dict[str, Any], refused: tuple[Refusal, ...] = ()) -> Any:
+                 request: Request, refused: tuple[Refusal, ...] = ()) -> Any:
         """One server's response (the client retries); ServerFailed when the server is at
         fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
         try:

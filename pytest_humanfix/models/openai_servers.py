@@ -17,6 +17,9 @@ from .base import ModelLoadError
 
 PROBE_TIMEOUT = 10.0
 PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
+# A completion or chat request as the openai client's create() takes it, and as its JSON body
+# is sent: OpenAI's fields and the servers' own (`extra_body`).
+Request = dict[str, Any]
 
 
 def api_key() -> str:
@@ -58,7 +61,7 @@ def worker_index(worker: str) -> int:
 
 
 
-def tokenize_body(request: dict[str, Any]) -> dict[str, Any]:
+def tokenize_body(request: Request) -> dict[str, Any]:
     """vLLM's /tokenize body for a completion or chat request: the prompt as it is sent, the
     messages with the generation prompt and any tools (they are laid out in the prompt too)."""
     body: dict[str, Any] = {"model": request["model"]}
@@ -71,7 +74,7 @@ def tokenize_body(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def counted_prompt_tokens(base_url: str, request: dict[str, Any], timeout: float) -> int:
+def counted_prompt_tokens(base_url: str, request: Request, timeout: float) -> int:
     """The prompt's tokens as the server at `base_url` counts them, from vLLM's POST /tokenize
     (which our llama.cpp engine serves too), beside the server's /v1."""
     root = base_url.removesuffix("/v1")

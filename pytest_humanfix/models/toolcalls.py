@@ -14,6 +14,10 @@ from typing import Any
 BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 # Where a call written as a bare JSON object may begin.
 CALL_OBJECT = re.compile(r'\{\s*"name"\s*:')
+# One tool offered to a model, as OpenAI's API declares it and every server reads it:
+# {"type": "function", "function": {"name": ..., "description": ..., "parameters": {...}}}.
+# It is sent as it is, so it stays the JSON object it is.
+Tool = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def reply_text(content: str, calls: list[ToolCall]) -> str:
     return "\n".join(part for part in (content, render_tool_calls(calls)) if part)
 
 
-def split_reply(text: str, tools: list[dict[str, Any]] | None) -> tuple[str, list[ToolCall]]:
+def split_reply(text: str, tools: list[Tool] | None) -> tuple[str, list[ToolCall]]:
     """A known reply (a control's, a recorded one) as a server would answer it: its calls
     parsed out when it was asked with tools, else the text as it is."""
     return parse_tool_calls(text) if tools else (text, [])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ...toolcalls import Tool
 from .jobs import RequestError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class PromptText:
         self.llama = llama
 
     def chat_text(self, messages: list[dict[str, Any]], generation_prompt: bool = True,
-                  continue_final: bool = False, tools: list[dict[str, Any]] | None = None
+                  continue_final: bool = False, tools: list[Tool] | None = None
                   ) -> LaidOut:
         """The prompt's text through the chat template stored in the file, its stop strings,
         and whether the template wrote the special tokens itself. `continue_final` leaves the
@@ -66,7 +67,7 @@ class PromptText:
         return LaidOut(formatted.prompt + begun, [s for s in stop if s], formatted.added_special)
 
     def chat_prompt(self, messages: list[dict[str, Any]], generation_prompt: bool = True,
-                    continue_final: bool = False, tools: list[dict[str, Any]] | None = None
+                    continue_final: bool = False, tools: list[Tool] | None = None
                     ) -> tuple[list[int], list[str]]:
         """The prompt's tokens and stop strings (`chat_text`)."""
         text, stop, added_special = self.chat_text(messages, generation_prompt, continue_final,

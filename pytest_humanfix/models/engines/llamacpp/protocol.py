@@ -11,7 +11,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...stopping import StopScanner, valid_rule
-from ...toolcalls import parse_tool_calls
+from ...toolcalls import Tool, parse_tool_calls
 from .jobs import FUNCTION_END_FIELD, Job, RequestError
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def chat_layout(body: dict[str, Any]) -> ChatLayout:
     return ChatLayout(generation_prompt, continue_final)
 
 
-def offered_tools(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+def offered_tools(body: dict[str, Any]) -> list[Tool] | None:
     """The request's `tools`, checked; None when it offers none. Only `tool_choice` auto (the
     default with tools) is served: the model decides whether it calls one."""
     tools = body.get("tools")
