@@ -92,7 +92,7 @@ def llamacpp(llama_cpp: ModuleType, threads: int, model_description: str) -> dic
             "kernels": kernel_set(kernels) + ": " + " ".join(kernels),
             "build": " ".join(ggml_build_features(info)) + f"; {compiler_of(cpu_backend)}",
             "device": "cpu", "dtype": model_description, "threads": threads,
-            # Why every reply is a function of its prompt alone: llamacpp_server's three rules.
+            # Why every reply is a function of its prompt alone: our llama.cpp engine's rules.
             "determinism": "by construction: prompts in fixed chunks, own KV cells per slot, "
                            "shared steps on one thread",
             "host": host()}

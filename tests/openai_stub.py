@@ -25,7 +25,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pytest_humanfix.models.llamacpp_server import send_json
+from pytest_humanfix.models.engines.llamacpp.server import send_json
 
 REPLY = "```python\ndef f():\n    return 1\n```"
 

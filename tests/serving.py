@@ -62,18 +62,18 @@ def assert_served_and_gone(records: list[dict], log: Path, pid: int, port: int) 
 
 def started_engine(path: Path, context: int, slots: int) -> Any:
     """Our llama.cpp engine's model in this process, its evaluation loop running."""
-    from pytest_humanfix.models import llamacpp_server
+    from pytest_humanfix.models.engines.llamacpp import decode
 
-    model = llamacpp_server.BatchedModel(str(path), context, threads=1, slots=slots, batch=64)
+    model = decode.BatchedModel(str(path), context, threads=1, slots=slots, batch=64)
     threading.Thread(target=model.run, daemon=True).start()
     return model
 
 
 def engine_http(model: Any) -> Iterator[str]:
     """The engine's HTTP front over `model` on a free port; yields its base URL."""
-    from pytest_humanfix.models import llamacpp_server
+    from pytest_humanfix.models.engines.llamacpp import server
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llamacpp_server.handler_for(model, "tiny", 0))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), server.handler_for(model, "tiny", 0))
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"

@@ -20,7 +20,8 @@ from common import add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix import computed_by
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models.llamacpp_server import BatchedModel, parse_arguments
+from pytest_humanfix.models.engines.llamacpp.cli import parse_arguments
+from pytest_humanfix.models.engines.llamacpp.decode import BatchedModel
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
 
 PROMPT_TOKENS = 256

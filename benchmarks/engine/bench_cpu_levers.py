@@ -21,15 +21,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from common import add_dataset_argument, agreement, benchmark_parser, project_run, write_json
 
-from pytest_humanfix.models.serve import (
-    HOST,
-    LLAMACPP_CONTEXT,
-    Engine,
-    ServedModel,
-    ServeError,
-    cpu_layout,
-    free_port,
-)
+from pytest_humanfix.models.engines.commands import HOST, LLAMACPP_CONTEXT, cpu_layout
+from pytest_humanfix.models.engines.kinds import ServedModel, ServeError
+from pytest_humanfix.models.engines.launch import Engine, free_port
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
 from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.settings import user_cache_dir
@@ -87,7 +81,7 @@ CONFIGS = {
 
 def engine_flags() -> set[str]:
     """The flags our engine's parser knows, read from its --help."""
-    done = subprocess.run([sys.executable, "-m", "pytest_humanfix.models.llamacpp_server",
+    done = subprocess.run([sys.executable, "-m", "pytest_humanfix.models.engines.llamacpp",
                            "--help"], capture_output=True, text=True, check=True)
     return {word.strip("[],") for word in done.stdout.split() if word.startswith(("--", "[--"))}
 
@@ -99,7 +93,7 @@ def engine_args(config: Config, known: set[str]) -> list[str]:
     missing = [flag for flag in levers if flag not in known]
     if missing:
         raise LookupError(f"the engine has no {', '.join(missing)} (python -m "
-                          "pytest_humanfix.models.llamacpp_server --help)")
+                          "pytest_humanfix.models.engines.llamacpp --help)")
     return [word for flag, off in LEVERS_OFF.items() if flag in known
             for word in (flag, levers.get(flag, off))]
 

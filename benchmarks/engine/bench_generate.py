@@ -19,6 +19,7 @@ from common import REPO, add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.hf import TransformersModel
 from pytest_humanfix.settings import Settings
 
@@ -68,8 +69,8 @@ def main() -> None:
     tasks = load_tasks(str(args.dataset))[:args.tasks]
     with tempfile.TemporaryDirectory() as folder:
         source = str(build_tiny_model(Path(folder)))
-        plugin = TransformersModel(source, source, Settings(
-            model=source, max_new_tokens=args.max_new_tokens))
+        plugin = TransformersModel(source, source, GenerationConfig.of(Settings(
+            model=source, max_new_tokens=args.max_new_tokens)))
         tokenizer = AutoTokenizer.from_pretrained(source)
         bare = AutoModelForCausalLM.from_pretrained(source).eval()
     plugin_round(plugin, tasks[:2])  # warm-up: first-call allocations on both sides

@@ -25,16 +25,10 @@ from common import REPO, add_dataset_argument, benchmark_parser, write_json
 
 from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models.openai_api import server_computed_by
-from pytest_humanfix.models.serve import (
-    HOST,
-    CpuLayout,
-    Engine,
-    ServedModel,
-    ServeError,
-    engine_command,
-    free_port,
-)
+from pytest_humanfix.models.engines.commands import HOST, CpuLayout, engine_command
+from pytest_humanfix.models.engines.kinds import ServedModel, ServeError
+from pytest_humanfix.models.engines.launch import Engine, free_port
+from pytest_humanfix.models.openai_servers import server_computed_by
 from pytest_humanfix.models.specs import local_gguf, resolve_spec
 
 START_TIMEOUT = 300.0

@@ -23,7 +23,8 @@ from common import REPO, add_dataset_argument, benchmark_parser, project_run, wr
 
 from pytest_humanfix.agent.prompts import first_messages
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models import serve as server
+from pytest_humanfix.models.engines import launch
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.models.specs import ModelSpecError, check_spec
 from pytest_humanfix.reporting.gates import first_computed_by
@@ -36,12 +37,13 @@ WORKERS = 4
 
 def engine_side(folder: Path, chats: list, max_new_tokens: int, log: Path) -> dict:
     started = time.monotonic()
-    engine = server.launch(str(folder), log)
+    engine = launch.launch(Settings(model=str(folder), engine="transformers"), log)
     startup = time.monotonic() - started
     try:
         settings = Settings(model=f"openai:{engine.model}", base_url=engine.base_url,
                             max_new_tokens=max_new_tokens)
-        clients = [OpenAIModel(settings.model, engine.model, settings) for _ in range(WORKERS)]
+        clients = [OpenAIModel(settings.model, engine.model, GenerationConfig.of(settings))
+                   for _ in range(WORKERS)]
         begin = time.monotonic()
         with ThreadPoolExecutor(WORKERS) as pool:
             tokens = sum(pool.map(

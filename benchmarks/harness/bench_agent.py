@@ -16,6 +16,7 @@ from common import add_dataset_argument, benchmark_parser, write_json
 from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.graph import repair, repair_graph
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
 from pytest_humanfix.sandbox.program import build_program
@@ -29,7 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     tasks = load_tasks(str(args.dataset))[: args.tasks]
     settings = Settings()
-    sandbox, model = ProcessSandbox(), load_model("canonical", settings)
+    sandbox, model = ProcessSandbox(), load_model("canonical", GenerationConfig.of(settings))
     repair_graph()  # the one-off import and compile is not per task
 
     started = time.perf_counter()

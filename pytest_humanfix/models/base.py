@@ -1,14 +1,7 @@
-"""The backend-free model interface: what the agent asks of any model, and the two errors a
-model can raise. Backends (controls, replay, transformers, OpenAI-compatible servers) live beside
-this module and are loaded by `specs.load_model` only when a spec names them, so importing this
-module costs nothing.
-
-A model is prompted one of three ways, settled when it loads (`Model.prompt`): `chat`, a
-conversation laid out by its chat template, which it answers freely; `completion`, a plain text it
-continues (base models without a chat template, prompted as BigCode's harness prompts them); or
-`primed`, the conversation laid out by its chat template with the answer already begun by the
-prompt base, which it continues (BigCode's way with instruct models; `continue_final_message` in
-transformers' chat templates and vLLM).
+"""The backend-free model interface: what the agent asks of any model (`Model`: chat, completion
+or primed prompting), the reply it gets (`Generation`) and the two errors a model can raise.
+Importing it costs nothing; `specs.load_model` imports a backend only when a spec names it.
+See docs/models.md, "Model specs".
 """
 
 from __future__ import annotations
@@ -19,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..dataset import Task
-from .toolcalls import ToolCall
+from .toolcalls import Tool, ToolCall
 
 PromptKind = Literal["chat", "completion", "primed"]
 # Why a reply ended: the model stopped (end of sequence or a stop word), or it ran out of tokens.
@@ -62,7 +55,7 @@ class Model(Protocol):
         ...
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         """The reply to a conversation (chat prompting), sampled at `temperature` (None: the
         run's --humanfix-temperature), ended before the first of `stop`; given `tools`
@@ -87,7 +80,7 @@ class RecordedAnswers(abc.ABC):
 
     @abc.abstractmethod
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         """The task's recorded reply."""
 

@@ -18,10 +18,10 @@ from .base import (
     cut_at_stop,
     settle_prompt,
 )
-from .toolcalls import split_reply
+from .toolcalls import Tool, split_reply
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from .generation import GenerationConfig
 
 
 class ControlModel:
@@ -29,16 +29,16 @@ class ControlModel:
     a call of the first with the solution as its `code`), or, prompted for a completion or a
     primed answer, as a model would continue the prompt base: the function's body."""
 
-    def __init__(self, spec: str, target: str, settings: Settings) -> None:
+    def __init__(self, spec: str, target: str, config: GenerationConfig) -> None:
         self.spec = spec
         self.solution = target  # "canonical" or "buggy"
-        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
+        self.prompt = settle_prompt(config.prompt, has_chat_template=True)
         # No version: which control answers is the run's model, and a canonical run is
         # compared with a buggy baseline as with any other model's.
         self.computed_by: dict[str, Any] = {"engine": "control", "device": "none"}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         code = task.canonical_code if self.solution == "canonical" else task.buggy_code
         if task.language != "python":
@@ -71,9 +71,9 @@ class ReplayModel(RecordedAnswers):
     """Replays recorded replies: `{"task_id", "completion"}` lines, in order per task, or the
     attempts of this plugin's own results JSONL, so a run can be re-scored without a model."""
 
-    def __init__(self, spec: str, target: str, settings: Settings) -> None:
+    def __init__(self, spec: str, target: str, config: GenerationConfig) -> None:
         self.spec = spec
-        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
+        self.prompt = settle_prompt(config.prompt, has_chat_template=True)
         path = Path(target)
         self.replies: dict[str, list[str]] = {}
         self._served: dict[str, int] = {}
@@ -94,7 +94,7 @@ class ReplayModel(RecordedAnswers):
                 self.computed_by["replayed"] = row["computed_by"]
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         """The task's next recorded reply, as it was recorded (`stop` cuts nothing: it was
         cut as its run asked); offered tools, the calls written in it are its calls

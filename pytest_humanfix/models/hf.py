@@ -15,24 +15,25 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import computed_by
 from ..dataset import Task
 from ..languages import LANGUAGES
-from ..settings import Settings
 from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
+from .generation import GenerationConfig
 from .specs import TOOLS_UNSERVED, ResolvedSpec, gguf_unavailable
 from .stopping import stop_point
+from .toolcalls import Tool
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
 
 
-def decoding_kwargs(settings: Settings, temperature: float | None = None) -> dict[str, Any]:
+def decoding_kwargs(config: GenerationConfig, temperature: float | None = None) -> dict[str, Any]:
     """generate() arguments that make the protocol's temperature the whole decoding rule.
 
     Model folders ship their own sampling defaults (Qwen: top_k 20, top_p 0.8, repetition
     penalty 1.05), which generate() would otherwise apply; they are overridden so that a score
     means the same decoding whatever model produced it.
     """
-    temperature = settings.temperature if temperature is None else temperature
-    kwargs: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens,
+    temperature = config.temperature if temperature is None else temperature
+    kwargs: dict[str, Any] = {"max_new_tokens": config.max_new_tokens,
                               "repetition_penalty": 1.0}
     if temperature == 0:
         kwargs["do_sample"] = False
@@ -104,13 +105,13 @@ class StopWords:
 
 
 class TransformersModel:
-    def __init__(self, spec: str, source: str, settings: Settings,
+    def __init__(self, spec: str, source: str, config: GenerationConfig,
                  gguf_file: str | None = None) -> None:
         """`source` is a Hub id or a model folder; `gguf_file`, a GGUF file in that folder,
         holds weights, tokenizer and chat template together (dequantized on load)."""
         self.spec = spec
         self.source = os.path.join(source, gguf_file) if gguf_file else source
-        self.settings = settings
+        self.config = config
         missing = gguf_unavailable(ResolvedSpec("transformers", source, gguf_file))
         if missing:
             raise ModelLoadError(missing)
@@ -120,10 +121,10 @@ class TransformersModel:
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         if self.device == "cpu":
             _share_cpus(torch)
-        determinism = deterministic_torch(torch, settings.determinism)
+        determinism = deterministic_torch(torch, config.determinism)
         files = {"gguf_file": gguf_file} if gguf_file else {}
         # transformers would otherwise pick what is installed (flash-attention kernels).
-        attention = {"attn_implementation": "sdpa"} if settings.determinism else {}
+        attention = {"attn_implementation": "sdpa"} if config.determinism else {}
         dtype = torch_dtype(torch, self.device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **files)
@@ -131,14 +132,14 @@ class TransformersModel:
                                                               **attention)
         except Exception as exc:  # transformers reports a bad folder or id in many types
             raise ModelLoadError(f"cannot load {self.source}: {_first_line(exc)}") from exc
-        if settings.prompt in ("chat", "primed") and not self.tokenizer.chat_template:
+        if config.prompt in ("chat", "primed") and not self.tokenizer.chat_template:
             raise ModelLoadError(
                 f"{self.source} has no chat template, so it cannot be prompted as a chat "
-                f"(--humanfix-prompt {settings.prompt}); use --humanfix-prompt completion or auto.")
-        self.prompt = settle_prompt(settings.prompt, bool(self.tokenizer.chat_template))
+                f"(--humanfix-prompt {config.prompt}); use --humanfix-prompt completion or auto.")
+        self.prompt = settle_prompt(config.prompt, bool(self.tokenizer.chat_template))
         # transformers annotates `to` through a decorator whose signature mypy misreads.
         self.model.to(self.device).eval()  # type: ignore[arg-type]
-        self.generate_kwargs = decoding_kwargs(settings)
+        self.generate_kwargs = decoding_kwargs(config)
         gen_config = self.model.generation_config
         self.generate_kwargs["eos_token_id"] = gen_config.eos_token_id \
             if gen_config.eos_token_id is not None else self.tokenizer.eos_token_id
@@ -168,7 +169,7 @@ class TransformersModel:
         return cast("BatchEncoding", encoded).to(self.device)
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         if tools:
             raise ModelLoadError(TOOLS_UNSERVED)
@@ -191,9 +192,9 @@ class TransformersModel:
 
         started = time.perf_counter()
         kwargs = self.generate_kwargs if temperature is None else \
-            {**self.generate_kwargs, **decoding_kwargs(self.settings, temperature)}
+            {**self.generate_kwargs, **decoding_kwargs(self.config, temperature)}
         if kwargs["do_sample"]:
-            torch.manual_seed(sample_seed(self.settings.seed, task.task_id,
+            torch.manual_seed(sample_seed(self.config.seed, task.task_id,
                                           self._replies[task.task_id]))
         self._replies[task.task_id] += 1
         prompt_length = inputs["input_ids"].shape[-1]
@@ -241,6 +242,6 @@ class TransformersModel:
         --max_length_generation leaves after the prompt. BigCode left-truncates a longer
         prompt to that length (main.py's tokenizer, truncation_side="left"), which leaves no
         room, and its `complete_code` then keeps the prompt alone: the reply is empty."""
-        if self.settings.max_length is None:
-            return self.settings.max_new_tokens
-        return self.settings.max_length - prompt_length
+        if self.config.max_length is None:
+            return self.config.max_new_tokens
+        return self.config.max_length - prompt_length

@@ -1,70 +1,36 @@
 """The OpenAI-compatible backend: `openai:<model>` against vLLM, SGLang, llama.cpp, Ollama,
-`transformers serve` or a hosted API.
-
-Built on the `openai` client (the `openai` extra), imported only when this backend is used. Its
-retry policy is the one we want and is already battle-tested: exponential backoff with jitter
-(0.5 s doubling, capped at 8 s), honouring `Retry-After`, on 408/409/429/5xx, connection errors
-and timeouts. Writing that again over httpx would be a second, less tested copy.
-
-A primed answer (`--humanfix-prompt primed`) goes to `/v1/chat/completions` with the answer's start
-as a final assistant message and vLLM's fields for continuing it, `continue_final_message: true`
-and `add_generation_prompt: false` (our llama.cpp engine reads them too). OpenAI's API has no
-such fields; a server that refuses them is an error that names `--humanfix-prompt chat`. A
-server that ignores them answers anew after the start instead of continuing it, which nothing
-in a reply can reliably tell apart: use primed with vLLM or our engine.
-
-Stop strings: every reply is cut before its first stop string here too, whatever the server did,
-so a server that ignores `stop` still gives the reply the harness asked for (its token count is
-the server's, the tokens it did generate). Where the server is known to ignore `stop`
-(`STOP_IGNORED_BY`), the reply is streamed instead, and the stream is closed at the first stop
-(a stop string, or for a completion the function's end, `stopping.StopScanner` as our llama.cpp
-engine applies it), so the server stops generating there and no token past it is paid for. A
-server of unknown kind (`openai:` without --humanfix-serve) is not streamed: hosted APIs and
-vLLM honour `stop`, and streaming every reply would cost each one its usage where a server
-sends none in a stream.
-
-The function-calling agent's requests carry OpenAI's `tools`, and the reply's `tool_calls` come
-back as the generation's. vLLM serves them only when started with a tool parser (`--humanfix-serve`
-starts it so); a server that refuses them is an error that names the fix.
-
-Every failure here raises `ModelLoadError`: a server that cannot be reached, goes away mid-run or
-answers with an error is a harness fault, an error outcome, never "unfixed".
-
-A fleet: `--humanfix-base-url` may name several servers. They are spread per worker: worker gwN
-starts at server N (mod their count) and goes round the others in order, so N workers over N
-servers each keep one. (Least-loaded would need state shared between worker processes, and one
-worker sends one request at a time anyway.) A server that does not answer the probe, or fails a
-request after the client's retries (unreachable, timed out, a 5xx), is taken out of this worker's
-rotation with its reason, which the records carry to the summary, and the request goes to the
-next server. The last server left is never taken out: its failure is that task's harness error,
-as with a single server, and the next task tries it again.
+`transformers serve` or a hosted API, on the `openai` client (its retries, imported only when
+this backend is used). It asks a fleet of servers in rotation, continues a primed answer with
+vLLM's fields, offers tools, and ends every reply at its stop, streaming it from a server known
+to ignore `stop`. Every failure raises `ModelLoadError`: a harness fault, never "unfixed".
+See docs/models.md, "OpenAI-compatible servers and a shared engine".
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from .. import computed_by
-from ..computed_by import UNKNOWN
 from ..dataset import Task
 from ..languages import LANGUAGES
-from ..settings import Settings
 from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
+from .generation import GenerationConfig
+from .openai_refusals import CONTINUE_REFUSED, STOPS_REFUSED, TOOLS_REFUSED, Refusal
+from .openai_servers import (
+    PROBE_TIMEOUT,
+    Request,
+    api_key,
+    counted_prompt_tokens,
+    server_computed_by,
+    worker_index,
+)
 from .stopping import StopScanner, function_end_stops, stop_point
-from .toolcalls import ToolCall
+from .toolcalls import Tool, ToolCall
 
 RETRIES = 3  # after the first try: about 3.5 s of backoff before a dead server is an error
-PROBE_TIMEOUT = 10.0
-PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
-# VLLM_MAX_STOP_STRINGS for a vLLM server: more than our longest stop list (the completion
-# prompt's function end has over 100 strings; vLLM's default is 4).
-VLLM_STOP_STRINGS = "1024"
 # vLLM's names (ChatCompletionRequest): the final message is left open for the model to continue.
 CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
 # `transformers serve --continuous-batching` maps `stop` to generate()'s stop_strings, but its
@@ -74,35 +40,12 @@ CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": Fals
 STOP_IGNORED_BY = frozenset({"transformers"})
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """Advice added to a 4xx whose server message names one of `about` (case ignored): a
-    refusal blames a field only when the server's words do."""
+class Decoding(TypedDict):
+    """How a request is decoded: OpenAI's sampling fields."""
 
-    about: tuple[str, ...]
-    advice: str
-
-    def explain(self, message: str) -> str:
-        lowered = message.lower()
-        return f"{message}; {self.advice}." if any(w in lowered for w in self.about) else message
-
-
-TOOLS_REFUSED = Refusal(("tool",),
-                        "the server may not serve tool calls (`tools` in a chat request), which "
-                        "--humanfix-agent tools needs; start it with tool calling (vLLM: "
-                        "--enable-auto-tool-choice --tool-call-parser hermes), or use "
-                        "--humanfix-agent repair")
-CONTINUE_REFUSED = Refusal(("continue_final_message", "add_generation_prompt"),
-                           "the server may not continue a final assistant message (vLLM's "
-                           "continue_final_message), which --humanfix-prompt primed needs; use "
-                           "--humanfix-prompt chat")
-# vLLM validates `stop` as a list of at most VLLM_MAX_STOP_STRINGS (default 4) items; 0.32 says
-# "List should have at most 4 items after validation, not 8" at 'loc': 'body.stop'.
-STOPS_REFUSED = Refusal(("body.stop", "'stop'"),
-                        "a vLLM server takes at most VLLM_MAX_STOP_STRINGS stop strings (4 by "
-                        "default) and our stop lists are longer: restart it with "
-                        f"VLLM_MAX_STOP_STRINGS={VLLM_STOP_STRINGS} in its environment "
-                        "(--humanfix-serve does so)")
+    temperature: float
+    max_tokens: int
+    seed: int
 
 
 class ServerFailed(Exception):
@@ -127,42 +70,8 @@ class Server:
     out: str = ""  # why it was taken out of rotation; "" while in it
 
 
-def _get_json(url: str) -> dict[str, Any]:
-    try:
-        with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT) as response:
-            answer = json.loads(response.read())
-    except (OSError, ValueError):
-        return {}
-    return answer if isinstance(answer, dict) else {}
-
-
-def server_computed_by(base_url: str, engine: str) -> dict[str, Any]:
-    """What a server says of what computes its replies: our llama.cpp engine says all of it at
-    `/props`, llama.cpp's llama-server its build and the model's type there, vLLM its version at
-    `/version`; any other server nothing, and it is recorded as unknown."""
-    root = base_url.removesuffix("/v1")
-    props = _get_json(root + "/props")
-    described = props.get("computed_by")
-    if isinstance(described, dict):
-        return described
-    if "build_info" in props:  # its /props names its build and the model's type, no kernels
-        return {"engine": "llama-server", "version": str(props["build_info"]),
-                "kernels": UNKNOWN, "device": UNKNOWN,
-                "dtype": str(props.get("model_ftype", UNKNOWN))}
-    version = _get_json(root + "/version").get("version")
-    if isinstance(version, str):
-        return {"engine": engine, "version": version, "device": UNKNOWN}
-    return computed_by.unknown(engine, f"the server at {base_url} says nothing of what it runs")
-
-
-def worker_index(worker: str) -> int:
-    """gw3: 3; the controller or a process outside xdist: 0."""
-    number = worker.removeprefix("gw")
-    return int(number) if number.isdigit() else 0
-
-
 class OpenAIModel:
-    def __init__(self, spec: str, model_name: str, settings: Settings) -> None:
+    def __init__(self, spec: str, model_name: str, config: GenerationConfig) -> None:
         try:
             import openai
         except ImportError:
@@ -170,18 +79,18 @@ class OpenAIModel:
                 f"{spec} needs the openai package: pip install 'pytest-humanfix[openai]'") from None
         self.spec = spec
         self.model_name = model_name
-        self.settings = settings
+        self.config = config
         # Chat through /v1/chat/completions unless asked for a completion (/v1/completions).
-        self.prompt = settle_prompt(settings.prompt, has_chat_template=True)
-        self.engine = settings.engine if settings.engine != "auto" else "openai"
+        self.prompt = settle_prompt(config.prompt, has_chat_template=True)
+        self.engine = config.engine if config.engine != "auto" else "openai"
         self._openai = openai
         self._replies: dict[str, int] = {}  # sampled replies asked for, per task
         self._tokenizer: Any = None  # the served model's, for a stream closed at its stop
-        urls = [url.rstrip("/") for url in settings.base_urls]
+        urls = [url.rstrip("/") for url in config.base_urls]
         start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
-        key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
+        key = api_key()
         self.servers = [Server(url, openai.OpenAI(base_url=url, api_key=key,
-                                                  timeout=settings.request_timeout,
+                                                  timeout=config.request_timeout,
                                                   max_retries=RETRIES))
                         for url in urls[start:] + urls[:start]]
         for server in self.servers:
@@ -203,7 +112,7 @@ class OpenAIModel:
         rotation, and with none left the runner errors every task at once instead of each one
         waiting through its retries."""
         probe = server.client.with_options(
-            timeout=min(PROBE_TIMEOUT, self.settings.request_timeout), max_retries=0)
+            timeout=min(PROBE_TIMEOUT, self.config.request_timeout), max_retries=0)
         for attempt in range(RETRIES + 1):
             try:
                 probe.models.list()
@@ -226,25 +135,24 @@ class OpenAIModel:
                 f"({type(exc).__name__}: {exc}). Start it, or point --humanfix-base-url at it.")
 
     def request(self, messages: list[Message], task: Task, temperature: float | None = None,
-                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                tools: list[Tool] | None = None) -> Request:
         offered = {"tools": tools} if tools else {}
         return {"model": self.model_name, "messages": messages, **offered,
                 **self._decoding(task, temperature)}
 
-    def _decoding(self, task: Task, temperature: float | None) -> dict[str, Any]:
+    def _decoding(self, task: Task, temperature: float | None) -> Decoding:
         """A greedy request carries the run's seed, as it always has; a sampled one a seed of
         its own per task and reply, so that two samples of a task, or a reply asked for again
         hotter, are not one draw repeated, and a rerun draws them again."""
-        temperature = self.settings.temperature if temperature is None else temperature
-        seed = self.settings.seed
+        temperature = self.config.temperature if temperature is None else temperature
+        seed = self.config.seed
         if temperature > 0:
             seed = sample_seed(seed, task.task_id, self._replies.get(task.task_id, 0))
             self._replies[task.task_id] = self._replies.get(task.task_id, 0) + 1
-        return {"temperature": temperature, "max_tokens": self.settings.max_new_tokens,
-                "seed": seed}
+        return Decoding(temperature=temperature, max_tokens=self.config.max_new_tokens, seed=seed)
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         return self._ask(lambda client: client.chat.completions.create,
                          {**self.request(messages, task, temperature, tools),
@@ -259,7 +167,7 @@ class OpenAIModel:
                           **self.completion_stopping(stop, task)},
                          stop=stop, function_end=LANGUAGES[task.language].function_end)
 
-    def completion_stopping(self, stop: list[str], task: Task) -> dict[str, Any]:
+    def completion_stopping(self, stop: list[str], task: Task) -> Request:
         """What makes an engine we know end a completion where BigCode's `check_fn` does, on
         text with special tokens kept: our llama.cpp engine applies the rule itself; vLLM gets
         it as stop strings where strings can say it (Python); transformers serve's stream is
@@ -281,7 +189,7 @@ class OpenAIModel:
                          {**request, "stop": stop, "extra_body": CONTINUE_FIELDS},
                          refused=(CONTINUE_REFUSED,), stop=stop)
 
-    def _ask(self, create: Callable[[Any], Callable[..., Any]], request: dict[str, Any],
+    def _ask(self, create: Callable[[Any], Callable[..., Any]], request: Request,
              refused: tuple[Refusal, ...] = (), stop: Sequence[str] = (),
              function_end: str | None = None
              ) -> Generation:
@@ -292,7 +200,7 @@ class OpenAIModel:
         closed at the stop, or at `function_end` (a completion's rule,
         `stopping.function_end`)."""
         started = time.monotonic()
-        if self.settings.max_length is not None:
+        if self.config.max_length is not None:
             fitted = self._fit_length(self.in_rotation()[0], request)
             if isinstance(fitted, Generation):
                 return fitted
@@ -324,7 +232,7 @@ class OpenAIModel:
             engine=self.engine, server=server.base_url)
 
     def _reply_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                   request: dict[str, Any], refused: tuple[Refusal, ...]) -> Reply:
+                   request: Request, refused: tuple[Refusal, ...]) -> Reply:
         response = self._ask_one(server, create, request, refused)
         if not response.choices:
             raise ModelLoadError(f"the server at {server.base_url} returned no choices")
@@ -340,7 +248,7 @@ class OpenAIModel:
                         for call in (getattr(message, "tool_calls", None) or [])])
 
     def _stream_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                    request: dict[str, Any], refused: tuple[Refusal, ...],
+                    request: Request, refused: tuple[Refusal, ...],
                     scanner: StopScanner) -> Reply:
         """One server's reply, streamed and closed once `scanner` sees the stop. The tokens
         are the server's usage when the stream ran to its end. Closed early, the server sends
@@ -352,7 +260,7 @@ class OpenAIModel:
         are not counted."""
         import httpx
 
-        deadline = time.monotonic() + self.settings.request_timeout
+        deadline = time.monotonic() + self.config.request_timeout
         stream = self._ask_one(server, create, {**request, "stream": True,
                                                 "stream_options": {"include_usage": True}},
                                refused)
@@ -393,7 +301,7 @@ class OpenAIModel:
                          "stop" if stopped else finish_reason, [])
         return Reply(text, usage.prompt_tokens, usage.completion_tokens, finish_reason, [])
 
-    def served_prompt_tokens(self, request: dict[str, Any]) -> int:
+    def served_prompt_tokens(self, request: Request) -> int:
         """The prompt's tokens as transformers serve counts them (`ChatCompletionHandler`,
         `CompletionHandler`): that server has no /tokenize, and it names its usage only at the
         end of a stream."""
@@ -420,51 +328,25 @@ class OpenAIModel:
                 ) from None
         return self._tokenizer
 
-    def _fit_length(self, server: Server, request: dict[str, Any]
-                    ) -> dict[str, Any] | Generation:
+    def _fit_length(self, server: Server, request: Request
+                    ) -> Request | Generation:
         """The request with the room --humanfix-max-length leaves after its prompt, counted by
         the server; with no room, the empty reply BigCode's left truncation leaves (see
         `hf.TransformersModel.room`), and nothing is asked."""
         count = self.prompt_tokens(server, request)
-        room = (self.settings.max_length or 0) - count
+        room = (self.config.max_length or 0) - count
         if room < 1:
             return Generation(text="", prompt_tokens=count, finish_reason="length",
                               engine=self.engine, server=server.base_url)
         return {**request, "max_tokens": room}
 
-    def prompt_tokens(self, server: Server, request: dict[str, Any]) -> int:
-        """The prompt's tokens as the server counts them, from vLLM's POST /tokenize (which
-        our llama.cpp engine serves too), beside the server's /v1."""
-        body: dict[str, Any] = {"model": request["model"]}
-        if "prompt" in request:
-            body["prompt"] = request["prompt"]
-        else:
-            body.update(messages=request["messages"], add_generation_prompt=True)
-            if "tools" in request:  # they are laid out in the prompt too
-                body["tools"] = request["tools"]
-        root = server.base_url.removesuffix("/v1")
-        headers = {"Content-Type": "application/json",
-                   "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or PLACEHOLDER_KEY}"}
-        asked = urllib.request.Request(root + "/tokenize", json.dumps(body).encode(), headers)
-        try:
-            with urllib.request.urlopen(asked, timeout=self.settings.request_timeout) as answer:
-                counted = json.load(answer)
-        except (OSError, ValueError) as exc:  # HTTPError and URLError are OSErrors
-            count, why = None, f"{type(exc).__name__}: {exc}"
-        else:
-            count = counted.get("count") if isinstance(counted, dict) else None
-            why = "the answer had no count"
-        if not isinstance(count, int):
-            raise ModelLoadError(
-                f"--humanfix-max-length counts each prompt's tokens, and the server at "
-                f"{server.base_url} did not count them (POST {root}/tokenize: {why}). vLLM and "
-                "the llama.cpp engine of --humanfix-serve answer it; for another server, give "
-                "--humanfix-max-new-tokens instead.")
-        return count
+    def prompt_tokens(self, server: Server, request: Request) -> int:
+        """The prompt's tokens as the server counts them (`counted_prompt_tokens`)."""
+        return counted_prompt_tokens(server.base_url, request, self.config.request_timeout)
 
     def _too_slow(self, server: Server, tries: int = RETRIES + 1) -> str:
         return (f"the server at {server.base_url} did not answer within "
-                f"{self.settings.request_timeout:g} s ({tries} {'try' if tries == 1 else 'tries'});"
+                f"{self.config.request_timeout:g} s ({tries} {'try' if tries == 1 else 'tries'});"
                 " raise --humanfix-request-timeout if it is just slow.")
 
     @staticmethod
@@ -472,7 +354,7 @@ class OpenAIModel:
         return f"the server at {server.base_url} broke off a streamed reply ({why})"
 
     def _ask_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
-                 request: dict[str, Any], refused: tuple[Refusal, ...] = ()) -> Any:
+                 request: Request, refused: tuple[Refusal, ...] = ()) -> Any:
         """One server's response (the client retries); ServerFailed when the server is at
         fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
         try:

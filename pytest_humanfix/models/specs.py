@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .base import Model, ModelLoadError, ModelSpecError
+from .generation import GenerationConfig
 from .packaged import Packaged, Part, hub_download, installed_file, numbered_parts
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def resolve_spec(spec: str) -> ResolvedSpec:
 
 # Backends by the `kind` a spec resolves to, as "module:class" beside this one: imported on
 # first use, so a run pays only for the backend it names. Every class takes
-# (spec, target, settings).
+# (spec, target, config).
 PROVIDERS = {
     "control": "controls:ControlModel",
     "replay": "controls:ReplayModel",
@@ -192,22 +193,22 @@ TOOLS_UNSERVED = ("--humanfix-agent tools needs a server that answers tool calls
                   "engine or vLLM serve them), or use --humanfix-agent repair.")
 
 
-def provider(kind: str) -> Callable[[str, str, Settings], Model]:
-    """The backend class of `kind`: called with (spec, target, settings), it is a Model."""
+def provider(kind: str) -> Callable[[str, str, GenerationConfig], Model]:
+    """The backend class of `kind`: called with (spec, target, config), it is a Model."""
     module_name, _, class_name = PROVIDERS[kind].partition(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
-    backend: Callable[[str, str, Settings], Model] = getattr(module, class_name)
+    backend: Callable[[str, str, GenerationConfig], Model] = getattr(module, class_name)
     return backend
 
 
-def load_model(spec: str, settings: Settings) -> Model:
+def load_model(spec: str, config: GenerationConfig) -> Model:
     resolved = resolve_spec(spec)
     missing = gguf_unavailable(resolved)
     if missing:  # before downloading a file that could not be read here
         raise ModelLoadError(missing)
     resolved = local_gguf(resolved)
     options = {"gguf_file": resolved.gguf_file} if resolved.gguf_file else {}
-    return provider(resolved.kind)(spec, resolved.target, settings, **options)
+    return provider(resolved.kind)(spec, resolved.target, config, **options)
 
 
 def check_spec(spec: str, settings: Settings) -> None:
@@ -220,4 +221,4 @@ def check_spec(spec: str, settings: Settings) -> None:
         raise ModelSpecError(missing)
     if resolved.kind == "replay":
         # A replay file is cheap to read, and a bad one is a usage error, not 164 errors.
-        load_model(spec, settings)
+        load_model(spec, GenerationConfig.of(settings))

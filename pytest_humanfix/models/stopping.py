@@ -1,19 +1,7 @@
-"""Where a completion ends, as BigCode's harness ends it, for every engine alike.
-
-bigcode-evaluation-harness stops generating (`generation.py`, `EndOfFunctionCriteria`) when
-`HumanEvalPackGenerative.check_fn` (`tasks/humanevalpack.py`) says the function is finished: the
-continuation holds a stop word, or, in Python, a non-empty line that starts with neither a space
-nor a tab, or, in the brace languages, as many `}` as the prompt base left `{` open plus those the
-continuation opened. The text it looks at is decoded with special tokens kept (`batch_decode`
-without `skip_special_tokens`), so a stop word such as `<|endoftext|>` matches even where that
-token is special but not the model's end of sequence.
-
-A rule for the function's end is a short string, so it crosses a process boundary in a request
-to our llama.cpp engine: "indent" (Python), or "braces:N" (N braces open in the prompt base: 2
-in Java, whose prompt base opens the class and the method, else 1). Each language names its own
-(`Language.function_end`).
-
-Only the standard library here: the llama.cpp engine's process imports this module.
+"""Where a completion ends, as BigCode's harness ends it (`check_fn`: a stop word, or the
+function left), for every engine alike. A rule is a short string ("indent", "braces:N") that
+crosses into our llama.cpp engine's requests. Only the standard library here: the engine's
+process imports this module. See docs/models.md, "Where a reply ends".
 """
 
 from __future__ import annotations

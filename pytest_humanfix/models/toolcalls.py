@@ -1,20 +1,6 @@
-"""Tool calls written in a reply's text, in the Hermes form that Qwen2.5's chat template asks
-for (and vLLM's `hermes` tool parser reads):
-
-    <tool_call>
-    {"name": "run_tests", "arguments": {"code": "..."}}
-    </tool_call>
-
-A model that calls a tool writes that text; our llama.cpp engine parses it into OpenAI's
-`message.tool_calls`, and the models that reply without an engine (the controls, replays of
-recorded replies) parse theirs the same way. A recorded reply keeps its calls in this form too
-(`reply_text`), so a replay calls the same tools again.
-
-A small model's JSON is not always JSON: it writes code with raw newlines inside strings, which
-is read leniently (`strict=False`), and `arguments` as a JSON string, which is read when it
-holds an object. Anything else in a block (not JSON, no name, arguments that are no object, an
-unclosed block cut by the token budget) stays in the reply's text, as the model wrote it: a
-malformed call is something the model said, never a crash.
+"""Tool calls written in a reply's text in the Hermes form (`<tool_call>{"name": ..., "arguments":
+...}</tool_call>`, as Qwen2.5's chat template asks), read leniently into OpenAI's calls; a
+malformed call stays in the text. See docs/models.md, "Tool calls in a reply's text".
 """
 
 from __future__ import annotations
@@ -28,6 +14,10 @@ from typing import Any
 BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 # Where a call written as a bare JSON object may begin.
 CALL_OBJECT = re.compile(r'\{\s*"name"\s*:')
+# One tool offered to a model, as OpenAI's API declares it and every server reads it:
+# {"type": "function", "function": {"name": ..., "description": ..., "parameters": {...}}}.
+# It is sent as it is, so it stays the JSON object it is.
+Tool = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -127,7 +117,7 @@ def reply_text(content: str, calls: list[ToolCall]) -> str:
     return "\n".join(part for part in (content, render_tool_calls(calls)) if part)
 
 
-def split_reply(text: str, tools: list[dict[str, Any]] | None) -> tuple[str, list[ToolCall]]:
+def split_reply(text: str, tools: list[Tool] | None) -> tuple[str, list[ToolCall]]:
     """A known reply (a control's, a recorded one) as a server would answer it: its calls
     parsed out when it was asked with tools, else the text as it is."""
     return parse_tool_calls(text) if tools else (text, [])

@@ -45,7 +45,7 @@ from .workload import Workload
 from .xdist import XdistHooks
 
 if TYPE_CHECKING:
-    from ..models.serve import Serving
+    from ..models.engines.serving import Serving
 
 # The most seconds a reference solution is timed for on its HumanEval+ program.
 PLUS_CALIBRATION_LIMIT = 300.0
@@ -156,7 +156,8 @@ def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
     the terminal's layout line."""
     serving = None
     if checked.settings.serve:
-        from ..models.serve import ServeError, serve
+        from ..models.engines.kinds import ServeError
+        from ..models.engines.serving import serve
 
         try:
             serving = serve(checked.settings, workers_of(config))

@@ -24,6 +24,7 @@ from ..agent.syntax import available as syntax_available
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
+from ..models.generation import GenerationConfig
 from ..models.specs import CONTROLS, load_model
 from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
@@ -174,10 +175,10 @@ class Runner:
 
     def _load_model(self) -> Model:
         if self.endpoint is None:
-            return load_model(self.settings.model or "", self.settings)
+            return load_model(self.settings.model or "", GenerationConfig.of(self.settings))
         # The engine's name labels every reply it serves.
         model = load_model("openai:" + self.endpoint["model"], dataclasses.replace(
-            self.settings, base_url=self.endpoint["base_url"],
+            GenerationConfig.of(self.settings), base_urls=(self.endpoint["base_url"],),
             engine=self.endpoint.get("engine", "openai")))
         # What the controller knows of the engine it started and the engine cannot say.
         model.computed_by.update(self.endpoint.get("computed_by") or {})
@@ -230,7 +231,7 @@ class Runner:
         spec = self.settings.repeat_with
         if spec and self._repeat_model is None and self._repeat_error is None:
             try:
-                self._repeat_model = load_model(spec, self.settings)
+                self._repeat_model = load_model(spec, GenerationConfig.of(self.settings))
             except Exception as exc:  # it fails only the repeat checks, once per process
                 self._repeat_error = (f"--humanfix-repeat-with {spec!r} failed to load: "
                                       f"{type(exc).__name__}: {exc}")

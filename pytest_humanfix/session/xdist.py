@@ -10,7 +10,7 @@ from ..devices import DevicePool
 from .runner import Runner
 
 if TYPE_CHECKING:
-    from ..models.serve import Serving
+    from ..models.engines.serving import Serving
 
 
 class Gateway(Protocol):

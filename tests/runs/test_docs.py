@@ -422,7 +422,10 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
 def serve_facts() -> list[dict[str, Any]]:
     """`run.serve` as `--humanfix-serve` writes it, from the code that writes it (no engine is
     started): llama.cpp on a CPU, and one tensor-parallel vLLM engine over four GPUs."""
-    from pytest_humanfix.models.serve import CpuLayout, Engine, ServedModel, Serving
+    from pytest_humanfix.models.engines.commands import CpuLayout
+    from pytest_humanfix.models.engines.kinds import ServedModel
+    from pytest_humanfix.models.engines.launch import Engine
+    from pytest_humanfix.models.engines.serving import Serving
 
     def engine(kind: str, device: str | None, port: int) -> Engine:
         return Engine(ServedModel(kind, "model", "model"), device, port, Path("server.log"), [])

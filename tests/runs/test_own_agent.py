@@ -17,6 +17,7 @@ from openai_stub import StubServer
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.contract import run_agent
 from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.settings import Settings
 
@@ -369,7 +370,7 @@ def test_an_agent_sees_the_hidden_tests_only_where_the_variant_shows_them(tmp_pa
         return task.buggy_code
 
     settings = Settings(model="buggy", variant=variant, iters=1)
-    result = run_agent(agent, "agent", task, lambda: load_model("buggy", settings),
+    result = run_agent(agent, "agent", task, lambda: load_model("buggy", GenerationConfig.of(settings)),
                        CountingSandbox(), settings)
     hidden = task.test.split("def check(")[1]
     assert any(hidden in text for text in seen) == (variant == "tests")
@@ -396,7 +397,7 @@ def test_tool_calls_are_replies_and_run_tests_checks_before_it_runs(tmp_path, ta
         return call.argument("code")
 
     settings = Settings(model="canonical", iters=2)
-    result = run_agent(agent, "agent", task, lambda: load_model("canonical", settings),
+    result = run_agent(agent, "agent", task, lambda: load_model("canonical", GenerationConfig.of(settings)),
                        sandbox, settings)
     assert result.outcome == "fixed" and result.fixed_round == 1 and result.final_attempt == 1
     assert [(a.tool_calls, a.status, a.round) for a in result.attempts] == \
@@ -432,7 +433,7 @@ def test_a_graph_that_ends_without_code_is_its_failure(tasks):
 
     settings = Settings(model="canonical")
     result = run_agent(Graph(), "graph.py:graph", tasks["Python/0"],
-                       lambda: load_model("canonical", settings), CountingSandbox(), settings)
+                       lambda: load_model("canonical", GenerationConfig.of(settings)), CountingSandbox(), settings)
     assert (result.outcome, result.failure) == (
         "unfixed", "graph.py:graph ended without a `code` in its state: give the graph's state "
                    "a code key, set to the final code (or None).")
@@ -495,7 +496,7 @@ def test_code_the_agent_did_not_run_is_graded_on_its_latest_reply_not_run(tasks)
         return task.canonical_code  # in no attempt: it is that last reply's
 
     settings = Settings(model="buggy", iters=1)
-    result = run_agent(agent, "agent", task, lambda: load_model("buggy", settings),
+    result = run_agent(agent, "agent", task, lambda: load_model("buggy", GenerationConfig.of(settings)),
                        CountingSandbox(), settings)
     assert [(a.status, a.round, a.temperature) for a in result.attempts] == \
         [("failed", 0, 0.0), ("graded", 1, 0.5)]

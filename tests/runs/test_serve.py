@@ -22,7 +22,7 @@ from serving import (
     processes_with,
 )
 
-from pytest_humanfix.models import serve as server
+from pytest_humanfix.models.engines import commands, kinds, launch, serving
 from pytest_humanfix.settings import Settings
 
 TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
@@ -31,7 +31,7 @@ TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     log = tmp_path_factory.mktemp("engine") / "server.log"
-    engine = server.launch(Settings(model=str(tiny_model), engine="transformers"), log,
+    engine = launch.launch(Settings(model=str(tiny_model), engine="transformers"), log,
                            timeout=180)
     yield engine
     engine.stop()
@@ -81,38 +81,38 @@ def test_serve_needs_a_model_an_engine_can_load(humanfix_pytester):
 
 
 def test_each_worker_is_pointed_at_an_engine_round_robin():
-    model = server.ServedModel("transformers", "m", "m")
-    engines = [server.Engine(model, str(d), 9000 + d, Path(f"server-{d}.log"), []) for d in (0, 1)]
-    serving = server.Serving(engines)
-    ports = [serving.endpoint_for(w)["base_url"].rsplit(":", 1)[1] for w in ("gw0", "gw1", "gw2")]
+    model = kinds.ServedModel("transformers", "m", "m")
+    engines = [launch.Engine(model, str(d), 9000 + d, Path(f"server-{d}.log"), []) for d in (0, 1)]
+    shared = serving.Serving(engines)
+    ports = [shared.endpoint_for(w)["base_url"].rsplit(":", 1)[1] for w in ("gw0", "gw1", "gw2")]
     assert ports == ["9000/v1", "9001/v1", "9000/v1"]
 
 
 def pretend_installed(monkeypatch, *engines: str) -> None:
     """Only `engines` count as installed, whatever this machine has."""
-    monkeypatch.setattr(server, "installed", lambda kind, python=None: kind.name in engines)
+    monkeypatch.setattr(kinds, "installed", lambda kind, python=None: kind.name in engines)
 
 
 def test_vllm_is_preferred_with_a_gpu(monkeypatch):
     pretend_installed(monkeypatch, "vllm", "llamacpp", "transformers")
     settings = Settings(model="org/model")
-    assert server.choose_engine(settings, server.served_spec("org/model"), gpus=True) == "vllm"
-    assert server.choose_engine(settings, server.served_spec("org/model"), gpus=False) == \
+    assert kinds.choose_engine(settings, kinds.served_spec("org/model"), gpus=True) == "vllm"
+    assert kinds.choose_engine(settings, kinds.served_spec("org/model"), gpus=False) == \
         "transformers"
-    command = server.engine_command(server.ServedModel("vllm", "org/model", "org/model"), 8123,
+    command = commands.engine_command(kinds.ServedModel("vllm", "org/model", "org/model"), 8123,
                                     "0", seed=3)
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert "--port" in command and "8123" in command
 
 
 def test_vllm_parses_tool_calls_only_for_the_tools_agent():
-    vllm = server.ServedModel("vllm", "org/model", "org/model")
+    vllm = kinds.ServedModel("vllm", "org/model", "org/model")
     flags = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
-    command = server.engine_command(vllm, 8123, "0", seed=0, tools=True)
+    command = commands.engine_command(vllm, 8123, "0", seed=0, tools=True)
     assert command[-3:] == flags
-    assert "--tool-call-parser" not in server.engine_command(vllm, 8123, "0", seed=0)
+    assert "--tool-call-parser" not in commands.engine_command(vllm, 8123, "0", seed=0)
     # The user's arguments still come last, to override ours.
-    assert server.engine_command(vllm, 8123, "0", seed=0, engine_args=("--x",),
+    assert commands.engine_command(vllm, 8123, "0", seed=0, engine_args=("--x",),
                                  tools=True)[-4:] == [*flags, "--x"]
 
 
@@ -122,14 +122,14 @@ def test_an_engine_that_is_not_installed_names_its_extra(monkeypatch):
                             ("vllm", "pip install 'pytest-humanfix[vllm]'"),
                             ("vllm", "bash scripts/setup-vllm")):
         settings = Settings(model="org/model", engine=engine)
-        with pytest.raises(server.ServeError, match=re.escape(install)):
-            server.choose_engine(settings, server.served_spec("org/model"), gpus=False)
+        with pytest.raises(kinds.ServeError, match=re.escape(install)):
+            kinds.choose_engine(settings, kinds.served_spec("org/model"), gpus=False)
 
 
 def test_the_llamacpp_engine_takes_every_core_and_the_gguf_itself():
-    model = server.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
-    command = server.engine_command(model, 8123, None, seed=0)
-    assert command[1:3] == ["-m", "pytest_humanfix.models.llamacpp_server"]
+    model = kinds.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
+    command = commands.engine_command(model, 8123, None, seed=0)
+    assert command[1:3] == ["-m", "pytest_humanfix.models.engines.llamacpp"]
     threads = command[command.index("--n_threads") + 1]
     assert threads == str(len(os.sched_getaffinity(0)))
     assert command[command.index("--model") + 1] == "/m/model.gguf"
@@ -140,34 +140,34 @@ def test_one_engine_per_device_respecting_cuda_visible_devices(monkeypatch):
     from pytest_humanfix.settings import Settings
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
-    assert server.serve_devices(Settings(model="m")) == ["2", "5"]
+    assert serving.serve_devices(Settings(model="m")) == ["2", "5"]
     # Numbers in --humanfix-devices count the GPUs left visible, as torch numbers them.
-    assert server.serve_devices(Settings(model="m", devices=("1",))) == ["5"]
+    assert serving.serve_devices(Settings(model="m", devices=("1",))) == ["5"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert server.serve_devices(Settings(model="m")) == [None]
+    assert serving.serve_devices(Settings(model="m")) == [None]
 
 
 def test_tensor_parallel_is_one_vllm_engine_over_every_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5,6,7")
     settings = Settings(model="org/model", serve_layout="tensor-parallel")
-    assert server.serve_devices(settings) == ["2,5,6,7"]
-    assert server.serve_devices(Settings(model="org/model")) == ["2", "5", "6", "7"]
-    vllm = server.ServedModel("vllm", "org/model", "org/model")
-    command = server.engine_command(vllm, 8123, "2,5,6,7", seed=0)
+    assert serving.serve_devices(settings) == ["2,5,6,7"]
+    assert serving.serve_devices(Settings(model="org/model")) == ["2", "5", "6", "7"]
+    vllm = kinds.ServedModel("vllm", "org/model", "org/model")
+    command = commands.engine_command(vllm, 8123, "2,5,6,7", seed=0)
     assert command[command.index("--tensor-parallel-size") + 1] == "4"
     # One GPU per engine: no tensor parallelism.
-    assert "--tensor-parallel-size" not in server.engine_command(vllm, 8123, "2", seed=0)
-    server.check_layout(settings, "vllm")
+    assert "--tensor-parallel-size" not in commands.engine_command(vllm, 8123, "2", seed=0)
+    serving.check_layout(settings, "vllm")
     for engine in ("llamacpp", "transformers"):
-        with pytest.raises(server.ServeError, match="tensor-parallel needs the vllm engine"):
-            server.check_layout(settings, engine)
+        with pytest.raises(kinds.ServeError, match="tensor-parallel needs the vllm engine"):
+            serving.check_layout(settings, engine)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    with pytest.raises(server.ServeError, match="none is visible; drop the option"):
-        server.serve_devices(settings)
+    with pytest.raises(kinds.ServeError, match="none is visible; drop the option"):
+        serving.serve_devices(settings)
     # One GPU is no tensor parallelism either: refused, not run as one engine.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
-    with pytest.raises(server.ServeError, match="only GPU 5 is visible; drop the option"):
-        server.serve_devices(settings)
+    with pytest.raises(kinds.ServeError, match="only GPU 5 is visible; drop the option"):
+        serving.serve_devices(settings)
 
 
 def test_tensor_parallel_on_one_gpu_or_none_is_a_usage_error(humanfix_pytester, monkeypatch):
@@ -180,22 +180,22 @@ def test_tensor_parallel_on_one_gpu_or_none_is_a_usage_error(humanfix_pytester, 
 
 
 def test_vllm_on_a_cpu_starts_eager_in_float32_under_the_users_arguments():
-    vllm = server.ServedModel("vllm", "/m", "/m")
-    command = server.engine_command(vllm, 8123, None, seed=0, engine_args=("--dtype", "bf16"))
-    assert command[-len(server.VLLM_CPU_ARGS) - 2:] == [*server.VLLM_CPU_ARGS, "--dtype", "bf16"]
-    assert "--enforce-eager" not in server.engine_command(vllm, 8123, "0", seed=0)
+    vllm = kinds.ServedModel("vllm", "/m", "/m")
+    command = commands.engine_command(vllm, 8123, None, seed=0, engine_args=("--dtype", "bf16"))
+    assert command[-len(kinds.VLLM_CPU_ARGS) - 2:] == [*kinds.VLLM_CPU_ARGS, "--dtype", "bf16"]
+    assert "--enforce-eager" not in commands.engine_command(vllm, 8123, "0", seed=0)
 
 
 def test_vllm_runs_under_the_python_it_is_given(humanfix_pytester, monkeypatch, tmp_path):
-    vllm = server.ServedModel("vllm", "/m", "/m")
-    assert server.engine_command(vllm, 8123, "0", seed=0)[0] == sys.executable
+    vllm = kinds.ServedModel("vllm", "/m", "/m")
+    assert commands.engine_command(vllm, 8123, "0", seed=0)[0] == sys.executable
     settings = Settings(model="/m", vllm_python="/envs/vllm/bin/python")
-    engine = server.new_engine(vllm, tmp_path / "log", None, settings)
+    engine = launch.new_engine(vllm, tmp_path / "log", None, settings)
     assert engine.command[:3] == ["/envs/vllm/bin/python", "-m",
                                   "vllm.entrypoints.openai.api_server"]
     # Only vLLM's: the other engines are this project's own modules.
-    llamacpp = server.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
-    assert server.new_engine(llamacpp, tmp_path / "log", None, settings).command[0] == \
+    llamacpp = kinds.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
+    assert launch.new_engine(llamacpp, tmp_path / "log", None, settings).command[0] == \
         sys.executable
     # A relative path is the invocation folder's; the environment variable names it too.
     config = humanfix_pytester.parseconfig("--humanfix-vllm-python=.venv-vllm/bin/python")
@@ -207,36 +207,36 @@ def test_vllm_runs_under_the_python_it_is_given(humanfix_pytester, monkeypatch, 
 
 
 def test_whether_an_engine_is_installed_is_asked_of_its_python(tmp_path):
-    present = server.EngineKind("k", ("json", "sqlite3"), "", "/")
-    absent = server.EngineKind("k", ("json", "no_such_module_here"), "", "/")
-    assert server.installed(present, sys.executable)
-    assert not server.installed(absent, sys.executable)
-    assert not server.installed(present, str(tmp_path / "no-python"))
-    with pytest.raises(server.ServeError, match=re.escape(
+    present = kinds.EngineKind("k", ("json", "sqlite3"), "", "/")
+    absent = kinds.EngineKind("k", ("json", "no_such_module_here"), "", "/")
+    assert kinds.installed(present, sys.executable)
+    assert not kinds.installed(absent, sys.executable)
+    assert not kinds.installed(present, str(tmp_path / "no-python"))
+    with pytest.raises(kinds.ServeError, match=re.escape(
             f"vllm: the engine is not installed for {tmp_path / 'no-python'}; install it")
             + ".*bash scripts/setup-vllm.*--humanfix-vllm-python"):
-        server.choose_engine(Settings(model="org/model", engine="vllm",
+        kinds.choose_engine(Settings(model="org/model", engine="vllm",
                                       vllm_python=str(tmp_path / "no-python")),
-                             server.served_spec("org/model"), gpus=False)
+                             kinds.served_spec("org/model"), gpus=False)
 
 
 def test_vllm_takes_a_gguf_dequantized(monkeypatch, tiny_gguf, tmp_path):
     pretend_installed(monkeypatch, "vllm")
-    monkeypatch.setattr(server, "dequantized_folder", lambda gguf: tmp_path / "folder")
-    served = server.served_model(Settings(model=str(tiny_gguf), engine="vllm"), gpus=False)
-    assert served == server.ServedModel("vllm", str(tmp_path / "folder"),
+    monkeypatch.setattr(kinds, "dequantized_folder", lambda gguf: tmp_path / "folder")
+    served = kinds.served_model(Settings(model=str(tiny_gguf), engine="vllm"), gpus=False)
+    assert served == kinds.ServedModel("vllm", str(tmp_path / "folder"),
                                         str(tmp_path / "folder"))
 
 
 def test_vllm_takes_enough_stop_strings_unless_the_user_says_otherwise(monkeypatch, tmp_path):
     show = [sys.executable, "-c", "import os; print(os.environ['VLLM_MAX_STOP_STRINGS'])"]
-    model = server.ServedModel("vllm", "/m", "/m")
-    for users, seen in ((None, server.VLLM_STOP_STRINGS), ("16", "16")):
+    model = kinds.ServedModel("vllm", "/m", "/m")
+    for users, seen in ((None, kinds.VLLM_STOP_STRINGS), ("16", "16")):
         if users is None:
             monkeypatch.delenv("VLLM_MAX_STOP_STRINGS", raising=False)
         else:
             monkeypatch.setenv("VLLM_MAX_STOP_STRINGS", users)
-        engine = server.Engine(model, None, 0, tmp_path / f"{seen}.log", show)
+        engine = launch.Engine(model, None, 0, tmp_path / f"{seen}.log", show)
         engine.start()
         assert engine.process is not None and engine.process.wait(60) == 0
         assert engine.log_path.read_text().splitlines()[-1] == seen
@@ -244,10 +244,10 @@ def test_vllm_takes_enough_stop_strings_unless_the_user_says_otherwise(monkeypat
 
 @pytest.mark.parametrize("engine", ["vllm", "llamacpp", "transformers"])
 def test_engine_args_come_last_in_every_engine_command(engine):
-    model = server.ServedModel(engine, "org/model", "org/model")
+    model = kinds.ServedModel(engine, "org/model", "org/model")
     extra = ("--max-model-len", "8192", "--enforce-eager")
-    plain = server.engine_command(model, 8123, "0", seed=0)
-    assert server.engine_command(model, 8123, "0", seed=0, engine_args=extra) == \
+    plain = commands.engine_command(model, 8123, "0", seed=0)
+    assert commands.engine_command(model, 8123, "0", seed=0, engine_args=extra) == \
         plain + list(extra)
 
 
@@ -264,9 +264,9 @@ def test_engine_args_are_split_as_a_shell_splits_them(humanfix_pytester):
 
 
 def test_the_summary_says_how_the_engines_were_started():
-    model = server.ServedModel("vllm", "m", "m")
-    engines = [server.Engine(model, "0,1", 9000, Path("server-0.log"), [])]
-    facts = server.Serving(engines, "tensor-parallel", ("--enforce-eager",)).facts()
+    model = kinds.ServedModel("vllm", "m", "m")
+    engines = [launch.Engine(model, "0,1", 9000, Path("server-0.log"), [])]
+    facts = serving.Serving(engines, "tensor-parallel", ("--enforce-eager",)).facts()
     assert facts == {"engine": "vllm", "layout": "tensor-parallel",
                      "engine_args": ["--enforce-eager"],
                      "engines": [{"devices": "0,1", "base_url": "http://127.0.0.1:9000/v1"}],
@@ -305,37 +305,37 @@ def test_the_engine_stops_when_the_run_is_interrupted_or_killed(humanfix_pyteste
 
 
 def test_auto_serves_a_gguf_with_llamacpp_on_a_cpu(monkeypatch, tiny_gguf):
-    resolved = server.served_spec(str(tiny_gguf))
+    resolved = kinds.served_spec(str(tiny_gguf))
     settings = Settings(model=str(tiny_gguf))
     pretend_installed(monkeypatch, "vllm", "llamacpp", "transformers")
-    assert server.choose_engine(settings, resolved, gpus=False) == "llamacpp"
-    assert server.choose_engine(settings, resolved, gpus=True) == "vllm"
+    assert kinds.choose_engine(settings, resolved, gpus=False) == "llamacpp"
+    assert kinds.choose_engine(settings, resolved, gpus=True) == "vllm"
     # Without llama.cpp, transformers serve takes the GGUF through a dequantized copy.
     pretend_installed(monkeypatch, "transformers")
-    assert server.choose_engine(settings, resolved, gpus=False) == "transformers"
+    assert kinds.choose_engine(settings, resolved, gpus=False) == "transformers"
 
 
 def test_llamacpp_is_refused_for_a_model_that_is_not_gguf(monkeypatch, tiny_model):
     pretend_installed(monkeypatch, "llamacpp", "transformers")
     settings = Settings(model=str(tiny_model), engine="llamacpp")
-    with pytest.raises(server.ServeError, match="llamacpp serves GGUF files"):
-        server.choose_engine(settings, server.served_spec(str(tiny_model)), gpus=False)
+    with pytest.raises(kinds.ServeError, match="llamacpp serves GGUF files"):
+        kinds.choose_engine(settings, kinds.served_spec(str(tiny_model)), gpus=False)
 
 
 def test_a_gguf_is_dequantized_once_for_transformers_serve(tiny_gguf, tmp_path):
-    folder = server.dequantized_folder(tiny_gguf, tmp_path)
+    folder = kinds.dequantized_folder(tiny_gguf, tmp_path)
     assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
     weights = sorted(folder.glob("*.safetensors"))
     assert weights
     written = [w.stat().st_mtime_ns for w in weights]
     # The second run finds the copy; a changed file gets a copy of its own.
-    assert server.dequantized_folder(tiny_gguf, tmp_path) == folder
+    assert kinds.dequantized_folder(tiny_gguf, tmp_path) == folder
     assert [w.stat().st_mtime_ns for w in weights] == written
     assert not list(tmp_path.glob("*.partial-*"))
     changed = tmp_path / "changed" / tiny_gguf.name
     changed.parent.mkdir()
     changed.write_bytes(tiny_gguf.read_bytes())
-    assert server.dequantized_folder(changed, tmp_path) != folder
+    assert kinds.dequantized_folder(changed, tmp_path) != folder
 
 
 @pytest.mark.slow
@@ -344,12 +344,12 @@ def test_llamacpp_on_a_cpu_shares_the_workers_over_the_cores_and_leaves_nothing(
         humanfix_pytester, tiny_gguf, read_records, monkeypatch, workers):
     # Two cores seen, whatever this machine has: -n 2 is an engine per worker, -n 4 two engines
     # of two slots each, decoded together.
-    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(commands.os, "sched_getaffinity", lambda pid: {0, 1})
     result = humanfix_pytester.runpytest_inprocess(
         "--humanfix-model", str(tiny_gguf), "--humanfix-serve", "--humanfix-max", str(workers),
         "--humanfix-max-new-tokens", "16", "-n", str(workers))
     lines = [out for out in result.outlines if out.startswith("humanfix serve: llamacpp")]
-    layout = server.cpu_layout(workers)
+    layout = commands.cpu_layout(workers)
     assert len(lines) == layout.engines == 2
     assert (layout.threads, layout.slots) == ((1, 1) if workers == 2 else (1, 2))
     reports = humanfix_pytester.path / "reports"
@@ -364,7 +364,7 @@ def test_llamacpp_on_a_cpu_shares_the_workers_over_the_cores_and_leaves_nothing(
     for index, line in enumerate(lines):
         log = reports / f"server-{index}.log"
         command = log.read_text().splitlines()[0]
-        assert "-m pytest_humanfix.models.llamacpp_server" in command
+        assert "-m pytest_humanfix.models.engines.llamacpp" in command
         assert f"--n_threads 1 --parallel {layout.slots} " in command
         # gw0, gw2 go to the first engine, gw1, gw3 to the second: one request per worker.
         assert chat_requests(log) == layout.slots
@@ -374,16 +374,16 @@ def test_llamacpp_on_a_cpu_shares_the_workers_over_the_cores_and_leaves_nothing(
 
 
 def test_the_cpu_layout_gives_an_engine_per_worker_up_to_the_cores_then_slots(monkeypatch):
-    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(8)))
-    layouts = {n: server.cpu_layout(n) for n in (1, 2, 3, 8, 9, 16, 17)}
+    monkeypatch.setattr(commands.os, "sched_getaffinity", lambda pid: set(range(8)))
+    layouts = {n: commands.cpu_layout(n) for n in (1, 2, 3, 8, 9, 16, 17)}
     assert {n: (x.engines, x.threads, x.slots) for n, x in layouts.items()} == {
         1: (1, 8, 1), 2: (2, 4, 1), 3: (3, 2, 1), 8: (8, 1, 1),
         9: (8, 1, 2), 16: (8, 1, 2), 17: (8, 1, 3)}  # never more engines than cores
-    model = server.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
-    command = server.engine_command(model, 8123, None, seed=0, layout=layouts[2])
+    model = kinds.ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
+    command = commands.engine_command(model, 8123, None, seed=0, layout=layouts[2])
     assert command[command.index("--n_threads") + 1] == "4"
     assert command[command.index("--parallel") + 1] == "1"
-    command = server.engine_command(model, 8123, None, seed=0, layout=layouts[16])
+    command = commands.engine_command(model, 8123, None, seed=0, layout=layouts[16])
     assert command[command.index("--n_threads") + 1] == "1"
     assert command[command.index("--parallel") + 1] == "2"
 
@@ -459,14 +459,14 @@ def test_a_shared_engine_and_copies_in_the_workers_are_not_asked_for_together(
 
 def test_the_fallbacks_kv_cache_holds_each_workers_longest_request(tmp_path):
     settings = Settings(model="m", max_new_tokens=512)
-    assert server.request_tokens(settings) == 2048 + 512
-    assert server.request_tokens(dataclasses.replace(settings, iters=2)) == \
+    assert commands.request_tokens(settings) == 2048 + 512
+    assert commands.request_tokens(dataclasses.replace(settings, iters=2)) == \
         2048 + 2 * (512 + 512) + 512
-    assert server.request_tokens(Settings(model="m", max_length=1000)) == 1000
+    assert commands.request_tokens(Settings(model="m", max_length=1000)) == 1000
     # Ten blocks of 256 tokens hold 2,560; the scheduler keeps 15% of the blocks free.
-    assert server.cache_blocks(4, 2560) == 48 and server.cache_blocks(1, 2560) == 12
-    model = server.ServedModel("transformers", "m", "m")
+    assert commands.cache_blocks(4, 2560) == 48 and commands.cache_blocks(1, 2560) == 12
+    model = kinds.ServedModel("transformers", "m", "m")
     for device in (None, "0"):  # sized alike on a CPU and a GPU, never from free memory
-        command = server.new_engine(model, tmp_path / "log", device, settings, workers=4).command
+        command = launch.new_engine(model, tmp_path / "log", device, settings, workers=4).command
         assert command[command.index("--cb-num-blocks") + 1] == "48"
         assert "--cb-max-memory-percent" not in command

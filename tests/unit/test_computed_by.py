@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix import computed_by
 from pytest_humanfix.reporting.cli import main as report_main
 
@@ -170,14 +171,14 @@ def test_determinism_in_process_is_set_as_asked_and_recorded(tiny_model, monkeyp
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     try:
         on = TransformersModel(str(tiny_model), str(tiny_model),
-                               Settings(model=str(tiny_model), deterministic="on"))
+                               GenerationConfig.of(Settings(model=str(tiny_model), deterministic="on")))
         assert torch.are_deterministic_algorithms_enabled()
         assert on.computed_by["determinism"] == {"deterministic_algorithms": True,
                                                  "cublas_workspace": ":4096:8",
                                                  "cudnn_benchmark": False}
         assert on.computed_by["attention"] == "sdpa"
         monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG")
-        off = TransformersModel(str(tiny_model), str(tiny_model), Settings(model=str(tiny_model)))
+        off = TransformersModel(str(tiny_model), str(tiny_model), GenerationConfig.of(Settings(model=str(tiny_model))))
         assert not torch.are_deterministic_algorithms_enabled()
         assert off.computed_by["determinism"]["deterministic_algorithms"] is False
         assert off.computed_by["determinism"]["cublas_workspace"] is None
@@ -191,27 +192,27 @@ def test_determinism_in_process_is_set_as_asked_and_recorded(tiny_model, monkeyp
 
 
 def test_vllm_on_a_gpu_runs_batch_invariant_when_asked_and_says_so(monkeypatch, tmp_path):
-    from pytest_humanfix.models import serve
+    from pytest_humanfix.models.engines import kinds, launch
     from pytest_humanfix.settings import Settings
 
-    monkeypatch.setattr(serve, "gpu_description", lambda device: f"NVIDIA H100 (sm_90) #{device}")
+    monkeypatch.setattr(launch, "gpu_description", lambda device: f"NVIDIA H100 (sm_90) #{device}")
     monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
-    model = serve.ServedModel("vllm", "/m", "/m")
+    model = kinds.ServedModel("vllm", "/m", "/m")
     on = Settings(model="/m", deterministic="on")
-    engine = serve.new_engine(model, tmp_path / "log", "1", on)
+    engine = launch.new_engine(model, tmp_path / "log", "1", on)
     assert engine.environment == (("VLLM_BATCH_INVARIANT", "1"),)
     assert engine.endpoint()["computed_by"] == {
         "device": "NVIDIA H100 (sm_90) #1", "determinism": {"VLLM_BATCH_INVARIANT": "1"}}
     # The user's own value wins, and is what is recorded.
     monkeypatch.setenv("VLLM_BATCH_INVARIANT", "0")
     assert engine.endpoint()["computed_by"]["determinism"] == {"VLLM_BATCH_INVARIANT": "0"}
-    off = serve.new_engine(model, tmp_path / "log", "1", Settings(model="/m"))
+    off = launch.new_engine(model, tmp_path / "log", "1", Settings(model="/m"))
     assert off.environment == () and off.endpoint()["computed_by"]["determinism"] == "off"
     # No batch-invariant mode for vLLM on a CPU, nor for the other engines.
-    assert serve.new_engine(model, tmp_path / "log", None, on).environment == ()
-    llamacpp = serve.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
-    assert serve.new_engine(llamacpp, tmp_path / "log", None, on).environment == ()
-    assert "computed_by" not in serve.new_engine(llamacpp, tmp_path / "log", None, on).endpoint()
+    assert launch.new_engine(model, tmp_path / "log", None, on).environment == ()
+    llamacpp = kinds.ServedModel("llamacpp", "/m.gguf", "/m.gguf")
+    assert launch.new_engine(llamacpp, tmp_path / "log", None, on).environment == ()
+    assert "computed_by" not in launch.new_engine(llamacpp, tmp_path / "log", None, on).endpoint()
 
 
 @pytest.fixture
@@ -248,14 +249,14 @@ def answering(request):
      {"engine": "vllm", "version": "0.26.0", "device": "unknown"}),
 ], indirect=["answering"])
 def test_a_server_says_what_it_computes_with_where_it_can(answering, engine, expected):
-    from pytest_humanfix.models.openai_api import server_computed_by
+    from pytest_humanfix.models.openai_servers import server_computed_by
 
     assert server_computed_by(answering, engine) == expected
 
 
 @pytest.mark.parametrize("answering", [{}], indirect=True)
 def test_a_server_that_says_nothing_is_recorded_as_unknown(answering):
-    from pytest_humanfix.models.openai_api import server_computed_by
+    from pytest_humanfix.models.openai_servers import server_computed_by
 
     described = server_computed_by(answering, "openai")
     assert (described["engine"], described["version"], described["device"]) == \
@@ -267,11 +268,11 @@ def test_transformers_serve_says_nothing_so_the_run_that_started_it_does(tmp_pat
     import torch
     import transformers
 
-    from pytest_humanfix.models import serve
+    from pytest_humanfix.models.engines import kinds, launch
     from pytest_humanfix.settings import Settings
 
-    model = serve.ServedModel("transformers", "/m", "/m")
-    said = serve.new_engine(model, tmp_path / "log", None, Settings(model="/m")).endpoint()
+    model = kinds.ServedModel("transformers", "/m", "/m")
+    said = launch.new_engine(model, tmp_path / "log", None, Settings(model="/m")).endpoint()
     assert said["computed_by"]["version"] == f"transformers {transformers.__version__}"
     assert said["computed_by"]["torch"] == str(torch.__version__)
     assert said["computed_by"]["device"].startswith("cpu (") and \

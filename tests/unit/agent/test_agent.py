@@ -16,6 +16,7 @@ from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.feedback import explained_tests
 from pytest_humanfix.agent.suspicion import guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.session.runner import Runner
@@ -79,7 +80,7 @@ def replay(tmp_path: Path, task_id: str, completions: list[str], **settings) -> 
     with path.open("a", encoding="utf-8") as handle:
         for completion in completions:
             handle.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
-    return Recording(load_model(f"replay:{path}", Settings(**settings)))
+    return Recording(load_model(f"replay:{path}", GenerationConfig.of(Settings(**settings))))
 
 
 @pytest.fixture(params=["langgraph", "plain"])
@@ -368,12 +369,12 @@ def test_a_chat_reply_ends_where_its_first_code_block_closes(task, chat_stop, st
     nothing with `none`; the canonical control, cut there, is still graded fixed."""
     from pytest_humanfix.models.controls import ControlModel
 
-    model = Recording(ControlModel("canonical", "canonical", Settings()))
+    model = Recording(ControlModel("canonical", "canonical", GenerationConfig.of(Settings())))
     result, _ = run(task, model, iters=1, chat_stop=chat_stop)
     assert result.outcome == "fixed"
     assert model.stops == [stop]
     assert result.attempts[0].reply.endswith("```\n") == (chat_stop == "none")
-    buggy = Recording(ControlModel("buggy", "buggy", Settings()))
+    buggy = Recording(ControlModel("buggy", "buggy", GenerationConfig.of(Settings())))
     run(task, buggy, iters=2, chat_stop=chat_stop, resample_temperature=())
     assert buggy.stops == [stop] * 3
     assert Settings(chat_stop=chat_stop).protocol_for("python").get("chat_stop") \
@@ -461,6 +462,6 @@ def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies,
     runner._model = model
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps(runner.record(runner.evaluate(task))) + "\n", encoding="utf-8")
-    again, _ = run(task, load_model(f"replay:{results}", Settings()), iters=2)
+    again, _ = run(task, load_model(f"replay:{results}", GenerationConfig.of(Settings())), iters=2)
     assert statuses(again) == ["failed", "repeat", "passed"]
     assert [a.reply for a in again.attempts] == [replies.wrong[0], replies.wrong_again, replies.fixed]

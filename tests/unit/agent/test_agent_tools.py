@@ -10,6 +10,7 @@ from test_agent import (  # noqa: F401 (fixtures)
     TASK_ID, Recording, Replies, fenced, replay, replies, run, statuses, task, tasks)
 
 from pytest_humanfix.agent import prompts
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.records import graded_round
 from pytest_humanfix.reporting.summary import by_round
@@ -176,7 +177,7 @@ def test_the_docs_variant_runs_the_examples_on_a_call(tmp_path, task, replies, c
 
 def test_the_controls_call_the_tool_and_score_as_they_must(task, dataset, run):
     for spec, outcome in (("canonical", "fixed"), ("buggy", "unfixed")):
-        model = Recording(load_model(spec, Settings()))
+        model = Recording(load_model(spec, GenerationConfig.of(Settings())))
         result, _ = tools_run(run, task, model, iters=1)
         assert result.outcome == outcome
         assert all(a.tool_calls == 1 for a in result.attempts)

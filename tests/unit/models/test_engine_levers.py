@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.models import llamacpp_server
+from pytest_humanfix.models.engines.llamacpp import decode, jobs, protocol
 from pytest_humanfix.models.specs import resolve_spec
 
 CHUNK = 16
@@ -24,8 +24,8 @@ CODE = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n
 FIRST = [{"role": "user", "content": f"{CODE}\nFix bugs in add and mul. Write both again."}]
 
 
-def model(path: Path, **levers) -> llamacpp_server.BatchedModel:
-    return llamacpp_server.BatchedModel(str(path), CONTEXT, threads=1, slots=2, batch=CHUNK,
+def model(path: Path, **levers) -> decode.BatchedModel:
+    return decode.BatchedModel(str(path), CONTEXT, threads=1, slots=2, batch=CHUNK,
                                         **levers)
 
 
@@ -44,15 +44,15 @@ def drafting(smollm2):
     return model(smollm2, prefix_cache=False, draft=4, draft_ngram=3)
 
 
-def job(engine: llamacpp_server.BatchedModel, messages: list[dict[str, str]],
-        max_tokens: int = 48) -> llamacpp_server.Job:
-    prompt, stop = engine.chat_prompt(messages)
-    return llamacpp_server.new_job(engine, {"temperature": 0, "max_tokens": max_tokens},
-                                   prompt, stop, 0)
+def job(engine: decode.BatchedModel, messages: list[dict[str, str]],
+        max_tokens: int = 48) -> jobs.Job:
+    prompt, stop = engine.prompts.chat_prompt(messages)
+    return protocol.new_job(engine, {"temperature": 0, "max_tokens": max_tokens},
+                            prompt, stop, 0)
 
 
-def serve_together(engine: llamacpp_server.BatchedModel,
-                   *jobs: llamacpp_server.Job) -> list[str]:
+def serve_together(engine: decode.BatchedModel,
+                   *jobs: jobs.Job) -> list[str]:
     """Admits the jobs at once, each to the slot the engine picks, and decodes them together
     to their ends; their replies."""
     for each in jobs:
@@ -124,9 +124,9 @@ def test_drafts_are_accepted_and_rejected_and_leave_the_reply_a_function_of_its_
 
 
 def test_a_sampled_reply_is_never_drafted(drafting):
-    prompt, stop = drafting.chat_prompt(FIRST)
-    sampled = llamacpp_server.new_job(drafting, {"temperature": 0.7, "max_tokens": 24,
-                                                 "seed": 3}, prompt, stop, 0)
+    prompt, stop = drafting.prompts.chat_prompt(FIRST)
+    sampled = protocol.new_job(drafting, {"temperature": 0.7, "max_tokens": 24,
+                                          "seed": 3}, prompt, stop, 0)
     serve_together(drafting, sampled)
     assert sampled.lookup is None and sampled.drafted == 0 and len(sampled.tokens) > 1
 

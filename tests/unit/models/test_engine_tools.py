@@ -15,9 +15,11 @@ from serving import engine_http, started_engine
 from test_llamacpp_server import post
 
 from pytest_humanfix.agent import prompts
-from pytest_humanfix.models import llamacpp_server
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models.engines.llamacpp import decode, jobs
 from pytest_humanfix.models.base import ModelLoadError
-from pytest_humanfix.models.openai_api import TOOLS_REFUSED, OpenAIModel
+from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.openai_refusals import TOOLS_REFUSED
 from pytest_humanfix.settings import Settings
 
 TOOLS = [prompts.run_tests_tool("tests")]
@@ -40,17 +42,17 @@ def tools_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine(tools_gguf: Path) -> llamacpp_server.BatchedModel:
+def engine(tools_gguf: Path) -> decode.BatchedModel:
     return started_engine(tools_gguf, 1024, slots=1)
 
 
 @pytest.fixture(scope="module")
-def engine_url(engine: llamacpp_server.BatchedModel) -> Iterator[str]:
+def engine_url(engine: decode.BatchedModel) -> Iterator[str]:
     yield from engine_http(engine)
 
 
 def test_the_template_lays_out_the_tools_the_calls_and_their_results(engine):
-    text, _, _ = engine.chat_text(CALLED, tools=TOOLS)
+    text, _, _ = engine.prompts.chat_text(CALLED, tools=TOOLS)
     # The declaration, where Qwen2.5's template puts it, with the form of a call.
     assert "# Tools\n" in text and json.dumps(TOOLS[0], ensure_ascii=False) in text
     assert "<tool_call>\n{\"name\": <function-name>" in text
@@ -61,7 +63,7 @@ def test_the_template_lays_out_the_tools_the_calls_and_their_results(engine):
     assert "<|im_start|>user\n<tool_response>\nassert 2 == 3\n</tool_response><|im_end|>" in text
     assert text.endswith("<|im_start|>assistant\n")
     # Without tools, no tools section: the same template lays out a plain chat.
-    plain, _, _ = engine.chat_text(CALLED[:1])
+    plain, _, _ = engine.prompts.chat_text(CALLED[:1])
     assert "# Tools" not in plain
 
 
@@ -80,8 +82,8 @@ def test_a_call_in_the_reply_comes_back_as_openais_tool_calls(engine, engine_url
     assert call["type"] == "function" and call["function"]["name"] == "run_tests"
     assert json.loads(call["function"]["arguments"]) == {"code": CODE}
     # The client reads it as the generation's call.
-    model = OpenAIModel("openai:tiny", "tiny", Settings(model="openai:tiny", base_url=engine_url,
-                                                        max_new_tokens=4))
+    model = OpenAIModel("openai:tiny", "tiny", GenerationConfig.of(Settings(model="openai:tiny", base_url=engine_url,
+                                                        max_new_tokens=4)))
     generation = model.generate(CALLED, task=None, tools=TOOLS)
     assert generation.text == "Testing." and generation.finish_reason == "stop"
     assert [(c.name, c.argument("code")) for c in generation.tool_calls] == [("run_tests", CODE)]
@@ -136,9 +138,9 @@ def test_arguments_that_are_not_json_are_a_400(engine_url):
 
 
 def test_a_template_without_tools_refuses_them(tiny_gguf):
-    model = llamacpp_server.BatchedModel(str(tiny_gguf), 256, threads=1, slots=1, batch=64)
-    with pytest.raises(llamacpp_server.RequestError, match="no place for tools"):
-        model.chat_text(CALLED[:1], tools=TOOLS)
+    model = decode.BatchedModel(str(tiny_gguf), 256, threads=1, slots=1, batch=64)
+    with pytest.raises(jobs.RequestError, match="no place for tools"):
+        model.prompts.chat_text(CALLED[:1], tools=TOOLS)
 
 
 def test_a_server_that_refuses_tools_is_an_error_that_names_the_fix():
@@ -146,7 +148,7 @@ def test_a_server_that_refuses_tools_is_an_error_that_names_the_fix():
     refusal = (400, '"auto" tool choice requires --enable-auto-tool-choice and '
                     '--tool-call-parser to be set')
     with StubServer(script=[refusal]) as stub:
-        model = OpenAIModel("openai:m", "m", Settings(model="openai:m", base_url=stub.base_url))
+        model = OpenAIModel("openai:m", "m", GenerationConfig.of(Settings(model="openai:m", base_url=stub.base_url)))
         with pytest.raises(ModelLoadError) as raised:
             model.generate(CALLED[:1], task=None, tools=TOOLS)
     assert TOOLS_REFUSED.advice in str(raised.value) and "answered 400" in str(raised.value)

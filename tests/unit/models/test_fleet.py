@@ -10,7 +10,9 @@ import sys
 import pytest
 from openai_stub import StubServer
 
-from pytest_humanfix.models import openai_api as openai_backend, serve as server
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models import openai_api as openai_backend
+from pytest_humanfix.models.engines import launch
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.settings import Settings
@@ -21,7 +23,7 @@ MESSAGES = [{"role": "user", "content": "Fix bugs in f."}]
 def fleet_model(*stubs: StubServer) -> OpenAIModel:
     urls = ",".join(stub.base_url for stub in stubs)
     return OpenAIModel("openai:stub-model", "stub-model",
-                       Settings(model="openai:stub-model", base_url=urls))
+                       GenerationConfig.of(Settings(model="openai:stub-model", base_url=urls)))
 
 
 def test_each_worker_starts_at_its_own_server(monkeypatch):
@@ -107,7 +109,7 @@ def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tmp
                                                                   humanfix_pytester,
                                                                   spawn_pytest, read_records):
     settings = Settings(model=str(tiny_model), engine="transformers")
-    engines = [server.launch(settings, tmp_path / f"server-{n}.log", timeout=300) for n in (0, 1)]
+    engines = [launch.launch(settings, tmp_path / f"server-{n}.log", timeout=300) for n in (0, 1)]
     try:
         child = spawn_pytest(
             "-p", "no:cacheprovider", f"--humanfix-model=openai:{engines[0].model.name}",

@@ -13,6 +13,7 @@ from tinymodel import CHAT_TEMPLATE
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models import hf as hf_backend
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.hf import TransformersModel, decoding_kwargs, torch_dtype
@@ -36,13 +37,13 @@ def task(dataset: Path):
 
 def tiny(tiny_model: Path, **settings) -> TransformersModel:
     return TransformersModel(str(tiny_model), str(tiny_model),
-                             Settings(model=str(tiny_model), **settings))
+                             GenerationConfig.of(Settings(model=str(tiny_model), **settings)))
 
 
 def test_greedy_at_temperature_zero_and_plain_sampling_otherwise() -> None:
-    assert decoding_kwargs(Settings(max_new_tokens=7)) == {
+    assert decoding_kwargs(GenerationConfig(max_new_tokens=7)) == {
         "max_new_tokens": 7, "repetition_penalty": 1.0, "do_sample": False}
-    assert decoding_kwargs(Settings(temperature=0.2)) == {
+    assert decoding_kwargs(GenerationConfig(temperature=0.2)) == {
         "max_new_tokens": 512, "repetition_penalty": 1.0, "do_sample": True,
         "temperature": 0.2, "top_p": 1.0, "top_k": 0}
 
@@ -134,7 +135,7 @@ def test_a_gguf_file_loads_with_its_own_tokenizer_and_chat_template(
         tiny_model: Path, tiny_gguf: Path, task) -> None:
     import torch
 
-    model = load_model(str(tiny_gguf), Settings(model=str(tiny_gguf), max_new_tokens=12))
+    model = load_model(str(tiny_gguf), GenerationConfig.of(Settings(model=str(tiny_gguf), max_new_tokens=12)))
     assert isinstance(model, TransformersModel) and model.source == str(tiny_gguf)
     assert model.tokenizer.chat_template == CHAT_TEMPLATE and model.prompt == "chat"
     # Dequantized to the dtype of the device it runs on (bf16 on a GPU, fp32 on a CPU).

@@ -1,4 +1,4 @@
-"""Our llama.cpp engine (`models/llamacpp_server.py`), run in this process on SmolLM2's GGUF file
+"""Our llama.cpp engine (`models/engines/llamacpp/`), run in this process on SmolLM2's GGUF file
 (the tiny random-weight model answers every prompt greedily with the same newlines): a reply is a function of its prompt whatever else the slots decode, greedy is llama-cpp-python's
 own argmax, and the OpenAI fields (finish reasons, stop strings, usage, errors) read as a
 client expects."""
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from serving import engine_http, started_engine
 
-from pytest_humanfix.models import llamacpp_server
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models.engines.llamacpp import cli, decode
 
 SLOTS = 3
 CONTEXT = 512
@@ -28,12 +29,12 @@ CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
 
 
 @pytest.fixture(scope="module")
-def engine(smollm2: Path) -> llamacpp_server.BatchedModel:
+def engine(smollm2: Path) -> decode.BatchedModel:
     return started_engine(smollm2, CONTEXT, slots=SLOTS)
 
 
 @pytest.fixture(scope="module")
-def engine_url(engine: llamacpp_server.BatchedModel) -> Iterator[str]:
+def engine_url(engine: decode.BatchedModel) -> Iterator[str]:
     yield from engine_http(engine)
 
 
@@ -121,7 +122,7 @@ def test_a_final_assistant_message_is_continued_from_the_text_transformers_lays_
         engine, engine_url):
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    text, stop, _ = engine.chat_text(PRIMED, continue_final=True)
+    text, stop, _ = engine.prompts.chat_text(PRIMED, continue_final=True)
     template = engine.text.metadata["tokenizer.chat_template"]
     (theirs,), _ = render_jinja_template([PRIMED], chat_template=template,
                                          continue_final_message=True, bos_token="",
@@ -136,7 +137,7 @@ def test_a_final_assistant_message_is_continued_from_the_text_transformers_lays_
     assert status == 200
     assert reply(body) == raw["choices"][0]["text"] and reply(body).strip()
     assert body["usage"] == raw["usage"]
-    assert body["usage"]["prompt_tokens"] == len(engine.chat_prompt(PRIMED, continue_final=True)[0])
+    assert body["usage"]["prompt_tokens"] == len(engine.prompts.chat_prompt(PRIMED, continue_final=True)[0])
     # Not a new answer: the conversation without the start, answered freely, goes otherwise.
     assert reply(body) != reply(chat(engine_url, "", messages=PRIMED[:1]))
 
@@ -145,8 +146,8 @@ def test_the_openai_backend_sends_a_primed_answer_our_engine_continues(engine_ur
     from pytest_humanfix.models.openai_api import OpenAIModel
     from pytest_humanfix.settings import Settings
 
-    model = OpenAIModel("openai:tiny", "tiny", Settings(
-        model="openai:tiny", base_url=engine_url, prompt="primed", max_new_tokens=24))
+    model = OpenAIModel("openai:tiny", "tiny", GenerationConfig.of(Settings(
+        model="openai:tiny", base_url=engine_url, prompt="primed", max_new_tokens=24)))
     assert model.prompt == "primed"
     generation = model.continue_answer(PRIMED[:1], PRIMED[1]["content"], [], task=None)
     direct = chat(engine_url, "", messages=PRIMED, **CONTINUE)
@@ -179,7 +180,7 @@ def test_a_request_the_engine_cannot_serve_is_a_400_that_says_why(engine_url, bo
 def test_layouts_whose_replies_would_depend_on_the_batch_are_refused(arguments, message,
                                                                      capsys):
     with pytest.raises(SystemExit):
-        llamacpp_server.parse_arguments(["--model", "m.gguf", *arguments])
+        cli.parse_arguments(["--model", "m.gguf", *arguments])
     assert message in capsys.readouterr().err
 
 
@@ -236,9 +237,9 @@ def test_max_length_leaves_each_prompt_its_own_room(engine_url, dataset):
     prompt_tokens = completion(engine_url, REPEATING)["usage"]["prompt_tokens"]
 
     def complete(max_length: int):
-        model = OpenAIModel("openai:tiny", "tiny", Settings(
+        model = OpenAIModel("openai:tiny", "tiny", GenerationConfig.of(Settings(
             model="openai:tiny", base_url=engine_url, engine="llamacpp", prompt="completion",
-            max_length=max_length))
+            max_length=max_length)))
         return model.complete(REPEATING, [], task)
 
     roomy = complete(prompt_tokens + 3)

@@ -14,6 +14,7 @@ import pytest
 import importlib.metadata
 import importlib.util
 
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, PACKAGED, ModelSpecError,
                                           ResolvedSpec, check_spec, load_model, resolve_spec)
@@ -84,7 +85,7 @@ def test_openai_spec_dispatches_to_the_openai_backend(monkeypatch: pytest.Monkey
     fake = types.ModuleType("pytest_humanfix.models.openai_api")
     fake.OpenAIModel = lambda *args: made.append(args) or "model"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "pytest_humanfix.models.openai_api", fake)
-    settings = Settings(model="openai:tiny")
+    settings = GenerationConfig.of(Settings(model="openai:tiny"))
     assert load_model("openai:tiny", settings) == "model"
     assert made == [("openai:tiny", "tiny", settings)]
 
@@ -156,7 +157,7 @@ def test_without_the_gguf_package_a_gguf_model_names_the_extra(tmp_path: Path) -
     assert GGUF_INSTALL == "pip install 'pytest-humanfix[gguf]'"
     # A worker loading it directly says the same, before torch or transformers are touched.
     with pytest.raises(ModelLoadError, match=re.escape(GGUF_INSTALL)):
-        load_model(str(path), Settings(model=str(path)))
+        load_model(str(path), GenerationConfig.of(Settings(model=str(path))))
 
 
 @pytest.mark.usefixtures("without_gguf")

@@ -11,9 +11,11 @@ from openai_stub import StubServer
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models import openai_api as openai_backend
 from pytest_humanfix.models.base import ModelLoadError, ModelSpecError, sample_seed
 from pytest_humanfix.models.openai_api import OpenAIModel
+from pytest_humanfix.models.openai_refusals import VLLM_STOP_STRINGS
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
@@ -27,15 +29,15 @@ TASK = SimpleNamespace(task_id="Python/0", language="python")
 
 def model_for(stub: StubServer, **settings) -> OpenAIModel:
     return OpenAIModel("openai:stub-model", "stub-model",
-                       Settings(model="openai:stub-model", base_url=stub.base_url, **settings))
+                       GenerationConfig.of(Settings(model="openai:stub-model", base_url=stub.base_url, **settings)))
 
 
 def test_request_carries_the_protocol_and_usage_comes_from_the_response(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     with StubServer() as stub:
-        model = load_model("openai:stub-model", Settings(
+        model = load_model("openai:stub-model", GenerationConfig.of(Settings(
             model="openai:stub-model", base_url=stub.base_url, temperature=0.7,
-            max_new_tokens=33, seed=5))
+            max_new_tokens=33, seed=5)))
         generation = model.generate(MESSAGES, task=TASK)
         model.generate(MESSAGES, task=TASK, temperature=0)
         model.generate(MESSAGES, task=TASK, temperature=1.0)
@@ -103,7 +105,7 @@ def test_too_many_stop_strings_name_vllms_variable_and_blame_nothing_else():
                 ask(model_for(stub, prompt=prompt))
         message = str(refused.value)
         assert "at most 4 items" in message
-        assert f"VLLM_MAX_STOP_STRINGS={openai_backend.VLLM_STOP_STRINGS}" in message
+        assert f"VLLM_MAX_STOP_STRINGS={VLLM_STOP_STRINGS}" in message
         assert "continue a final assistant message" not in message
         assert "tool calls" not in message
 
@@ -153,7 +155,7 @@ def closed_port() -> int:
 def test_an_unreachable_server_fails_at_load_with_the_fix():
     url = f"http://127.0.0.1:{closed_port()}/v1"
     with pytest.raises(ModelLoadError, match="cannot reach .* --humanfix-base-url") as info:
-        load_model("openai:m", Settings(model="openai:m", base_url=url))
+        load_model("openai:m", GenerationConfig.of(Settings(model="openai:m", base_url=url)))
     assert url in str(info.value)
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.models import serve
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models.engines import kinds
 from pytest_humanfix.models.base import ModelSpecError
 from pytest_humanfix.models.packaged import PARTIAL_SUFFIX, Packaged, cache_path, numbered_parts
 from pytest_humanfix.models.specs import (PACKAGED, ResolvedSpec, check_spec, load_model,
@@ -379,7 +380,7 @@ def test_without_parts_the_model_is_its_hub_gguf_downloaded_only_at_load(
     fake.TransformersModel = (  # type: ignore[attr-defined]
         lambda *args, **kwargs: made.append((args, kwargs)) or "model")
     monkeypatch.setitem(sys.modules, "pytest_humanfix.models.hf", fake)
-    settings = Settings(model=ALIAS)
+    settings = GenerationConfig.of(Settings(model=ALIAS))
     assert load_model(ALIAS, settings) == "model"
     assert hub == [(HUB_ID, HUB_FILE)]
     assert made == [((ALIAS, str(tmp_path / "hub"), settings), {"gguf_file": HUB_FILE})]
@@ -389,10 +390,10 @@ def test_without_parts_a_served_model_is_the_downloaded_hub_gguf(
         fake_model: Callable[..., FakeModel], hub: list[tuple[str, str]],
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake_model(installed=())
-    monkeypatch.setattr(serve, "installed", lambda kind, python=None: True)
-    served = serve.served_model(Settings(model=ALIAS), gpus=False)
+    monkeypatch.setattr(kinds, "installed", lambda kind, python=None: True)
+    served = kinds.served_model(Settings(model=ALIAS), gpus=False)
     local = str(tmp_path / "hub" / HUB_FILE)
-    assert served == serve.ServedModel("llamacpp", local, local)
+    assert served == kinds.ServedModel("llamacpp", local, local)
     assert hub == [(HUB_ID, HUB_FILE)]
 
 
@@ -405,9 +406,9 @@ def test_a_served_model_whose_hub_cannot_be_reached_stops_with_the_install_line(
 
     fake_model(installed=())
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
-    monkeypatch.setattr(serve, "installed", lambda kind, python=None: True)
-    with pytest.raises(serve.ServeError) as error:
-        serve.served_model(Settings(model=ALIAS), gpus=False)
+    monkeypatch.setattr(kinds, "installed", lambda kind, python=None: True)
+    with pytest.raises(kinds.ServeError) as error:
+        kinds.served_model(Settings(model=ALIAS), gpus=False)
     assert str(error.value) == (
         f"{HUB_FILE} is not on this machine and downloading it from the Hub repository "
         f"{HUB_ID} failed (ConnectionError: [Errno 111] Connection refused); install it for "
@@ -416,13 +417,14 @@ def test_a_served_model_whose_hub_cannot_be_reached_stops_with_the_install_line(
 
 HUB_OFFLINE = """
 from pytest_humanfix.models.base import ModelLoadError
+from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
 settings = Settings(model=config["alias"])
 check_spec(config["alias"], settings)
 assert "huggingface_hub" not in sys.modules, "check_spec imported huggingface_hub"
 try:
-    load_model(config["alias"], settings)
+    load_model(config["alias"], GenerationConfig.of(settings))
 except ModelLoadError as exc:
     print(exc)
 else:

@@ -23,7 +23,9 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.extract import continued_code
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.languages import LANGUAGES
-from pytest_humanfix.models import llamacpp_server
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models.engines.llamacpp import decode, jobs, protocol
+from pytest_humanfix.models.engines.llamacpp.chat import PromptText
 from pytest_humanfix.models.hf import TransformersModel, decoding_kwargs
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.models.stopping import function_end, function_end_stops, stop_point
@@ -196,10 +198,10 @@ class ScriptedModel:
 def scripted(script: list[int], **settings: Any) -> TransformersModel:
     model = object.__new__(TransformersModel)
     model.spec, model.source, model.device, model.prompt = "fake", "fake", "cpu", "completion"
-    model.settings = Settings(**settings)
+    model.config = GenerationConfig.of(Settings(**settings))
     model.tokenizer = PieceTokenizer()
     model.model = ScriptedModel(script)  # type: ignore[assignment]
-    model.generate_kwargs = {**decoding_kwargs(model.settings), "eos_token_id": EOS,
+    model.generate_kwargs = {**decoding_kwargs(model.config), "eos_token_id": EOS,
                              "pad_token_id": 0}
     model._replies = Counter()
     return model
@@ -332,11 +334,12 @@ class FakeLlama:
         return "".join(PIECES[t] for t in tokens if special or t not in SPECIAL).encode()
 
 
-def fake_engine() -> llamacpp_server.BatchedModel:
+def fake_engine() -> decode.BatchedModel:
     import threading
 
-    engine = object.__new__(llamacpp_server.BatchedModel)
+    engine = object.__new__(decode.BatchedModel)
     engine.lc = engine.text = FakeLlama()  # type: ignore[assignment]
+    engine.prompts = PromptText(engine.text)
     engine.vocab = engine.ctx = None
     engine.context = 1000
     engine.free = []
@@ -344,10 +347,10 @@ def fake_engine() -> llamacpp_server.BatchedModel:
     return engine
 
 
-def served(script: list[int], body: dict[str, Any]) -> tuple[llamacpp_server.Job, str]:
+def served(script: list[int], body: dict[str, Any]) -> tuple[jobs.Job, str]:
     engine = fake_engine()
-    job = llamacpp_server.new_job(engine, {"max_tokens": 50, "temperature": 0, **body},  # type: ignore[arg-type]
-                                  list(PROMPT_IDS), [], 0, completion=True)
+    job = protocol.new_job(engine, {"max_tokens": 50, "temperature": 0, **body},  # type: ignore[arg-type]
+                           list(PROMPT_IDS), [], 0, completion=True)
     for token in script:
         if not engine.accept(job, token):
             break
@@ -368,9 +371,9 @@ def test_our_llama_cpp_engine_stops_where_the_function_ends():
 
 @pytest.mark.parametrize("value", ["bogus", "braces:0", 3])
 def test_a_bad_function_end_rule_is_refused(value):
-    with pytest.raises(llamacpp_server.RequestError, match="humanfix_function_end"):
-        llamacpp_server.new_job(fake_engine(), {"humanfix_function_end": value},
-                                list(PROMPT_IDS), [], 0, completion=True)
+    with pytest.raises(jobs.RequestError, match="humanfix_function_end"):
+        protocol.new_job(fake_engine(), {"humanfix_function_end": value},
+                         list(PROMPT_IDS), [], 0, completion=True)
 
 
 @pytest.mark.parametrize("engine, expected", [
@@ -391,8 +394,8 @@ def test_a_server_that_cannot_count_the_prompt_is_a_clear_error(task):
     from pytest_humanfix.models.base import ModelLoadError
 
     with StubServer() as stub:
-        model = OpenAIModel("openai:stub", "stub", Settings(
-            model="openai:stub", base_url=stub.base_url, max_length=100, prompt="completion"))
+        model = OpenAIModel("openai:stub", "stub", GenerationConfig.of(Settings(
+            model="openai:stub", base_url=stub.base_url, max_length=100, prompt="completion")))
         with pytest.raises(ModelLoadError, match="--humanfix-max-length counts each prompt's "
                                                  "tokens.*give --humanfix-max-new-tokens"):
             model.complete("def f():", PYTHON_STOP, task)

@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import pytest
 from openai_stub import StubServer
 
-from pytest_humanfix.models import openai_api, serve
+from pytest_humanfix.models.generation import GenerationConfig
+from pytest_humanfix.models import openai_api
+from pytest_humanfix.models.engines import launch
 from pytest_humanfix.models.base import ModelLoadError
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.models.stopping import stop_point
@@ -33,8 +35,8 @@ def model_for(stub: StubServer, tiny_model, engine: str = "transformers",
     """The tiny model's folder names the served model, as --humanfix-serve names a folder: the
     client counts a cut reply's prompt with its tokenizer."""
     name = str(tiny_model)
-    return OpenAIModel(f"openai:{name}", name, Settings(
-        model=f"openai:{name}", base_url=stub.base_url, engine=engine, **settings))
+    return OpenAIModel(f"openai:{name}", name, GenerationConfig.of(Settings(
+        model=f"openai:{name}", base_url=stub.base_url, engine=engine, **settings)))
 
 
 def tokenizer_count(tiny_model, messages=None, prompt=None, streamed=None) -> int:
@@ -152,13 +154,13 @@ def cpu_seconds(pid: int) -> float:
 def test_transformers_serve_stops_at_the_stop_and_counts_what_it_generated(tmp_path):
     """The real fallback on smollm2: no reply runs past its stop, the tokens counted are fewer
     than the limit, and the engine stops computing once the stream is closed."""
-    engine = serve.launch(Settings(model="smollm2", engine="transformers"),
+    engine = launch.launch(Settings(model="smollm2", engine="transformers"),
                           tmp_path / "server.log")
     try:
         limit = 96
-        model = OpenAIModel(f"openai:{engine.model.name}", engine.model.name, Settings(
+        model = OpenAIModel(f"openai:{engine.model.name}", engine.model.name, GenerationConfig.of(Settings(
             model=f"openai:{engine.model.name}", base_url=engine.base_url,
-            engine="transformers", max_new_tokens=limit))
+            engine="transformers", max_new_tokens=limit)))
         chat = model.generate([{"role": "user", "content": "Write a Python function that adds "
                                 "two numbers, in a code block."}], TASK, stop=STOP)
         idle_from = cpu_seconds(engine.pid)

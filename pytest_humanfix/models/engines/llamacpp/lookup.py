@@ -1,12 +1,6 @@
-"""Prompt-lookup drafting for the llama.cpp engine's greedy replies (issue 21 point 2).
-
-A repair copies long spans of what it was shown: the buggy function, and in a repair round its
-own earlier reply. So the tokens that follow the reply's last few tokens are guessed from where
-those tokens last occurred earlier in the prompt or the reply (prompt-lookup decoding, as
-transformers' `prompt_lookup_num_tokens` and llama.cpp's `lookup` example draft), and the engine
-checks all the guesses in one decode, keeping those the model itself would have chosen.
-
-Only the standard library here: the engine's process imports this module.
+"""Prompt-lookup drafting for our llama.cpp engine's greedy replies (`--draft`): the tokens that
+followed the reply's last n-gram where it occurred earlier in the prompt or reply, for the
+engine to check in one decode. Standard library only. See docs/models.md, "Levers for speed".
 """
 
 from __future__ import annotations

@@ -1,0 +1,196 @@
+"""One engine started: its process in a session (process group) of its own on a free loopback
+port, its log in the report folder, waited for until healthy, and stopped with its whole group;
+the kernel kills it when the controller dies outright (PR_SET_PDEATHSIG). See docs/models.md,
+"OpenAI-compatible servers and a shared engine".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ... import computed_by
+from ...devices import gpu_description
+from ...processes import stop_group
+from ...settings import Settings
+from .commands import HOST, CpuLayout, cache_blocks, engine_command, request_tokens
+from .kinds import (
+    ENGINE_KINDS,
+    LOG_TAIL_CHARS,
+    ServedModel,
+    ServeError,
+    engine_python,
+    served_model,
+)
+
+START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy
+STOP_GRACE = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    # SIGKILL, not SIGTERM: a server busy in native code (llama.cpp's decode loop) may not run
+    # its Python signal handler until the request ends; nothing is left for it to save.
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def log_tail(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return text[-LOG_TAIL_CHARS:].strip() or "(empty log)"
+
+
+@dataclass
+class Engine:
+    model: ServedModel
+    device: str | None
+    port: int
+    log_path: Path
+    command: list[str]
+    # Set for this engine, under the user's own environment (which wins).
+    environment: tuple[tuple[str, str], ...] = ()
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @functools.cached_property
+    def gpu(self) -> str:
+        """The engine's GPU as nvidia-smi names it: asked once, however many workers it has."""
+        assert self.device is not None
+        return gpu_description(self.device)
+
+    @property
+    def described(self) -> dict[str, Any]:
+        """What computes this engine's replies that the engine does not say itself: its GPU and
+        determinism settings; and all of it for `transformers serve`, which says nothing
+        (run in this environment: its versions and its CPU kernels are this process's)."""
+        described: dict[str, Any] = {}
+        if self.device is not None:
+            variables = dict(self.environment)
+            variables.update((k, v) for k, v in os.environ.items() if k in variables)
+            described = {"device": self.gpu, "determinism": variables or "off"}
+        if self.model.engine == "transformers":
+            import torch
+
+            described.update(computed_by.transformers_served(
+                metadata.version("transformers"), str(torch.__version__),
+                self.gpu if self.device is not None else computed_by.torch_device(torch, "cpu"),
+                # base_command: float32 on a CPU, the checkpoint's own dtype on a GPU.
+                "float32" if self.device is None else "auto"))
+        return described
+
+    def endpoint(self) -> dict[str, Any]:
+        """What a worker needs to reach this engine, and what the engine does not say of itself
+        (`described`): plain data for `workerinput`."""
+        endpoint: dict[str, Any] = {"base_url": self.base_url, "model": self.model.name,
+                                    "engine": self.model.engine}
+        if self.described:
+            endpoint["computed_by"] = self.described
+        return endpoint
+
+    def start(self) -> None:
+        env = dict(ENGINE_KINDS[self.model.engine].environment + self.environment)
+        env.update(os.environ, HF_HUB_DISABLE_UPDATE_CHECK="1")
+        if self.device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.device
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = self.log_path.open("wb")
+        except OSError as exc:
+            raise ServeError(f"cannot write the engine log {self.log_path}: "
+                             f"{exc.strerror or exc}") from None
+        with log:
+            log.write(f"# {shlex.join(self.command)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+
+    def healthy(self) -> bool:
+        url = f"http://{HOST}:{self.port}{ENGINE_KINDS[self.model.engine].health_path}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                status: int = response.status
+                return status == 200
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.healthy():
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise ServeError(self._failure(f"exited with status {self.process.returncode}"))
+            if time.monotonic() > deadline:
+                raise ServeError(self._failure(f"was not healthy after {timeout:g} s"))
+            time.sleep(0.25)
+
+    def _failure(self, what: str) -> str:
+        return (f"the {self.model.engine} engine for {self.model.source!r} "
+                f"({shlex.join(self.command[1:4])} ...) {what}; its log is {self.log_path}, "
+                f"ending:\n{log_tail(self.log_path)}")
+
+    def stop(self) -> None:
+        """Ends the engine's whole process group, politely first."""
+        if self.process is None or self.process.returncode is not None:
+            return
+        stop_group(self.process, STOP_GRACE)
+
+
+def new_engine(model: ServedModel, log_path: Path, device: str | None,
+               settings: Settings, layout: CpuLayout | None = None, workers: int = 1) -> Engine:
+    """One engine, not started; `workers`: the xdist workers it serves, each with one request
+    at a time."""
+    port = free_port()
+    # vLLM's batch-invariant kernels: a reply no longer depends on what else its batch holds.
+    deterministic = (("VLLM_BATCH_INVARIANT", "1"),) \
+        if model.engine == "vllm" and device is not None and settings.determinism else ()
+    return Engine(model, device, port, log_path,
+                  engine_command(model, port, device, settings.seed, settings.engine_args,
+                                 layout, tools=settings.agent == "tools",
+                                 kv_blocks=cache_blocks(workers, request_tokens(settings)),
+                                 python=engine_python(settings, model.engine)), deterministic)
+
+
+def launch(settings: Settings, log_path: Path, device: str | None = None,
+           timeout: float = START_TIMEOUT) -> Engine:
+    """Starts one engine for `settings.model` and waits until it answers; stops it again if it
+    never does."""
+    engine = new_engine(served_model(settings, gpus=device is not None), log_path, device,
+                        settings)
+    engine.start()
+    try:
+        engine.wait_healthy(timeout)
+    except BaseException:
+        engine.stop()
+        raise
+    return engine

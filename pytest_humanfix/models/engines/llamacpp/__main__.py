@@ -1,0 +1,5 @@
+"""`python -m pytest_humanfix.models.engines.llamacpp`: our llama.cpp engine (`cli`)."""
+
+from .cli import main
+
+main()
