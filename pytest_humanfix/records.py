@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypedDict, cast, get_args
 
+from .protocol import RecordedProtocol
+
 if TYPE_CHECKING:
     from .dataset import Task
 
@@ -131,7 +133,7 @@ class Record(TypedDict, total=False):
     plus_known_failure: str
     run_id: str
     model: str | None
-    protocol: dict[str, Any]
+    protocol: RecordedProtocol
     dataset: str
     dataset_hash: str
     shard: dict[str, Any] | None
@@ -287,65 +289,6 @@ def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
 
 
 _RESULT_FIELDS = {f.name for f in fields(TaskResult)}
-
-
-def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
-                    dataset_hash: str | None) -> dict[str, Any]:
-    """What must agree for two records to be compared or one to stand for the other."""
-    return {"model": model, "protocol": protocol, "dataset_hash": dataset_hash}
-
-
-def without_model(fingerprint: dict[str, Any]) -> dict[str, Any]:
-    """What a baseline must share with a run: all of the fingerprint but what is evaluated,
-    the model and the agent (the protocol's `agent`), so that two of either compare."""
-    kept = {key: value for key, value in fingerprint.items() if key != "model"}
-    if isinstance(kept.get("protocol"), dict):
-        kept["protocol"] = {k: v for k, v in kept["protocol"].items() if k != "agent"}
-    return kept
-
-
-# Protocol fields added after records were first written, with the value every record written
-# before them was made under (a missing "prompt": the chat template, which auto chose then; a
-# missing "strict": flagged fixes were not looked for, so none was scored unfixed; a missing
-# "language": only Python was evaluated).
-PROTOCOL_DEFAULTS: dict[str, Any] = {"prompt": "auto", "strict": False, "language": "python"}
-
-
-def record_language(record: Record) -> str:
-    protocol = record.get("protocol")
-    in_protocol = protocol.get("language") if isinstance(protocol, dict) else None
-    return str(record.get("language") or in_protocol or PROTOCOL_DEFAULTS["language"])
-
-
-def record_fingerprint(record: Record) -> dict[str, Any]:
-    protocol = record.get("protocol")
-    if isinstance(protocol, dict):
-        protocol = {**PROTOCOL_DEFAULTS, **protocol}
-    return run_fingerprint(record.get("model"), protocol, record.get("dataset_hash"))
-
-
-def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
-    """`name: found there, wanted here` for each key of `wanted` that differs (the protocol
-    field by field)."""
-    lines = []
-    for key in wanted:
-        if key == "protocol" and isinstance(found.get(key), dict) and isinstance(wanted[key], dict):
-            for name, value in wanted[key].items():
-                if found[key].get(name) != value:
-                    lines.append(f"{name}: {found[key].get(name)!r} there, {value!r} here")
-        elif found.get(key) != wanted[key]:
-            lines.append(f"{key}: {found.get(key)!r} there, {wanted[key]!r} here")
-    return lines
-
-
-def language_differences(record: Record, wanted: dict[str, dict[str, Any]]
-                         ) -> tuple[str | None, list[str]]:
-    """`fingerprint_differences` against the fingerprint of the record's language in
-    `wanted` (by language); first, the record's language when the run has none of it."""
-    language = record_language(record)
-    if language not in wanted:
-        return language, []
-    return None, fingerprint_differences(record_fingerprint(record), wanted[language])
 
 
 class JsonlError(ValueError):

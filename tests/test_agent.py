@@ -19,6 +19,7 @@ from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
 TASK_ID = "Python/0"  # has_close_elements: the bug is a missing abs()
@@ -413,7 +414,7 @@ def test_a_chat_reply_ends_where_its_first_code_block_closes(task, chat_stop, st
     buggy = Recording(ControlModel("buggy", "buggy", Settings()))
     run(task, buggy, iters=2, chat_stop=chat_stop, resample_temperature=())
     assert buggy.stops == [stop] * 3
-    assert Settings(chat_stop=chat_stop).protocol_for("python").get("chat_stop") \
+    assert RunProtocol.of(Settings(chat_stop=chat_stop), "python").to_json().get("chat_stop") \
         == (None if chat_stop == "none" else chat_stop)
 
 

@@ -14,6 +14,7 @@ from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.records import graded_round
 from pytest_humanfix.reporting.summary import by_round
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
 
@@ -201,7 +202,7 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
     assert [a["status"] for a in records[1]["attempts"]][:4] == \
         ["failed", "repeat", "repeat", "repeat"]
     assert all(a["tool_calls"] == 1 for r in records for a in r["attempts"])
-    assert Settings(iters=3).protocol_for("python").get("agent") is None
+    assert RunProtocol.of(Settings(iters=3), "python").to_json().get("agent") is None
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

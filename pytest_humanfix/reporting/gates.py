@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..computed_by import differences
-from ..records import SCORED, JsonlError, Record, language_differences, read_records
+from ..protocol import Fingerprint, language_differences
+from ..records import SCORED, JsonlError, Record, read_records
 from .stats import mcnemar_exact, pct
 
 
@@ -22,7 +23,7 @@ class BaselineError(Exception):
     """The baseline cannot be compared with this run; the message says why."""
 
 
-def load_baseline(path: Path, wanted: dict[str, dict[str, Any]]) -> dict[str, Record]:
+def load_baseline(path: Path, wanted: dict[str, Fingerprint]) -> dict[str, Record]:
     """The baseline's records by task id (the last one wins), refused unless they were made
     under this run's protocol and on the same dataset content, in one of its languages
     (`wanted`: the protocol and dataset hash by language)."""

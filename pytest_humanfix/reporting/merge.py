@@ -15,14 +15,8 @@ from typing import Any
 
 from .. import computed_by
 from ..dataset import task_number
-from ..records import (
-    JsonlError,
-    Record,
-    fingerprint_differences,
-    latest_per_task,
-    read_records,
-    record_fingerprint,
-)
+from ..protocol import fingerprint_differences, record_fingerprint
+from ..records import JsonlError, Record, latest_per_task, read_records
 
 
 class MergeError(Exception):

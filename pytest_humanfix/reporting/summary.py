@@ -25,7 +25,8 @@ from importlib import metadata
 from typing import Any
 
 from ..computed_by import compared, describe
-from ..records import Record, attempt_round, graded_round, record_language
+from ..protocol import record_language
+from ..records import Record, attempt_round, graded_round
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 

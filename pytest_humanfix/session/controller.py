@@ -20,7 +20,8 @@ from ..devices import DeviceError, DevicePool, pin
 from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
-from ..records import JsonlWriter, Record, ReportError, run_fingerprint, without_model
+from ..protocol import RunProtocol, run_fingerprint, without_model
+from ..records import JsonlWriter, Record, ReportError
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -234,7 +235,7 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
                             "baseline: give --humanfix-baseline PATH too.")
     # What a record of each language must agree with to be resumed (a baseline may be of
     # another model).
-    wanted = {name: run_fingerprint(settings.model, settings.protocol_for(name),
+    wanted = {name: run_fingerprint(settings.model, RunProtocol.of(settings, name).to_json(),
                                     workload.dataset_hashes[name])
               for name in workload.languages}
     baseline = None

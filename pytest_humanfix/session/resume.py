@@ -9,23 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from ..records import (
-    SCORED,
-    JsonlError,
-    Record,
-    language_differences,
-    read_records,
-    rewrite_jsonl,
-)
+from ..protocol import Fingerprint, language_differences
+from ..records import SCORED, JsonlError, Record, read_records, rewrite_jsonl
 
 
 class ResumeError(Exception):
     """The results file cannot be resumed; the message says why and what to do."""
 
 
-def load_finished(path: Path, wanted: dict[str, dict[str, Any]],
+def load_finished(path: Path, wanted: dict[str, Fingerprint],
                   selected: Iterable[str]) -> dict[str, Record]:
     """Finished records by task id, after repairing the file in place; `wanted` is the
     fingerprint each language's records must have.

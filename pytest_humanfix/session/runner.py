@@ -26,6 +26,7 @@ from ..models.specs import CONTROLS, load_model
 from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
+from ..protocol import RecordedProtocol, RunProtocol
 from ..records import Record, Sample, TaskResult
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
@@ -137,14 +138,8 @@ class Runner:
         return lines
 
     @property
-    def protocol(self) -> dict[str, Any]:
-        """The run's protocol: its language's, or with several languages the languages and
-        each one's time limit."""
-        languages = self.workload.languages
-        if len(languages) == 1:
-            return self.settings.protocol_for(languages[0])
-        return {**self.settings.protocol_for(languages[0]), "language": ",".join(languages),
-                "timeout": {name: self.settings.timeout_for(name) for name in languages}}
+    def protocol(self) -> RecordedProtocol:
+        return RunProtocol.of_run(self.settings, self.workload.languages)
 
     @property
     def uses_langgraph(self) -> bool:
@@ -319,7 +314,7 @@ class Runner:
             "language": task.language,
             # The reference solution cannot pass here: counted apart, never scored.
             **({"known_failure": known_failure} if known_failure else {}),
-            "protocol": self.settings.protocol_for(task.language),
+            "protocol": RunProtocol.of(self.settings, task.language).to_json(),
             "dataset": self.workload.sources[task.language],
             "dataset_hash": self.workload.dataset_hashes[task.language],
             "shard": self.workload.shard,
