@@ -14,6 +14,7 @@ from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.records import graded_round
 from pytest_humanfix.reporting.summary import by_round
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.session.state import RunState
 from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
@@ -191,7 +192,7 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
     rows.append((other.task_id, called(other.buggy_code)))
     path.write_text("".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in rows))
     runner = Runner(Settings(model=f"replay:{path}", dataset=str(dataset), iters=3,
-                             agent="tools"), "run-tools")
+                             agent="tools"), RunState("run-tools"))
     records = [json.loads(json.dumps(runner.record(runner.evaluate(t))))
                for t in (tasks[TASK_ID], other)]
     assert [r["protocol"]["agent"] for r in records] == ["tools", "tools"]

@@ -41,6 +41,7 @@ from .items import earlier_run
 from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
+from .state import RunState
 from .workload import Workload
 from .xdist import XdistHooks
 
@@ -169,7 +170,7 @@ def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
-                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+                     ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
     """The canonical solutions' times that set each task's limit, and under
     --humanfix-tests plus EvalPlus's reference's times on each input: measured before any
     worker starts, on an idle harness."""
@@ -204,14 +205,15 @@ def calibrate_limits(config: pytest.Config, checked: Checked
 
 
 def register(config: pytest.Config, checked: Checked, serving: Serving | None,
-             canonical_seconds: dict[str, Any], plus_reference: dict[str, Any]) -> Runner:
+             canonical_seconds: dict[str, float],
+             plus_reference: dict[str, dict[str, Any]]) -> Runner:
     """The controller's Runner, and its plugins: the Controller, which writes every file, and
     the xdist hooks that hand the workers their state."""
     settings = checked.settings
-    runner = Runner(settings, new_run_id(), workload=checked.workload,
+    state = RunState(new_run_id(), resumed=checked.resumed, canonical_seconds=canonical_seconds,
+                     plus_reference=plus_reference)
+    runner = Runner(settings, state, workload=checked.workload,
                     sandbox_choice=checked.sandbox_choice, device=checked.device,
-                    resumed=checked.resumed, canonical_seconds=canonical_seconds,
-                    plus_reference=plus_reference,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
     controller = Controller(config, runner, checked.baseline,
                             serving.facts() if serving is not None else None)
@@ -296,7 +298,7 @@ class Controller:
             self.rerun_logged = True
             if not record.get("reruns"):
                 record = {**record, "reruns": [earlier_run(earlier)]}
-        if task_id not in self.runner.resumed:
+        if task_id not in self.runner.state.resumed:
             self.writer.write(record)
         self.records[task_id] = record
 
@@ -398,8 +400,8 @@ class Controller:
         summary = self.summary or summary_mod.build(list(self.records.values()),
                                                     self.run_facts())
         lines = terminal.summary_lines(summary)
-        if self.runner.resumed:
-            lines.append(f"resumed: {len(self.runner.resumed)} task(s) reported from "
+        if self.runner.state.resumed:
+            lines.append(f"resumed: {len(self.runner.state.resumed)} task(s) reported from "
                          f"{self.writer.path} without running again")
         lines += [f"wrote {path}" for path in self.files()]
         if self.report_problem:

@@ -89,7 +89,7 @@ class TaskItem(pytest.Item):
         if self.humanfix_record is not None:
             self.reruns.append(earlier_run(self.humanfix_record))
             self.user_properties.clear()
-        record = runner.resumed.get(self.task.task_id)
+        record = runner.state.resumed.get(self.task.task_id)
         if record is not None:  # --humanfix-resume: reproduce the recorded outcome
             self.result = TaskResult.from_record(record)
             self.humanfix_record = record

@@ -34,6 +34,7 @@ from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .calibration import task_limit
 from .repeat import repeat_check, repeated
+from .state import RunState
 from .timeouts import OffClock
 from .workload import Workload
 
@@ -60,14 +61,11 @@ class Runner:
     passed in, never set afterwards. The dataset and the sandbox, when not passed, are loaded
     on first use (tests build bare runners)."""
 
-    def __init__(self, settings: Settings, run_id: str, *, workload: Workload | None = None,
+    def __init__(self, settings: Settings, state: RunState, *, workload: Workload | None = None,
                  sandbox_choice: Choice | None = None, device: str | None = None,
-                 endpoint: dict[str, Any] | None = None,
-                 resumed: dict[str, Record] | None = None,
-                 canonical_seconds: dict[str, float] | None = None,
-                 plus_reference: dict[str, dict[str, Any]] | None = None) -> None:
+                 endpoint: dict[str, Any] | None = None) -> None:
         self.settings = settings
-        self.run_id = run_id
+        self.state = state
         # Given ones stand in for the cached properties below.
         if workload is not None:
             self.__dict__["workload"] = workload
@@ -78,15 +76,6 @@ class Runner:
         # Under --humanfix-serve: {"base_url", "model", "engine"} of the shared engine
         # answering instead.
         self.endpoint = endpoint
-        # --humanfix-resume: finished records by task id, decided by the controller.
-        self.resumed: dict[str, Record] = resumed or {}
-        # The canonical solution's seconds per task on this machine (session/calibration),
-        # timed by the controller; a task without one runs under --humanfix-timeout.
-        self.canonical_seconds: dict[str, float] = canonical_seconds or {}
-        # --humanfix-tests plus: EvalPlus's reference solution's seconds on each task's
-        # HumanEval+ program and its CPU seconds on each input (plus.reference_times), timed
-        # the same way.
-        self.plus_reference: dict[str, dict[str, Any]] = plus_reference or {}
         self._toolchains: dict[str, Sandbox] = {}
         self._model: Model | None = None
         self._model_error: str | None = None
@@ -237,11 +226,11 @@ class Runner:
     def limit_for(self, task: Task) -> float:
         """The wall-clock limit of the task's executions."""
         return task_limit(self.settings.timeout_for(task.language), self.settings.timeout_factor,
-                          self.canonical_seconds.get(task.task_id))
+                          self.state.canonical_seconds.get(task.task_id))
 
     def plus_input_limits(self, task: Task) -> list[float]:
         """The CPU seconds each HumanEval+ input of the task may take, as EvalPlus sets them."""
-        return input_limits(self.plus_reference.get(task.task_id, {}).get("inputs", []))
+        return input_limits(self.state.plus_reference.get(task.task_id, {}).get("inputs", []))
 
     def plus_limit_for(self, task: Task) -> float:
         """The wall-clock limit of the task's HumanEval+ execution, a backstop behind its
@@ -250,11 +239,11 @@ class Runner:
         return max(program_limit(self.plus_input_limits(task)),
                    task_limit(self.settings.timeout_for(task.language),
                               self.settings.timeout_factor,
-                              self.plus_reference.get(task.task_id, {}).get("seconds")))
+                              self.state.plus_reference.get(task.task_id, {}).get("seconds")))
 
     def plus_time_limit(self, task: Task) -> dict[str, Any]:
         """Which limits the HumanEval+ execution ran under, and what they were set from."""
-        reference = self.plus_reference.get(task.task_id, {})
+        reference = self.state.plus_reference.get(task.task_id, {})
         return {"seconds": self.plus_limit_for(task),
                 "reference_seconds": reference.get("seconds"),
                 "inputs": {"clock": "cpu", "floor": MIN_TIME_LIMIT,
@@ -308,7 +297,7 @@ class Runner:
         task = self.workload.task(result.task_id)
         known_failure = LANGUAGES[task.language].known_failures.get(task.task_id)
         return {
-            "run_id": self.run_id,
+            "run_id": self.state.run_id,
             "model": self.settings.model,
             **result.to_dict(),
             "language": task.language,
@@ -323,7 +312,7 @@ class Runner:
             "device": self.device,
             # Which limit applied: the calibrated one, and what it was calibrated from.
             "time_limit": {"seconds": self.limit_for(task),
-                           "canonical_seconds": self.canonical_seconds.get(result.task_id),
+                           "canonical_seconds": self.state.canonical_seconds.get(result.task_id),
                            "factor": self.settings.timeout_factor,
                            "floor": self.settings.timeout_for(task.language)},
             **({"plus_known_failure": PLUS_KNOWN_FAILURES[task.task_id]}
