@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_humanfix.records import latest_per_task, read_jsonl
+from pytest_humanfix.jsonl import read_jsonl
+from pytest_humanfix.records import latest_per_task
 
 
 def replies(record: dict[str, Any]) -> list[str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.records import read_jsonl
+from pytest_humanfix.jsonl import read_jsonl
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.choose import Choice, make_sandbox
 from pytest_humanfix.sandbox.environment import Limits

@@ -6,7 +6,7 @@ import types
 import pytest
 
 from pytest_humanfix import records as records_module
-from pytest_humanfix.records import JsonlError, JsonlWriter, read_jsonl
+from pytest_humanfix.jsonl import JsonlError, JsonlWriter, read_jsonl
 from pytest_humanfix.reporting.junit import junit_properties
 from pytest_humanfix.reporting.summary import build
 from pytest_humanfix.reporting.terminal import pass_line

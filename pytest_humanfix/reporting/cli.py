@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..jsonl import JsonlError
 from ..protocol import fingerprint_differences, record_fingerprint, record_language, without_model
-from ..records import JsonlError, Record, latest_per_task, read_records
+from ..records import Record, latest_per_task, read_records
 from . import files, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..computed_by import differences
+from ..jsonl import JsonlError
 from ..protocol import Fingerprint, language_differences
-from ..records import SCORED, JsonlError, Record, read_records
+from ..records import SCORED, Record, read_records
 from .stats import mcnemar_exact, pct
 
 

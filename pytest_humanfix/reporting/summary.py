@@ -26,7 +26,7 @@ from typing import Any
 
 from ..computed_by import compared, describe
 from ..protocol import record_language
-from ..records import Record, attempt_round, graded_round
+from ..records import Record, Shard, TimeLimit, attempt_round, graded_round
 from .gates import Comparison, GateCheck
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
@@ -187,7 +187,7 @@ def plus(records: list[Record]) -> dict[str, Any] | None:
     }
 
 
-def _shard_label(shard: dict[str, Any] | None) -> dict[str, Any] | None:
+def _shard_label(shard: Shard | None) -> dict[str, Any] | None:
     """The shard a run's records were dealt (its task list stays in the records)."""
     if not shard:
         return None
@@ -250,7 +250,7 @@ def timeouts(records: list[Record]) -> dict[str, Any]:
     first execution was lost before it started and ran once more (sandbox/rerun)."""
     verdicts = [r.get("verdict") or {} for r in records]
     rerun = [v for v in verdicts if v.get("rerun")]
-    limits = [float((r.get("time_limit") or {}).get("seconds") or 0) for r in records]
+    limits = [float((r.get("time_limit") or TimeLimit()).get("seconds") or 0) for r in records]
     return {"timed_out": sum(v.get("status") == "timeout" for v in verdicts),
             "rerun": len(rerun),
             "rerun_finished": sum(v.get("status") != "timeout" for v in rerun),

@@ -17,11 +17,12 @@ import pytest
 
 from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
+from ..jsonl import JsonlWriter, ReportError
 from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..protocol import RunProtocol, run_fingerprint, without_model
-from ..records import JsonlWriter, Record, ReportError
+from ..records import Record
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,

@@ -19,7 +19,7 @@ from ..agent.graph import repair
 from ..dataset import Task
 from ..models.base import Generation, Message, Model, PromptKind, RecordedAnswers, settle_prompt
 from ..models.toolcalls import split_reply
-from ..records import TaskResult
+from ..records import RepeatCheck, TaskResult
 from ..sandbox.environment import Sandbox
 from ..settings import Settings
 
@@ -63,7 +63,7 @@ def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, setti
 
 
 def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
-                 settings: Settings, langgraph: bool) -> dict[str, Any]:
+                 settings: Settings, langgraph: bool) -> RepeatCheck:
     """The `repeat_check` of the task's record: the second generation of its first attempt,
     graded, beside the run's own; {"error": why} when the repeat could not be made."""
     started = time.monotonic()
@@ -72,13 +72,11 @@ def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
                        langgraph=langgraph)
         before = first_attempt_outcome(first, task, sandbox, settings, langgraph)
     except Exception as exc:  # the side measurement must not cost the task its score
-        return {"error": "".join(traceback.format_exception_only(exc)).strip(),
-                "seconds": round(time.monotonic() - started, 4)}
+        return RepeatCheck(error="".join(traceback.format_exception_only(exc)).strip(),
+                           seconds=round(time.monotonic() - started, 4))
     reply = again.attempts[0]
-    return {"spec": model.spec, "engine": reply.engine,
-            "reply": reply.reply, "code": again.code,
-            "reply_differs": reply.reply != first.attempts[0].reply,
-            "first_outcome": before, "outcome": again.outcome,
-            "outcome_flipped": again.outcome != before,
-            "failure": again.failure, "error": "",
-            "seconds": round(time.monotonic() - started, 4)}
+    return RepeatCheck(spec=model.spec, engine=reply.engine, reply=reply.reply, code=again.code,
+                       reply_differs=reply.reply != first.attempts[0].reply,
+                       first_outcome=before, outcome=again.outcome,
+                       outcome_flipped=again.outcome != before, failure=again.failure,
+                       error="", seconds=round(time.monotonic() - started, 4))

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..jsonl import JsonlError, rewrite_jsonl
 from ..protocol import Fingerprint, language_differences
-from ..records import SCORED, JsonlError, Record, read_records, rewrite_jsonl
+from ..records import SCORED, Record, read_records
 
 
 class ResumeError(Exception):

@@ -27,7 +27,7 @@ from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
 from ..protocol import RecordedProtocol, RunProtocol
-from ..records import Record, Sample, TaskResult
+from ..records import InputTimeLimits, PlusTimeLimit, Record, RepeatCheck, Sample, TaskResult
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
@@ -207,7 +207,7 @@ class Runner:
         """The tasks whose first attempt --humanfix-repeat-check generates again."""
         return repeated(self.tasks, self.settings)
 
-    def repeat(self, task: Task, first: TaskResult) -> dict[str, Any]:
+    def repeat(self, task: Task, first: TaskResult) -> RepeatCheck:
         """The task's repeat check, by --humanfix-repeat-with's model or the run's own."""
         spec = self.settings.repeat_with
         if spec and self._repeat_model is None and self._repeat_error is None:
@@ -217,7 +217,7 @@ class Runner:
                 self._repeat_error = (f"--humanfix-repeat-with {spec!r} failed to load: "
                                       f"{type(exc).__name__}: {exc}")
         if self._repeat_error is not None:
-            return {"error": self._repeat_error}
+            return RepeatCheck(error=self._repeat_error)
         model = OffClock(self._repeat_model or self.model())
         sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
         return repeat_check(task, first, model, sandbox, self.settings,
@@ -241,15 +241,14 @@ class Runner:
                               self.settings.timeout_factor,
                               self.state.plus_reference.get(task.task_id, {}).get("seconds")))
 
-    def plus_time_limit(self, task: Task) -> dict[str, Any]:
+    def plus_time_limit(self, task: Task) -> PlusTimeLimit:
         """Which limits the HumanEval+ execution ran under, and what they were set from."""
         reference = self.state.plus_reference.get(task.task_id, {})
-        return {"seconds": self.plus_limit_for(task),
-                "reference_seconds": reference.get("seconds"),
-                "inputs": {"clock": "cpu", "floor": MIN_TIME_LIMIT,
-                           "factor": GT_TIME_LIMIT_FACTOR,
-                           "longest": max(self.plus_input_limits(task), default=MIN_TIME_LIMIT),
-                           "reference_longest": max(reference.get("inputs", []), default=None)}}
+        return PlusTimeLimit(
+            seconds=self.plus_limit_for(task), reference_seconds=reference.get("seconds"),
+            inputs=InputTimeLimits(clock="cpu", floor=MIN_TIME_LIMIT, factor=GT_TIME_LIMIT_FACTOR,
+                               longest=max(self.plus_input_limits(task), default=MIN_TIME_LIMIT),
+                               reference_longest=max(reference.get("inputs", []), default=None)))
 
     def plus_grader(self, task: Task) -> Callable[[str], Verdict] | None:
         """Runs a candidate on the task's HumanEval+ program, each input under its own limit
