@@ -1,7 +1,7 @@
 """The controller's side of a run: the one process that writes files. `start` validates every
 input, starts the shared engines, times the canonical solutions and registers the `Controller`,
 which turns each task's report into a JSONL record and, at the end, into the one summary that
-the terminal, JUnit, the report files and the gates all read.
+the terminal, JUnit, the report files and the gates all read (docs/reports.md).
 """
 
 from __future__ import annotations

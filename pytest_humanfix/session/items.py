@@ -1,4 +1,4 @@
-"""The collector and the item: one pytest item per HumanEvalFix task."""
+"""The collector and the item: one pytest item per HumanEvalFix task (docs/architecture.md)."""
 
 from __future__ import annotations
 

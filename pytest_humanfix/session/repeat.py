@@ -1,11 +1,9 @@
 """--humanfix-repeat-check: the first attempt of a task generated a second time, by the same
 model or by the one --humanfix-repeat-with names, and compared with the run's own first attempt.
 
-Greedy decoding is not deterministic across kernels, batch sizes and engines, so two runs of one
-model can differ on tasks where nothing changed. The share of tasks whose outcome flips between
-two generations is the noise a paired gate has to see through; `reporting.summary` turns the
-comparisons into that flip rate. The repeat is a side measurement: its reply is graded in the
-sandbox for the comparison only, kept under the record's `repeat_check` key, and never scored.
+The share of tasks whose outcome flips between the two is the noise a paired gate has to see
+through (docs/trust.md, "Flip rate measured"); the repeat is kept under the record's
+`repeat_check` key and never scored.
 """
 
 from __future__ import annotations

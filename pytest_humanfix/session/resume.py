@@ -1,8 +1,8 @@
 """--humanfix-resume: which tasks a results JSONL already holds, under which fingerprint.
 
 The controller alone reads and repairs the file, once, before any task runs; the finished
-records then travel to xdist workers through `workerinput`, so every process agrees on what is
-done and no worker ever reads a file the controller is appending to.
+records then travel to xdist workers in the run's state (session/state), so no worker ever reads
+a file the controller is appending to (docs/reports.md).
 """
 
 from __future__ import annotations

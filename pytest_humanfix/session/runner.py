@@ -1,8 +1,7 @@
-"""Per-process state of a humanfix run: settings, tasks, the model and the sandbox.
-
-Each pytest process (the controller and every xdist worker) holds one Runner. Tasks are loaded
-once, the model is loaded once and lazily, and a model that fails to load is remembered so that
-every later task errors at once instead of retrying the load.
+"""The per-process Runner of a humanfix run: settings, the run's state (session/state), tasks,
+the model and the sandbox, and the record each task becomes. The model is loaded once and
+lazily; one that fails to load is remembered, so every later task errors at once
+(docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ selected and, under --humanfix-shard, dealt.
 
 A local file names its language through its task ids (`Rust/3`); a path holding `{language}`
 names a file per language; a Hub dataset id is loaded once per language, as its config. Without
---humanfix-language the run's language is the file's, else python.
+--humanfix-language the run's language is the file's, else python (docs/languages.md).
 """
 
 from __future__ import annotations
