@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
+from .computed_by import ComputedBy
 from .jsonl import BadLines, read_jsonl
 from .protocol import RecordedProtocol
 
@@ -207,7 +208,7 @@ class Record(TypedDict, total=False):
     device: str | None
     time_limit: TimeLimit
     model_error: str | None
-    computed_by: dict[str, Any] | None
+    computed_by: ComputedBy | None
     servers_out: list[dict[str, str]]
     finished_at: str
     reruns: list[EarlierRun]

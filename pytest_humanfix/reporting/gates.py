@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..computed_by import differences
+from ..computed_by import ComputedBy, differences
 from ..jsonl import JsonlError
 from ..protocol import Fingerprint, language_differences
 from ..records import SCORED, Record, read_records
@@ -168,7 +168,7 @@ def gate_checks(summary: dict[str, Any], comparison: Comparison | None,
     return [incomplete, *checks] if incomplete is not None else checks
 
 
-def first_computed_by(records: Iterable[Record]) -> dict[str, Any] | None:
+def first_computed_by(records: Iterable[Record]) -> ComputedBy | None:
     """What computed the first replies of these records (None: not recorded)."""
     return next((r["computed_by"] for r in records if r.get("computed_by")), None)
 

@@ -13,11 +13,12 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ..agent.contract import run_agent
 from ..agent.graph import GRAPHS, repair, repair_graph
 from ..agent.syntax import available as syntax_available
+from ..computed_by import ComputedBy
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
@@ -317,7 +318,9 @@ class Runner:
                if self.workload.plus and task.task_id in PLUS_KNOWN_FAILURES else {}),
             **({"plus_time_limit": self.plus_time_limit(task)} if self.workload.plus else {}),
             "model_error": self._model_error,
-            "computed_by": self._model.computed_by if self._model is not None else None,
+            # Model.computed_by is each engine's ComputedBy, typed as plain JSON by models/.
+            "computed_by": cast(ComputedBy, self._model.computed_by)
+            if self._model is not None else None,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
