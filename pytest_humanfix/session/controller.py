@@ -42,7 +42,7 @@ from .items import earlier_run
 from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
-from .state import RunState
+from .state import ReferenceTimes, RunState
 from .workload import Workload
 from .xdist import XdistHooks
 
@@ -171,7 +171,7 @@ def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
-                     ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+                     ) -> tuple[dict[str, float], dict[str, ReferenceTimes]]:
     """The canonical solutions' times that set each task's limit, and under
     --humanfix-tests plus EvalPlus's reference's times on each input: measured before any
     worker starts, on an idle harness."""
@@ -207,7 +207,7 @@ def calibrate_limits(config: pytest.Config, checked: Checked
 
 def register(config: pytest.Config, checked: Checked, serving: Serving | None,
              canonical_seconds: dict[str, float],
-             plus_reference: dict[str, dict[str, Any]]) -> Runner:
+             plus_reference: dict[str, ReferenceTimes]) -> Runner:
     """The controller's Runner, and its plugins: the Controller, which writes every file, and
     the xdist hooks that hand the workers their state."""
     settings = checked.settings

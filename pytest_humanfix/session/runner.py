@@ -230,25 +230,29 @@ class Runner:
 
     def plus_input_limits(self, task: Task) -> list[float]:
         """The CPU seconds each HumanEval+ input of the task may take, as EvalPlus sets them."""
-        return input_limits(self.state.plus_reference.get(task.task_id, {}).get("inputs", []))
+        reference = self.state.plus_reference.get(task.task_id)
+        return input_limits(reference["inputs"] if reference else [])
 
     def plus_limit_for(self, task: Task) -> float:
         """The wall-clock limit of the task's HumanEval+ execution, a backstop behind its
         inputs' own: EvalPlus's for the whole check, or the one calibrated as the hidden
         tests' is, where larger (six programs compute their expected outputs as they go)."""
+        reference = self.state.plus_reference.get(task.task_id)
         return max(program_limit(self.plus_input_limits(task)),
                    task_limit(self.settings.timeout_for(task.language),
                               self.settings.timeout_factor,
-                              self.state.plus_reference.get(task.task_id, {}).get("seconds")))
+                              reference["seconds"] if reference else None))
 
     def plus_time_limit(self, task: Task) -> PlusTimeLimit:
         """Which limits the HumanEval+ execution ran under, and what they were set from."""
-        reference = self.state.plus_reference.get(task.task_id, {})
+        reference = self.state.plus_reference.get(task.task_id)
         return PlusTimeLimit(
-            seconds=self.plus_limit_for(task), reference_seconds=reference.get("seconds"),
-            inputs=InputTimeLimits(clock="cpu", floor=MIN_TIME_LIMIT, factor=GT_TIME_LIMIT_FACTOR,
-                               longest=max(self.plus_input_limits(task), default=MIN_TIME_LIMIT),
-                               reference_longest=max(reference.get("inputs", []), default=None)))
+            seconds=self.plus_limit_for(task),
+            reference_seconds=reference["seconds"] if reference else None,
+            inputs=InputTimeLimits(
+                clock="cpu", floor=MIN_TIME_LIMIT, factor=GT_TIME_LIMIT_FACTOR,
+                longest=max(self.plus_input_limits(task), default=MIN_TIME_LIMIT),
+                reference_longest=max(reference["inputs"], default=None) if reference else None))
 
     def plus_grader(self, task: Task) -> Callable[[str], Verdict] | None:
         """Runs a candidate on the task's HumanEval+ program, each input under its own limit

@@ -14,11 +14,19 @@ from ..records import Record
 WORKERINPUT_KEY = "humanfix"
 
 
+class ReferenceTimes(TypedDict):
+    """EvalPlus's reference solution on a task's HumanEval+ program, here
+    (plus.reference_times): its seconds on the whole, its CPU seconds on each input."""
+
+    seconds: float
+    inputs: list[float]
+
+
 class RunStateJson(TypedDict):
     run_id: str
     resumed: dict[str, Record]
     canonical_seconds: dict[str, float]
-    plus_reference: dict[str, dict[str, Any]]  # plus.reference_times, as JSON
+    plus_reference: dict[str, ReferenceTimes]
 
 
 class WorkerInput(TypedDict):
@@ -40,7 +48,7 @@ class RunState:
     canonical_seconds: dict[str, float] = field(default_factory=dict)
     # --humanfix-tests plus: EvalPlus's reference solution's seconds on each task's HumanEval+
     # program and its CPU seconds on each input (plus.reference_times), timed the same way.
-    plus_reference: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plus_reference: dict[str, ReferenceTimes] = field(default_factory=dict)
 
     def to_json(self) -> RunStateJson:
         return RunStateJson(run_id=self.run_id, resumed=self.resumed,

@@ -52,3 +52,19 @@ def test_a_crashed_worker_leaves_an_error_record_naming_it():
 def test_a_crash_of_no_task_of_the_run_makes_no_record():
     report = SimpleNamespace(longrepr="signal 9", node=None)
     assert crashed_record(runner(), "test_other.py::test_x", report) is None
+
+
+def test_plus_time_limit_is_set_from_the_reference_times():
+    reference = {"Python/0": {"seconds": 1.0, "inputs": [0.5, 2.0]}}
+    limit = Runner(Settings(model="m", timeout=2.0),
+                   RunState("run-1", plus_reference=reference)).plus_time_limit(TASK)
+    assert limit["reference_seconds"] == 1.0
+    # EvalPlus's: max(4 s, 4 x the reference's CPU time) per input.
+    assert limit["inputs"]["longest"] == 8.0 and limit["inputs"]["reference_longest"] == 2.0
+    assert limit["seconds"] >= 10.0  # at least the calibrated one: 10 x the reference's second
+
+
+def test_plus_time_limit_without_reference_times_is_the_floor():
+    limit = Runner(Settings(model="m"), RunState("run-1")).plus_time_limit(TASK)
+    assert limit["reference_seconds"] is None and limit["inputs"]["reference_longest"] is None
+    assert limit["inputs"]["longest"] == 4.0
