@@ -136,13 +136,11 @@ def run_fingerprint(model: str | None, protocol: RecordedProtocol | None,
 def without_model(fingerprint: Fingerprint) -> Fingerprint:
     """What a baseline must share with a run: all of the fingerprint but what is evaluated,
     the model and the agent (the protocol's `agent`), so that two of either compare."""
-    kept = Fingerprint(protocol=fingerprint.get("protocol"),
-                       dataset_hash=fingerprint.get("dataset_hash"))
-    protocol = kept["protocol"]
+    protocol = fingerprint.get("protocol")
     if isinstance(protocol, dict):
-        kept["protocol"] = RecordedProtocol(
-            **{k: v for k, v in protocol.items() if k != "agent"})  # type: ignore[typeddict-item]
-    return kept
+        protocol = protocol.copy()
+        protocol.pop("agent", None)
+    return Fingerprint(protocol=protocol, dataset_hash=fingerprint.get("dataset_hash"))
 
 
 def record_language(record: Record) -> str:
@@ -166,13 +164,13 @@ def fingerprint_differences(found: Fingerprint, wanted: Fingerprint) -> list[str
     here: Mapping[str, object] = wanted
     lines = []
     for key, value in here.items():
-        if key == "protocol" and isinstance(there.get(key), dict) and isinstance(value, dict):
-            found_protocol: Mapping[str, object] = there[key]  # type: ignore[assignment]
+        found_value = there.get(key)
+        if key == "protocol" and isinstance(found_value, dict) and isinstance(value, dict):
             for name, setting in value.items():
-                if found_protocol.get(name) != setting:
-                    lines.append(f"{name}: {found_protocol.get(name)!r} there, {setting!r} here")
-        elif there.get(key) != value:
-            lines.append(f"{key}: {there.get(key)!r} there, {value!r} here")
+                if found_value.get(name) != setting:
+                    lines.append(f"{name}: {found_value.get(name)!r} there, {setting!r} here")
+        elif found_value != value:
+            lines.append(f"{key}: {found_value!r} there, {value!r} here")
     return lines
 
 
