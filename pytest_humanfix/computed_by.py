@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TypedDict
 
 # The x86-64-v3 level (AVX2, FMA, F16C, BMI2 and what they imply), the one kernel set
 # scripts/ggml-cmake-args builds by default: every machine that has it computes the same replies.
@@ -30,6 +31,30 @@ NOT_COMPARED = ("host", "threads")
 UNKNOWN = "unknown"
 
 
+class Host(TypedDict):
+    cpu: str
+    cores: int
+    machine: str
+
+
+class ComputedBy(TypedDict, total=False):
+    """A record's `computed_by` (docs/schema.md); each engine says what it knows."""
+
+    engine: str
+    version: str
+    kernels: str
+    build: str
+    device: str
+    dtype: str
+    torch: str
+    cuda: str | None
+    attention: str
+    threads: int
+    determinism: str | dict[str, str]
+    note: str
+    host: Host
+
+
 def cpu_name() -> str:
     """The CPU's model name, as /proc/cpuinfo gives it (else the platform's word for it)."""
     try:
@@ -42,10 +67,9 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine() or UNKNOWN
 
 
-def host() -> dict[str, Any]:
+def host() -> Host:
     """The machine, shown beside what computed the replies."""
-    return {"cpu": cpu_name(), "cores": len(os.sched_getaffinity(0)),
-            "machine": platform.machine()}
+    return Host(cpu=cpu_name(), cores=len(os.sched_getaffinity(0)), machine=platform.machine())
 
 
 def _ggml_enabled(system_info: str) -> set[str]:
@@ -78,7 +102,7 @@ def compiler_of(library: Path) -> str:
     return found.group(1).decode() if found else UNKNOWN
 
 
-def llamacpp(llama_cpp: ModuleType, threads: int, model_description: str) -> dict[str, Any]:
+def llamacpp(llama_cpp: ModuleType, threads: int, model_description: str) -> ComputedBy:
     """Our llama.cpp engine: llama-cpp-python's version, the kernels of the ggml it loaded
     (its CPU backend, which does all the arithmetic), their compiler, the model's quantization."""
     import importlib.metadata
@@ -109,8 +133,8 @@ def torch_device(torch: ModuleType, device: str) -> str:
 
 
 def transformers_in_process(torch: ModuleType, transformers_version: str, device: str,
-                            dtype: str, attention: str, determinism: dict[str, Any],
-                            threads: int) -> dict[str, Any]:
+                            dtype: str, attention: str, determinism: dict[str, str],
+                            threads: int) -> ComputedBy:
     """The in-process transformers backend on one device."""
     return {"engine": "transformers", "version": f"transformers {transformers_version}",
             # str(): torch's version is a str subclass, which xdist's channel cannot send.
@@ -120,7 +144,7 @@ def transformers_in_process(torch: ModuleType, transformers_version: str, device
 
 
 def transformers_served(transformers_version: str, torch_version: str, device: str,
-                        dtype: str) -> dict[str, Any]:
+                        dtype: str) -> ComputedBy:
     """`transformers serve` as --humanfix-serve started it: the server says nothing of itself,
     so the run that started it in its own environment says what it knows."""
     return {"engine": "transformers", "version": f"transformers {transformers_version}",
@@ -128,17 +152,18 @@ def transformers_served(transformers_version: str, torch_version: str, device: s
             "note": "transformers serve, described by the run that started it", "host": host()}
 
 
-def unknown(engine: str, why: str) -> dict[str, Any]:
+def unknown(engine: str, why: str) -> ComputedBy:
     """A server that says nothing of what it runs (a hosted API, a server we did not start)."""
     return {"engine": engine, "version": UNKNOWN, "device": UNKNOWN, "note": why}
 
 
-def compared(computed_by: dict[str, Any] | None) -> dict[str, Any]:
+def compared(computed_by: Mapping[str, object] | None) -> dict[str, object]:
     """The fields that decide the arithmetic."""
     return {key: value for key, value in (computed_by or {}).items() if key not in NOT_COMPARED}
 
 
-def differences(found: dict[str, Any] | None, wanted: dict[str, Any] | None) -> list[str]:
+def differences(found: Mapping[str, object] | None, wanted: Mapping[str, object] | None
+                ) -> list[str]:
     """`field: X there, Y here` for each compared field that differs; one line when either side
     was not recorded (records written before `computed_by` existed)."""
     if not found or not wanted:
@@ -149,7 +174,7 @@ def differences(found: dict[str, Any] | None, wanted: dict[str, Any] | None) -> 
             for key in dict.fromkeys([*here, *there]) if there.get(key) != here.get(key)]
 
 
-def describe(computed_by: dict[str, Any] | None) -> str:
+def describe(computed_by: Mapping[str, object] | None) -> str:
     """One line: engine, version, kernels or device, dtype, threads, determinism."""
     if not computed_by:
         return "not recorded"
@@ -166,7 +191,8 @@ def describe(computed_by: dict[str, Any] | None) -> str:
         determinism = ", ".join(f"{k}={v}" for k, v in determinism.items())
     if determinism:
         parts.append(f"determinism: {determinism}")
-    cpu = (computed_by.get("host") or {}).get("cpu")
+    host = computed_by.get("host")
+    cpu = host.get("cpu") if isinstance(host, dict) else None
     if cpu:
         parts.append(f"on {cpu}")
     return "; ".join(parts)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .records import JsonlError, read_jsonl
+from .jsonl import JsonlError, read_jsonl
 
 HUB_DATASET = "bigcode/humanevalpack"
 

@@ -1,19 +1,19 @@
-"""The run's vocabulary and its records: what one task's evaluation produced, as plain data that
-crosses process boundaries, and the one writer and one reader of the results JSONL.
-
-Only the controller writes files. Each finished task becomes one JSON line, written, flushed and
-fsynced at once, so a run that crashes or is interrupted leaves every finished task on disk.
+"""The run's vocabulary and its records: what one task's evaluation produced (TaskResult, its
+Attempts and Samples) and the typed JSONL line it becomes (Record and the types of its fields,
+held to docs/schema.md by tests/test_docs.py), read back through `read_records`. The file
+itself is jsonl.py's; the protocol and fingerprint in a record are protocol.py's.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, TypedDict, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
+
+from .computed_by import ComputedBy
+from .jsonl import BadLines, read_jsonl
+from .protocol import RecordedProtocol
 
 if TYPE_CHECKING:
     from .dataset import Task
@@ -27,10 +27,6 @@ SCORED: tuple[Outcome, ...] = ("fixed", "unfixed")
 # (failed the check), repeat (same code as an earlier attempt, not run again), graded (final
 # candidate, run only on the hidden test); "" until one of those is decided.
 AttemptStatus = Literal["", "passed", "failed", "rejected", "repeat", "graded"]
-
-# How `read_jsonl` treats a line that is not a JSON object: skip it, skip it only when it is the
-# last line (a write torn by a kill) and refuse anything else, or refuse every one.
-BadLines = Literal["skip", "torn-tail", "raise"]
 
 
 @dataclass
@@ -96,6 +92,78 @@ class RecordedAttempt(TypedDict, total=False):
     tool_calls: int | None
 
 
+class RecordedSample(TypedDict, total=False):
+    """One of --humanfix-samples' samples as a record holds it: `Sample`'s fields."""
+
+    outcome: Outcome
+    code: str
+    failure: str
+    error: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    flags: list[str]
+    fixed_round: int | None
+    plus_outcome: str | None
+
+
+class RepeatCheck(TypedDict, total=False):
+    """--humanfix-repeat-check's second generation of the first attempt; only `error` and
+    `seconds` when it could not be made."""
+
+    spec: str
+    engine: str
+    reply: str
+    code: str
+    reply_differs: bool
+    first_outcome: str
+    outcome: Outcome
+    outcome_flipped: bool
+    failure: str
+    error: str
+    seconds: float
+
+
+class Shard(TypedDict, total=False):
+    index: int
+    count: int
+    tasks: list[str]
+    selected: int
+    selection: str
+
+
+class TimeLimit(TypedDict, total=False):
+    seconds: float
+    canonical_seconds: float | None
+    factor: float
+    floor: float
+
+
+class InputTimeLimits(TypedDict):
+    clock: str
+    floor: float
+    factor: float
+    longest: float
+    reference_longest: float | None
+
+
+class PlusTimeLimit(TypedDict):
+    seconds: float
+    reference_seconds: float | None
+    inputs: InputTimeLimits
+
+
+class EarlierRun(TypedDict):
+    """A run of the task that a later one replaced (pytest-rerunfailures): `reruns`."""
+
+    outcome: Outcome
+    error: str
+    failure: str
+    seconds: float | None
+    tokens: dict[str, int] | None
+    finished_at: str | None
+
+
 class Record(TypedDict, total=False):
     """One line of the results JSONL, a task's record (docs/schema.md, "humanfix.jsonl"):
     `TaskResult.to_dict()` and what `Runner.record` adds of the run. Not total: records
@@ -119,31 +187,31 @@ class Record(TypedDict, total=False):
     tokens: dict[str, int]  # prompt, completion
     n: int
     n_fixed: int
-    samples: list[dict[str, Any]]
+    samples: list[RecordedSample]
     flags: list[str]
-    repeat_check: dict[str, Any] | None
+    repeat_check: RepeatCheck | None
     item_timeout: bool
     known_failure: str
     plus_outcome: str | None
     plus_verdict: dict[str, Any] | None
     plus_failure: str
-    plus_time_limit: dict[str, Any]
+    plus_time_limit: PlusTimeLimit
     plus_known_failure: str
     run_id: str
     model: str | None
-    protocol: dict[str, Any]
+    protocol: RecordedProtocol
     dataset: str
     dataset_hash: str
-    shard: dict[str, Any] | None
+    shard: Shard | None
     sandbox: str | None
     worker: str
     device: str | None
-    time_limit: dict[str, Any]
+    time_limit: TimeLimit
     model_error: str | None
-    computed_by: dict[str, Any] | None
+    computed_by: ComputedBy | None
     servers_out: list[dict[str, str]]
     finished_at: str
-    reruns: list[dict[str, Any]]
+    reruns: list[EarlierRun]
 
 
 def attempt_round(attempt: Mapping[str, Any], index: int) -> int:
@@ -193,7 +261,7 @@ class TaskResult:
     flags: list[str] = field(default_factory=list)
     # --humanfix-repeat-check: the first attempt generated again and graded beside this one
     # (session/repeat); None for a task not checked. Never scored.
-    repeat_check: dict[str, Any] | None = None
+    repeat_check: RepeatCheck | None = None
     # The item timeout stopped the task (an error outcome, not scored): the run's clock, not a
     # harness fault; the summary counts it apart and says what it would do to pass@1.
     item_timeout: bool = False
@@ -281,100 +349,12 @@ class Sample:
                    plus_outcome=result.plus_outcome)
 
 
-def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+def _known(kind: type, data: Mapping[str, object]) -> dict[str, Any]:
     names = {f.name for f in fields(kind)}
     return {k: v for k, v in data.items() if k in names}
 
 
 _RESULT_FIELDS = {f.name for f in fields(TaskResult)}
-
-
-def run_fingerprint(model: str | None, protocol: dict[str, Any] | None,
-                    dataset_hash: str | None) -> dict[str, Any]:
-    """What must agree for two records to be compared or one to stand for the other."""
-    return {"model": model, "protocol": protocol, "dataset_hash": dataset_hash}
-
-
-def without_model(fingerprint: dict[str, Any]) -> dict[str, Any]:
-    """What a baseline must share with a run: all of the fingerprint but what is evaluated,
-    the model and the agent (the protocol's `agent`), so that two of either compare."""
-    kept = {key: value for key, value in fingerprint.items() if key != "model"}
-    if isinstance(kept.get("protocol"), dict):
-        kept["protocol"] = {k: v for k, v in kept["protocol"].items() if k != "agent"}
-    return kept
-
-
-# Protocol fields added after records were first written, with the value every record written
-# before them was made under (a missing "prompt": the chat template, which auto chose then; a
-# missing "strict": flagged fixes were not looked for, so none was scored unfixed; a missing
-# "language": only Python was evaluated).
-PROTOCOL_DEFAULTS: dict[str, Any] = {"prompt": "auto", "strict": False, "language": "python"}
-
-
-def record_language(record: Record) -> str:
-    protocol = record.get("protocol")
-    in_protocol = protocol.get("language") if isinstance(protocol, dict) else None
-    return str(record.get("language") or in_protocol or PROTOCOL_DEFAULTS["language"])
-
-
-def record_fingerprint(record: Record) -> dict[str, Any]:
-    protocol = record.get("protocol")
-    if isinstance(protocol, dict):
-        protocol = {**PROTOCOL_DEFAULTS, **protocol}
-    return run_fingerprint(record.get("model"), protocol, record.get("dataset_hash"))
-
-
-def fingerprint_differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
-    """`name: found there, wanted here` for each key of `wanted` that differs (the protocol
-    field by field)."""
-    lines = []
-    for key in wanted:
-        if key == "protocol" and isinstance(found.get(key), dict) and isinstance(wanted[key], dict):
-            for name, value in wanted[key].items():
-                if found[key].get(name) != value:
-                    lines.append(f"{name}: {found[key].get(name)!r} there, {value!r} here")
-        elif found.get(key) != wanted[key]:
-            lines.append(f"{key}: {found.get(key)!r} there, {wanted[key]!r} here")
-    return lines
-
-
-def language_differences(record: Record, wanted: dict[str, dict[str, Any]]
-                         ) -> tuple[str | None, list[str]]:
-    """`fingerprint_differences` against the fingerprint of the record's language in
-    `wanted` (by language); first, the record's language when the run has none of it."""
-    language = record_language(record)
-    if language not in wanted:
-        return language, []
-    return None, fingerprint_differences(record_fingerprint(record), wanted[language])
-
-
-class JsonlError(ValueError):
-    """A line of a JSONL file is not a JSON object; `number` is its 1-based line number."""
-
-    def __init__(self, path: Path, number: int) -> None:
-        super().__init__(f"{path}: line {number} is not a JSON object")
-        self.path = path
-        self.number = number
-
-
-def read_jsonl(path: Path, bad_lines: BadLines) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL file, blank lines skipped; what happens to any other line
-    that is not a JSON object is the caller's explicit choice (`BadLines`)."""
-    lines = path.read_text(encoding="utf-8").split("\n")
-    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
-        if isinstance(row, dict):
-            rows.append(row)
-        elif bad_lines == "raise" or (bad_lines == "torn-tail" and number != last):
-            raise JsonlError(path, number)
-    return rows
 
 
 def read_records(path: Path, bad_lines: BadLines) -> list[Record]:
@@ -390,82 +370,3 @@ def latest_per_task(records: list[Record]) -> list[Record]:
     for record in records:
         by_task[record["task_id"]] = record
     return list(by_task.values())
-
-
-def jsonl_bytes(records: list[Record]) -> bytes:
-    return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
-
-
-def rewrite_jsonl(path: Path, records: list[Record]) -> None:
-    """Make the file hold exactly `records`, replaced atomically (a kill now still leaves the
-    old or the new file); a file that already does is left alone."""
-    content = jsonl_bytes(records)
-    if path.read_bytes() == content:
-        return
-    temporary = path.with_name(path.name + ".rewrite-tmp")
-    with temporary.open("wb") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
-class ReportError(Exception):
-    """A report file cannot be written; raised at start, before any work is done."""
-
-
-class JsonlWriter:
-    """Appends one flushed line per record, pytest-reportlog style: every finished record
-    survives the death of the process. fsync, which also covers a crash of the machine, costs
-    milliseconds a call, as much as a control task's whole run: it is done at most once every
-    SYNC_SECONDS and at the end (a record lost with the machine is rerun by --humanfix-resume)."""
-
-    SYNC_SECONDS = 1.0
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._handle: TextIO | None = None
-        self._synced = float("-inf")
-
-    def open(self, append: bool = False) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if not append and self.path.exists() and self.path.stat().st_size:
-                # Keep the previous run's results rather than overwrite them silently.
-                self.path.replace(self.path.with_name(self.path.name + ".prev"))
-            self._handle = self.path.open("a" if append else "w", encoding="utf-8")
-        except OSError as exc:
-            raise ReportError(
-                f"cannot write results to {self.path}: {exc.strerror or exc}. "
-                "Choose a writable place with --humanfix-report-dir or --humanfix-jsonl."
-            ) from None
-
-    def write(self, record: Record) -> None:
-        assert self._handle is not None, "JsonlWriter.open() first"
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._handle.flush()
-        if time.monotonic() - self._synced >= self.SYNC_SECONDS:
-            self._sync()
-
-    def _sync(self) -> None:
-        assert self._handle is not None
-        os.fsync(self._handle.fileno())
-        self._synced = time.monotonic()
-
-    def keep_last_per_task(self) -> None:
-        """Leaves one line per task, the last written: a plugin that ran an item again logged
-        each run, and the last run decides (it carries the earlier ones as `reruns`)."""
-        self.close()
-        last: dict[str, Record] = {}
-        for record in read_records(self.path, bad_lines="skip"):
-            last.pop(str(record.get("task_id")), None)
-            last[str(record.get("task_id"))] = record
-        rewrite_jsonl(self.path, list(last.values()))
-        self.open(append=True)
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.flush()
-            self._sync()
-            self._handle.close()
-            self._handle = None

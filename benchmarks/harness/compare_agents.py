@@ -15,7 +15,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from common import benchmark_parser, write_json
 
-from pytest_humanfix.records import latest_per_task, read_jsonl
+from pytest_humanfix.jsonl import read_jsonl
+from pytest_humanfix.records import latest_per_task
 from pytest_humanfix.reporting.gates import first_computed_by
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..dataset import Task
+from ..jsonl import JsonlError, read_jsonl
 from ..languages import LANGUAGES
-from ..records import JsonlError, read_jsonl
 from .base import (
     Generation,
     Message,

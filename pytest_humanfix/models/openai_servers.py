@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import urllib.request
-from typing import Any
+from typing import Any, cast
 
 from .. import computed_by
-from ..computed_by import UNKNOWN
+from ..computed_by import UNKNOWN, ComputedBy
 from .base import ModelLoadError
 
 PROBE_TIMEOUT = 10.0
@@ -35,7 +35,7 @@ def get_json(url: str) -> dict[str, Any]:
     return answer if isinstance(answer, dict) else {}
 
 
-def server_computed_by(base_url: str, engine: str) -> dict[str, Any]:
+def server_computed_by(base_url: str, engine: str) -> ComputedBy:
     """What a server says of what computes its replies: our llama.cpp engine says all of it at
     `/props`, llama.cpp's llama-server its build and the model's type there, vLLM its version at
     `/version`; any other server nothing, and it is recorded as unknown."""
@@ -43,7 +43,7 @@ def server_computed_by(base_url: str, engine: str) -> dict[str, Any]:
     props = get_json(root + "/props")
     described = props.get("computed_by")
     if isinstance(described, dict):
-        return described
+        return cast(ComputedBy, described)  # our engine's own, as JSON
     if "build_info" in props:  # its /props names its build and the model's type, no kernels
         return {"engine": "llama-server", "version": str(props["build_info"]),
                 "kernels": UNKNOWN, "device": UNKNOWN,

@@ -11,16 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..records import (
-    JsonlError,
-    Record,
-    fingerprint_differences,
-    latest_per_task,
-    read_records,
-    record_fingerprint,
-    record_language,
-    without_model,
-)
+from ..jsonl import JsonlError
+from ..protocol import fingerprint_differences, record_fingerprint, record_language, without_model
+from ..records import Record, latest_per_task, read_records
 from . import files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..computed_by import differences
-from ..records import SCORED, JsonlError, Record, language_differences, read_records
-from .sections import BaselineFigures, Coverage, GateRow, RecordObject, RepeatFigures, Summary
+from ..computed_by import ComputedBy, differences
+from ..jsonl import JsonlError
+from ..protocol import Fingerprint, language_differences
+from ..records import SCORED, Record, read_records
+from .sections import BaselineFigures, Coverage, GateRow, RepeatFigures, Summary
 from .stats import mcnemar_exact, pct
 
 
@@ -20,7 +21,7 @@ class BaselineError(Exception):
     """The baseline cannot be compared with this run; the message says why."""
 
 
-def load_baseline(path: Path, wanted: dict[str, dict[str, Any]]) -> dict[str, Record]:
+def load_baseline(path: Path, wanted: dict[str, Fingerprint]) -> dict[str, Record]:
     """The baseline's records by task id (the last one wins), refused unless they were made
     under this run's protocol and on the same dataset content, in one of its languages
     (`wanted`: the protocol and dataset hash by language)."""
@@ -171,7 +172,7 @@ def gate_checks(summary: Summary, comparison: Comparison | None,
     return [incomplete, *checks] if incomplete is not None else checks
 
 
-def first_computed_by(records: Iterable[Record]) -> RecordObject | None:
+def first_computed_by(records: Iterable[Record]) -> ComputedBy | None:
     """What computed the first replies of these records (None: not recorded)."""
     return next((r["computed_by"] for r in records if r.get("computed_by")), None)
 

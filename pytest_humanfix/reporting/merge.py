@@ -8,18 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from .. import computed_by
 from ..dataset import task_number
-from ..records import (
-    JsonlError,
-    Record,
-    fingerprint_differences,
-    latest_per_task,
-    read_records,
-    record_fingerprint,
-)
-from .sections import MergedShard, RecordObject
+from ..jsonl import JsonlError
+from ..protocol import fingerprint_differences, record_fingerprint
+from ..records import Record, Shard, latest_per_task, read_records
+from .sections import MergedShard
 
 
 class MergeError(Exception):
@@ -30,7 +26,7 @@ class MergeError(Exception):
 class ShardFile:
     path: Path
     records: list[Record]
-    shard: RecordObject  # the records' `shard`, as docs/schema.md describes it
+    shard: Shard
 
     @property
     def name(self) -> str:
@@ -59,7 +55,7 @@ def read_shard(path: Path) -> ShardFile:
     shard = records[0].get("shard")
     assert shard is not None  # every record was checked to have one
     for record in records:
-        other = record.get("shard") or {}
+        other = record.get("shard") or Shard()
         if other != shard:
             raise MergeError(
                 f"{path}: {record['task_id']} is of shard {other.get('index')}/"
@@ -85,7 +81,9 @@ def check_same_run(first: ShardFile, other: ShardFile, accept_computed_by: bool)
                 f"{other.name}, task {record['task_id']}: made under another model, protocol "
                 f"or dataset than {first.name} ({'; '.join(differences)}); merge only the "
                 "shards of one run.")
-    for key, what in (("count", "shard count"), ("selection", "selection of tasks")):
+    compared: tuple[tuple[Literal["count", "selection"], str], ...] = (
+        ("count", "shard count"), ("selection", "selection of tasks"))
+    for key, what in compared:
         if other.shard[key] != first.shard[key]:
             raise MergeError(
                 f"{other.name} was dealt with another {what} than {first.name}; run every "

@@ -7,9 +7,11 @@ is described in docs/schema.md ("summary.json"), which tests/test_docs.py holds 
 # annotations, and tests compare the summary with these types at run time.
 from typing import Any, NotRequired, TypedDict
 
-# An object copied from the records as it is (the protocol, what computed the replies, the
-# engines served): JSON whose fields the record schema describes (docs/schema.md).
-RecordObject = dict[str, Any]
+from ..computed_by import ComputedBy
+from ..protocol import RecordedProtocol
+
+# The engines a run served, as the controller described them (docs/schema.md, "summary.json").
+ServeFacts = dict[str, Any]
 
 
 class Rate(TypedDict):
@@ -60,7 +62,7 @@ class BugTypeRow(TypedDict):
 
 class LanguageRow(TypedDict):
     language: str
-    protocol: RecordObject | None
+    protocol: RecordedProtocol | None
     dataset_hash: str | None
     tasks: TaskCounts
     pass_at_1: Rate
@@ -196,7 +198,7 @@ class Computation(TypedDict):
     """One distinct description of what computed the replies, the tasks it computed, and it
     in one line."""
 
-    computed_by: RecordObject | None
+    computed_by: ComputedBy | None
     tasks: int
     line: str
 
@@ -227,18 +229,18 @@ class RunFacts(TypedDict, total=False):
     over the records' (the model and protocol a run was started with; no shard for a merge)."""
 
     model: str | None
-    protocol: RecordObject | None
+    protocol: RecordedProtocol | None
     shard: ShardLabel | None
     started_at: str | None
     ended_at: str | None
     wall_seconds: float | None
-    serve: RecordObject
+    serve: ServeFacts
     merged: list[MergedShard]
 
 
 class RunSection(TypedDict):
     model: str | None
-    protocol: RecordObject | None
+    protocol: RecordedProtocol | None
     dataset: str | None
     dataset_hash: str | None
     shard: ShardLabel | None
@@ -248,7 +250,7 @@ class RunSection(TypedDict):
     started_at: str | None
     ended_at: str | None
     wall_seconds: float | None
-    serve: NotRequired[RecordObject]
+    serve: NotRequired[ServeFacts]
     merged: NotRequired[list[MergedShard]]
 
 

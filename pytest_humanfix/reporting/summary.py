@@ -16,7 +16,8 @@ from datetime import datetime
 from importlib import metadata
 
 from ..computed_by import compared, describe
-from ..records import Record, attempt_round, record_language
+from ..protocol import record_language
+from ..records import Record, Shard, TimeLimit, attempt_round
 from .gates import Comparison, GateCheck
 from .rates import (
     by_round,
@@ -33,7 +34,6 @@ from .sections import (
     Computation,
     Coverage,
     LanguageRow,
-    RecordObject,
     Repairs,
     RepeatFigures,
     RunFacts,
@@ -76,7 +76,7 @@ def _installed_versions() -> dict[str, str | None]:
     return found
 
 
-def _shard_label(shard: RecordObject | None) -> ShardLabel | None:
+def _shard_label(shard: Shard | None) -> ShardLabel | None:
     """The shard a run's records were dealt (its task list stays in the records)."""
     if not shard:
         return None
@@ -139,7 +139,7 @@ def timeouts(records: list[Record]) -> Timeouts:
     first execution was lost before it started and ran once more (sandbox/rerun)."""
     verdicts = [r.get("verdict") or {} for r in records]
     rerun = [v for v in verdicts if v.get("rerun")]
-    limits = [float((r.get("time_limit") or {}).get("seconds") or 0) for r in records]
+    limits = [float((r.get("time_limit") or TimeLimit()).get("seconds") or 0) for r in records]
     return {"timed_out": sum(v.get("status") == "timeout" for v in verdicts),
             "rerun": len(rerun),
             "rerun_finished": sum(v.get("status") != "timeout" for v in rerun),

@@ -4,12 +4,12 @@ and pytest-html reuse them. What each line says: docs/reports.md.
 
 from __future__ import annotations
 
+from ..protocol import RecordedProtocol
 from .gates import noise_note
 from .sections import (
     BaselineFigures,
     BugTypeRow,
     Rate,
-    RecordObject,
     Repairs,
     RepeatFigures,
     RoundRate,
@@ -32,7 +32,8 @@ def pass_line(summary: Summary) -> str:
                      summary["run"]["protocol"])
 
 
-def rate_line(rate: Rate, tasks: TaskCounts, samples: int, protocol: RecordObject | None) -> str:
+def rate_line(rate: Rate, tasks: TaskCounts, samples: int,
+              protocol: RecordedProtocol | None) -> str:
     if samples > 1:
         line = (f"pass@1 = {pct(rate['value'])} (unbiased over {samples} samples of "
                 f"{tasks['scored']} tasks; first sample fixed {tasks['fixed']}/{tasks['scored']})")

@@ -1,5 +1,6 @@
 """The pytest side of a run: starting it in each role (the controller, which alone writes files,
-and the xdist workers), the collector and items, and the per-process `Runner`."""
+and the xdist workers), the collector and items, and the per-process `Runner`
+(docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""Each task's execution limit, calibrated on the machine at hand.
-
-A fixed wall-clock limit means one thing on an idle workstation and another on a CI runner
-with eight workers on two cores. The limit of a task is max(--humanfix-timeout, k × the time
-its canonical solution takes here), k being --humanfix-timeout-factor. The canonical solutions
-are timed once, by the controller before any worker starts, and the times are kept per user
-(`~/.cache/pytest-humanfix/calibration/`, one file per dataset hash, keyed by this machine: cpu
-count, platform, Python), so a later run on the same machine reuses them. That store is not
-pytest's cache: a CI job or a benchmark that runs with `-p no:cacheprovider` would otherwise
-time all 164 programs again on every run, as long as the control run itself. `--cache-clear`
-times them anew. What is kept of a run is the calibration's `Reading`: the whole program's
-seconds for the hidden tests, the reference's seconds on each input as well for HumanEval+
-(`plus.reference_times`).
+"""Each task's execution limit, calibrated on the machine at hand: max(--humanfix-timeout,
+k × its canonical solution's time here), the times measured once by the controller and kept per
+user and machine outside pytest's cache (docs/trust.md, "Timeouts that hold under load"). What
+is kept of a run is a `Reading`: the program's seconds, or for HumanEval+ the reference's
+seconds on each input as well (`plus.reference_times`).
 """
 
 from __future__ import annotations

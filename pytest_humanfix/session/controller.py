@@ -1,7 +1,7 @@
 """The controller's side of a run: the one process that writes files. `start` validates every
 input, starts the shared engines, times the canonical solutions and registers the `Controller`,
 which turns each task's report into a JSONL record and, at the end, into the one summary that
-the terminal, JUnit, the report files and the gates all read.
+the terminal, JUnit, the report files and the gates all read (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ import pytest
 
 from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
+from ..jsonl import JsonlWriter, ReportError
 from ..languages import LANGUAGES
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
-from ..records import JsonlWriter, Record, ReportError, run_fingerprint, without_model
+from ..protocol import RunProtocol, run_fingerprint, without_model
+from ..records import Record
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -41,6 +43,7 @@ from .items import earlier_run
 from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
+from .state import ReferenceTimes, RunState
 from .workload import Workload
 from .xdist import XdistHooks
 
@@ -170,7 +173,7 @@ def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
-                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+                     ) -> tuple[dict[str, float], dict[str, ReferenceTimes]]:
     """The canonical solutions' times that set each task's limit, and under
     --humanfix-tests plus EvalPlus's reference's times on each input: measured before any
     worker starts, on an idle harness."""
@@ -205,14 +208,15 @@ def calibrate_limits(config: pytest.Config, checked: Checked
 
 
 def register(config: pytest.Config, checked: Checked, serving: Serving | None,
-             canonical_seconds: dict[str, Any], plus_reference: dict[str, Any]) -> Runner:
+             canonical_seconds: dict[str, float],
+             plus_reference: dict[str, ReferenceTimes]) -> Runner:
     """The controller's Runner, and its plugins: the Controller, which writes every file, and
     the xdist hooks that hand the workers their state."""
     settings = checked.settings
-    runner = Runner(settings, new_run_id(), workload=checked.workload,
+    state = RunState(new_run_id(), resumed=checked.resumed, canonical_seconds=canonical_seconds,
+                     plus_reference=plus_reference)
+    runner = Runner(settings, state, workload=checked.workload,
                     sandbox_choice=checked.sandbox_choice, device=checked.device,
-                    resumed=checked.resumed, canonical_seconds=canonical_seconds,
-                    plus_reference=plus_reference,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
     controller = Controller(config, runner, checked.baseline,
                             serving.facts() if serving is not None else None)
@@ -236,7 +240,7 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
                             "baseline: give --humanfix-baseline PATH too.")
     # What a record of each language must agree with to be resumed (a baseline may be of
     # another model).
-    wanted = {name: run_fingerprint(settings.model, settings.protocol_for(name),
+    wanted = {name: run_fingerprint(settings.model, RunProtocol.of(settings, name).to_json(),
                                     workload.dataset_hashes[name])
               for name in workload.languages}
     baseline = None
@@ -297,7 +301,7 @@ class Controller:
             self.rerun_logged = True
             if not record.get("reruns"):
                 record = {**record, "reruns": [earlier_run(earlier)]}
-        if task_id not in self.runner.resumed:
+        if task_id not in self.runner.state.resumed:
             self.writer.write(record)
         self.records[task_id] = record
 
@@ -399,8 +403,8 @@ class Controller:
         summary = self.summary or summary_mod.build(list(self.records.values()),
                                                     self.run_facts())
         lines = terminal.summary_lines(summary)
-        if self.runner.resumed:
-            lines.append(f"resumed: {len(self.runner.resumed)} task(s) reported from "
+        if self.runner.state.resumed:
+            lines.append(f"resumed: {len(self.runner.state.resumed)} task(s) reported from "
                          f"{self.writer.path} without running again")
         lines += [f"wrote {path}" for path in self.files()]
         if self.report_problem:

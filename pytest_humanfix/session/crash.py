@@ -1,7 +1,6 @@
-"""A worker that dies in the middle of a task (the OOM killer, a segfault in a native library, a
-pytest-timeout 'thread' timeout) must not lose the task: xdist reports the crash to the
-controller as a report of phase "???", and the controller records the task as a harness error,
-so the JSONL and the summary count it and the run goes on with a new worker."""
+"""The record of a task whose xdist worker died while running it (xdist reports a crash as phase
+"???"): a harness error, counted and never scored, so the run goes on with a new worker
+(docs/sandbox.md, "A worker that dies is not the end of its task")."""
 
 from __future__ import annotations
 

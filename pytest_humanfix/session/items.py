@@ -1,4 +1,4 @@
-"""The collector and the item: one pytest item per HumanEvalFix task."""
+"""The collector and the item: one pytest item per HumanEvalFix task (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - a pytest without it
 from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, is_agent
 from ..agent.routing import GRAPHS
 from ..dataset import Task
-from ..records import Record, TaskResult
+from ..records import EarlierRun, Record, TaskResult
 from . import RUNNER, timeouts
 
 DIFF_LINES_SHOWN = 60
@@ -46,12 +46,12 @@ def failure_report(task: Task, result: TaskResult) -> str:
     ])
 
 
-def earlier_run(record: Record) -> dict[str, Any]:
+def earlier_run(record: Record) -> EarlierRun:
     """What a task's record keeps of a run that a later run replaced: enough to see why it was
     run again and what it cost (its tokens are not in the task's own count)."""
-    return {"outcome": record["outcome"], "error": record.get("error", ""),
-            "failure": record.get("failure", ""), "seconds": record.get("seconds"),
-            "tokens": record.get("tokens"), "finished_at": record.get("finished_at")}
+    return EarlierRun(outcome=record["outcome"], error=record.get("error", ""),
+                      failure=record.get("failure", ""), seconds=record.get("seconds"),
+                      tokens=record.get("tokens"), finished_at=record.get("finished_at"))
 
 
 class TaskItem(pytest.Item):
@@ -64,7 +64,7 @@ class TaskItem(pytest.Item):
         self.humanfix_record: Record | None = None
         # Earlier runs of this item's protocol (pytest-rerunfailures, the flaky marker, any
         # plugin that runs an item again): the last run decides, these stay in its record.
-        self.reruns: list[dict[str, Any]] = []
+        self.reruns: list[EarlierRun] = []
         self.add_marker("humanfix")
         self.extra_keyword_matches.add(task.bug_slug)
         self.extra_keyword_matches.add(task.language)  # -k rust, -k js
@@ -89,7 +89,7 @@ class TaskItem(pytest.Item):
         if self.humanfix_record is not None:
             self.reruns.append(earlier_run(self.humanfix_record))
             self.user_properties.clear()
-        record = runner.resumed.get(self.task.task_id)
+        record = runner.state.resumed.get(self.task.task_id)
         if record is not None:  # --humanfix-resume: reproduce the recorded outcome
             self.result = TaskResult.from_record(record)
             self.humanfix_record = record

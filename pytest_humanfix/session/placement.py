@@ -1,6 +1,6 @@
 """Where a run's model runs, and which GPUs its xdist workers get: a transformers model runs in
 shared batching engines where GPUs are present (one per GPU, `--humanfix-serve`'s layout), else
-in each worker; servers, controls and replays run nowhere of ours."""
+in each worker; servers, controls and replays run nowhere of ours (docs/models.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """--humanfix-repeat-check: the first attempt of a task generated a second time, by the same
 model or by the one --humanfix-repeat-with names, and compared with the run's own first attempt.
 
-Greedy decoding is not deterministic across kernels, batch sizes and engines, so two runs of one
-model can differ on tasks where nothing changed. The share of tasks whose outcome flips between
-two generations is the noise a paired gate has to see through; `reporting.summary` turns the
-comparisons into that flip rate. The repeat is a side measurement: its reply is graded in the
-sandbox for the comparison only, kept under the record's `repeat_check` key, and never scored.
+The share of tasks whose outcome flips between the two is the noise a paired gate has to see
+through (docs/trust.md, "Flip rate measured"); the repeat is kept under the record's
+`repeat_check` key and never scored.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from ..agent.graph import repair
 from ..dataset import Task
 from ..models.base import Generation, Message, Model, PromptKind, RecordedAnswers, settle_prompt
 from ..models.toolcalls import split_reply
-from ..records import TaskResult
+from ..records import RepeatCheck, TaskResult
 from ..sandbox.environment import Sandbox
 from ..settings import Settings
 
@@ -64,7 +62,7 @@ def first_attempt_outcome(first: TaskResult, task: Task, sandbox: Sandbox, setti
 
 
 def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
-                 settings: Settings, langgraph: bool) -> dict[str, Any]:
+                 settings: Settings, langgraph: bool) -> RepeatCheck:
     """The `repeat_check` of the task's record: the second generation of its first attempt,
     graded, beside the run's own; {"error": why} when the repeat could not be made."""
     started = time.monotonic()
@@ -74,13 +72,11 @@ def repeat_check(task: Task, first: TaskResult, model: Model, sandbox: Sandbox,
                        langgraph=langgraph)
         before = first_attempt_outcome(first, task, sandbox, settings, langgraph)
     except Exception as exc:  # the side measurement must not cost the task its score
-        return {"error": "".join(traceback.format_exception_only(exc)).strip(),
-                "seconds": round(time.monotonic() - started, 4)}
+        return RepeatCheck(error="".join(traceback.format_exception_only(exc)).strip(),
+                           seconds=round(time.monotonic() - started, 4))
     reply = again.attempts[0]
-    return {"spec": model.spec, "engine": reply.engine,
-            "reply": reply.reply, "code": again.code,
-            "reply_differs": reply.reply != first.attempts[0].reply,
-            "first_outcome": before, "outcome": again.outcome,
-            "outcome_flipped": again.outcome != before,
-            "failure": again.failure, "error": "",
-            "seconds": round(time.monotonic() - started, 4)}
+    return RepeatCheck(spec=model.spec, engine=reply.engine, reply=reply.reply, code=again.code,
+                       reply_differs=reply.reply != first.attempts[0].reply,
+                       first_outcome=before, outcome=again.outcome,
+                       outcome_flipped=again.outcome != before, failure=again.failure,
+                       error="", seconds=round(time.monotonic() - started, 4))

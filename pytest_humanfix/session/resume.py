@@ -1,31 +1,25 @@
 """--humanfix-resume: which tasks a results JSONL already holds, under which fingerprint.
 
 The controller alone reads and repairs the file, once, before any task runs; the finished
-records then travel to xdist workers through `workerinput`, so every process agrees on what is
-done and no worker ever reads a file the controller is appending to.
+records then travel to xdist workers in the run's state (session/state), so no worker ever reads
+a file the controller is appending to (docs/reports.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from ..records import (
-    SCORED,
-    JsonlError,
-    Record,
-    language_differences,
-    read_records,
-    rewrite_jsonl,
-)
+from ..jsonl import JsonlError, rewrite_jsonl
+from ..protocol import Fingerprint, language_differences
+from ..records import SCORED, Record, read_records
 
 
 class ResumeError(Exception):
     """The results file cannot be resumed; the message says why and what to do."""
 
 
-def load_finished(path: Path, wanted: dict[str, dict[str, Any]],
+def load_finished(path: Path, wanted: dict[str, Fingerprint],
                   selected: Iterable[str]) -> dict[str, Record]:
     """Finished records by task id, after repairing the file in place; `wanted` is the
     fingerprint each language's records must have.

@@ -1,8 +1,7 @@
-"""Per-process state of a humanfix run: settings, tasks, the model and the sandbox.
-
-Each pytest process (the controller and every xdist worker) holds one Runner. Tasks are loaded
-once, the model is loaded once and lazily, and a model that fails to load is remembered so that
-every later task errors at once instead of retrying the load.
+"""The per-process Runner of a humanfix run: settings, the run's state (session/state), tasks,
+the model and the sandbox, and the record each task becomes. The model is loaded once and
+lazily; one that fails to load is remembered, so every later task errors at once
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -14,13 +13,14 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
 from ..agent.graph import repair, repair_graph
 from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
+from ..computed_by import ComputedBy
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
@@ -29,13 +29,15 @@ from ..models.specs import CONTROLS, load_model
 from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
-from ..records import Record, Sample, TaskResult
+from ..protocol import RecordedProtocol, RunProtocol
+from ..records import InputTimeLimits, PlusTimeLimit, Record, RepeatCheck, Sample, TaskResult
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .calibration import task_limit
 from .repeat import repeat_check, repeated
+from .state import RunState
 from .timeouts import OffClock
 from .workload import Workload
 
@@ -62,14 +64,11 @@ class Runner:
     passed in, never set afterwards. The dataset and the sandbox, when not passed, are loaded
     on first use (tests build bare runners)."""
 
-    def __init__(self, settings: Settings, run_id: str, *, workload: Workload | None = None,
+    def __init__(self, settings: Settings, state: RunState, *, workload: Workload | None = None,
                  sandbox_choice: Choice | None = None, device: str | None = None,
-                 endpoint: dict[str, Any] | None = None,
-                 resumed: dict[str, Record] | None = None,
-                 canonical_seconds: dict[str, float] | None = None,
-                 plus_reference: dict[str, dict[str, Any]] | None = None) -> None:
+                 endpoint: dict[str, Any] | None = None) -> None:
         self.settings = settings
-        self.run_id = run_id
+        self.state = state
         # Given ones stand in for the cached properties below.
         if workload is not None:
             self.__dict__["workload"] = workload
@@ -80,15 +79,6 @@ class Runner:
         # Under --humanfix-serve: {"base_url", "model", "engine"} of the shared engine
         # answering instead.
         self.endpoint = endpoint
-        # --humanfix-resume: finished records by task id, decided by the controller.
-        self.resumed: dict[str, Record] = resumed or {}
-        # The canonical solution's seconds per task on this machine (session/calibration),
-        # timed by the controller; a task without one runs under --humanfix-timeout.
-        self.canonical_seconds: dict[str, float] = canonical_seconds or {}
-        # --humanfix-tests plus: EvalPlus's reference solution's seconds on each task's
-        # HumanEval+ program and its CPU seconds on each input (plus.reference_times), timed
-        # the same way.
-        self.plus_reference: dict[str, dict[str, Any]] = plus_reference or {}
         self._toolchains: dict[str, Sandbox] = {}
         self._model: Model | None = None
         self._model_error: str | None = None
@@ -140,14 +130,8 @@ class Runner:
         return lines
 
     @property
-    def protocol(self) -> dict[str, Any]:
-        """The run's protocol: its language's, or with several languages the languages and
-        each one's time limit."""
-        languages = self.workload.languages
-        if len(languages) == 1:
-            return self.settings.protocol_for(languages[0])
-        return {**self.settings.protocol_for(languages[0]), "language": ",".join(languages),
-                "timeout": {name: self.settings.timeout_for(name) for name in languages}}
+    def protocol(self) -> RecordedProtocol:
+        return RunProtocol.of_run(self.settings, self.workload.languages)
 
     @property
     def uses_langgraph(self) -> bool:
@@ -226,7 +210,7 @@ class Runner:
         """The tasks whose first attempt --humanfix-repeat-check generates again."""
         return repeated(self.tasks, self.settings)
 
-    def repeat(self, task: Task, first: TaskResult) -> dict[str, Any]:
+    def repeat(self, task: Task, first: TaskResult) -> RepeatCheck:
         """The task's repeat check, by --humanfix-repeat-with's model or the run's own."""
         spec = self.settings.repeat_with
         if spec and self._repeat_model is None and self._repeat_error is None:
@@ -236,7 +220,7 @@ class Runner:
                 self._repeat_error = (f"--humanfix-repeat-with {spec!r} failed to load: "
                                       f"{type(exc).__name__}: {exc}")
         if self._repeat_error is not None:
-            return {"error": self._repeat_error}
+            return RepeatCheck(error=self._repeat_error)
         model = OffClock(self._repeat_model or self.model())
         sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
         return repeat_check(task, first, model, sandbox, self.settings,
@@ -245,30 +229,33 @@ class Runner:
     def limit_for(self, task: Task) -> float:
         """The wall-clock limit of the task's executions."""
         return task_limit(self.settings.timeout_for(task.language), self.settings.timeout_factor,
-                          self.canonical_seconds.get(task.task_id))
+                          self.state.canonical_seconds.get(task.task_id))
 
     def plus_input_limits(self, task: Task) -> list[float]:
         """The CPU seconds each HumanEval+ input of the task may take, as EvalPlus sets them."""
-        return input_limits(self.plus_reference.get(task.task_id, {}).get("inputs", []))
+        reference = self.state.plus_reference.get(task.task_id)
+        return input_limits(reference["inputs"] if reference else [])
 
     def plus_limit_for(self, task: Task) -> float:
         """The wall-clock limit of the task's HumanEval+ execution, a backstop behind its
         inputs' own: EvalPlus's for the whole check, or the one calibrated as the hidden
         tests' is, where larger (six programs compute their expected outputs as they go)."""
+        reference = self.state.plus_reference.get(task.task_id)
         return max(program_limit(self.plus_input_limits(task)),
                    task_limit(self.settings.timeout_for(task.language),
                               self.settings.timeout_factor,
-                              self.plus_reference.get(task.task_id, {}).get("seconds")))
+                              reference["seconds"] if reference else None))
 
-    def plus_time_limit(self, task: Task) -> dict[str, Any]:
+    def plus_time_limit(self, task: Task) -> PlusTimeLimit:
         """Which limits the HumanEval+ execution ran under, and what they were set from."""
-        reference = self.plus_reference.get(task.task_id, {})
-        return {"seconds": self.plus_limit_for(task),
-                "reference_seconds": reference.get("seconds"),
-                "inputs": {"clock": "cpu", "floor": MIN_TIME_LIMIT,
-                           "factor": GT_TIME_LIMIT_FACTOR,
-                           "longest": max(self.plus_input_limits(task), default=MIN_TIME_LIMIT),
-                           "reference_longest": max(reference.get("inputs", []), default=None)}}
+        reference = self.state.plus_reference.get(task.task_id)
+        return PlusTimeLimit(
+            seconds=self.plus_limit_for(task),
+            reference_seconds=reference["seconds"] if reference else None,
+            inputs=InputTimeLimits(
+                clock="cpu", floor=MIN_TIME_LIMIT, factor=GT_TIME_LIMIT_FACTOR,
+                longest=max(self.plus_input_limits(task), default=MIN_TIME_LIMIT),
+                reference_longest=max(reference["inputs"], default=None) if reference else None))
 
     def plus_grader(self, task: Task) -> Callable[[str], Verdict] | None:
         """Runs a candidate on the task's HumanEval+ program, each input under its own limit
@@ -316,13 +303,13 @@ class Runner:
         task = self.workload.task(result.task_id)
         known_failure = LANGUAGES[task.language].known_failures.get(task.task_id)
         return {
-            "run_id": self.run_id,
+            "run_id": self.state.run_id,
             "model": self.settings.model,
             **result.to_dict(),
             "language": task.language,
             # The reference solution cannot pass here: counted apart, never scored.
             **({"known_failure": known_failure} if known_failure else {}),
-            "protocol": self.settings.protocol_for(task.language),
+            "protocol": RunProtocol.of(self.settings, task.language).to_json(),
             "dataset": self.workload.sources[task.language],
             "dataset_hash": self.workload.dataset_hashes[task.language],
             "shard": self.workload.shard,
@@ -331,14 +318,16 @@ class Runner:
             "device": self.device,
             # Which limit applied: the calibrated one, and what it was calibrated from.
             "time_limit": {"seconds": self.limit_for(task),
-                           "canonical_seconds": self.canonical_seconds.get(result.task_id),
+                           "canonical_seconds": self.state.canonical_seconds.get(result.task_id),
                            "factor": self.settings.timeout_factor,
                            "floor": self.settings.timeout_for(task.language)},
             **({"plus_known_failure": PLUS_KNOWN_FAILURES[task.task_id]}
                if self.workload.plus and task.task_id in PLUS_KNOWN_FAILURES else {}),
             **({"plus_time_limit": self.plus_time_limit(task)} if self.workload.plus else {}),
             "model_error": self._model_error,
-            "computed_by": self._model.computed_by if self._model is not None else None,
+            # Model.computed_by is each engine's ComputedBy, typed as plain JSON by models/.
+            "computed_by": cast(ComputedBy, self._model.computed_by)
+            if self._model is not None else None,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

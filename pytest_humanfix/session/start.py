@@ -2,7 +2,7 @@
 
 Each role builds its Runner complete (`controller.start`, `worker.start`), after validating
 everything the user gave before any work is done, so a bad model spec, dataset or report folder
-is a short usage error, not a traceback after an hour.
+is a short usage error, not a traceback after an hour (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""A per-item timeout for humanfix items through pytest-timeout, and what a timeout leaves behind.
-
-The item's clock runs on everything but generation: while a reply is generated the alarm is
-stopped and then set again to what it had left (`generation_off_clock`), so a slow model or a
-busy machine never turns a task into a timeout, which is left out of pass@1 and would raise it
-(a slow reply is more often a failing one). Generation is bounded on its own: a server's reply
-by --humanfix-request-timeout, an in-process one by its token budget. A timeout that still fires
-is recorded as such (`TaskResult.item_timeout`), apart from harness errors.
-
-Each item gets a `timeout` marker just before it runs, unless the user set a timeout for pytest
-(`--timeout`, the `timeout` ini value or PYTEST_TIMEOUT) or marked the item: theirs wins. The
-marker asks for the `signal` method: SIGALRM raises pytest-timeout's failure inside the running
-item (xdist runs items in each worker's main thread, where signals arrive), the item records an
-error outcome, and the run goes on. The `thread` method would instead end the whole process with
-`os._exit`: without xdist that ends the run (the JSONL keeps every finished task, each line
-flushed); under xdist the controller writes an error record for the item the worker died on.
+"""A per-item timeout for humanfix items through pytest-timeout (its `signal` method, unless the
+user set a timeout of their own), and what a timeout leaves behind (`TaskResult.item_timeout`).
+The item's clock runs on everything but generation (`generation_off_clock`): a slow model is no
+timeout. Why, and why not the `thread` method: docs/sandbox.md, "Timeouts agree in layers".
 """
 
 from __future__ import annotations

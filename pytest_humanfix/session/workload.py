@@ -3,7 +3,7 @@ selected and, under --humanfix-shard, dealt.
 
 A local file names its language through its task ids (`Rust/3`); a path holding `{language}`
 names a file per language; a Hub dataset id is loaded once per language, as its config. Without
---humanfix-language the run's language is the file's, else python.
+--humanfix-language the run's language is the file's, else python (docs/languages.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any
 
 from ..dataset import (
     LANGUAGE_FIELD,
@@ -27,6 +26,7 @@ from ..dataset import (
 )
 from ..languages import NAMES
 from ..plus.data import PlusData, load_plus
+from ..records import Shard
 from ..settings import Settings
 
 
@@ -76,7 +76,7 @@ class Workload:
     tasks: list[Task]
     dataset_hashes: dict[str, str]
     sources: dict[str, str]
-    shard: dict[str, Any] | None = None
+    shard: Shard | None = None
     # --humanfix-tests plus: HumanEval+ for the run's tasks, checked against them.
     plus: PlusData | None = None
 
@@ -123,7 +123,7 @@ class Workload:
                                f"{len(selected)} task(s); use at most {len(selected)} shards.")
         tasks = deal(selected, index, count)
         # The shard's own task ids let a merge name a task a shard did not finish.
-        shard = {"index": index, "count": count, "tasks": [t.task_id for t in tasks],
-                 "selected": len(selected),
-                 "selection": ids_hash(t.task_id for t in selected)}
+        shard = Shard(index=index, count=count, tasks=[t.task_id for t in tasks],
+                      selected=len(selected),
+                      selection=ids_hash(t.task_id for t in selected))
         return cls(all_tasks, tasks, hashes, sources, shard, plus)

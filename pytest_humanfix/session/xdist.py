@@ -1,6 +1,6 @@
 """The controller's pytest-xdist hooks, in a class registered only when xdist is installed: they
-send each worker the run state (run id, resumed records, its GPU, its engine) through
-`workerinput`, as plain JSON-able data, and take a GPU back when a worker goes down."""
+send each worker the run's state, its GPU and its engine as one JSON-able key of `workerinput`
+(session/state), and take a GPU back when a worker goes down (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..devices import DevicePool
 from .runner import Runner
+from .state import WORKERINPUT_KEY, WorkerInput
 
 if TYPE_CHECKING:
     from ..models.engines.serving import Serving
@@ -31,15 +32,11 @@ class XdistHooks:
         self.serving = serving
 
     def pytest_configure_node(self, node: WorkerNode) -> None:
-        node.workerinput["humanfix_run_id"] = self.runner.run_id
         # Only the controller reads the results file; workers learn from it what is done.
-        node.workerinput["humanfix_resumed"] = self.runner.resumed
-        node.workerinput["humanfix_canonical_seconds"] = self.runner.canonical_seconds
-        node.workerinput["humanfix_plus_reference"] = self.runner.plus_reference
-        node.workerinput["humanfix_device"] = self.devices.acquire(node.gateway.id)
-        if self.serving is not None:
-            node.workerinput["humanfix_endpoint"] = \
-                self.serving.endpoint_for(node.workerinput["workerid"])
+        node.workerinput[WORKERINPUT_KEY] = WorkerInput(
+            run=self.runner.state.to_json(), device=self.devices.acquire(node.gateway.id),
+            endpoint=self.serving.endpoint_for(node.workerinput["workerid"])
+            if self.serving is not None else None)
 
     def pytest_testnodedown(self, node: WorkerNode, error: object | None) -> None:
         self.devices.release(node.gateway.id)

@@ -227,27 +227,6 @@ class Settings:
         """The floor of a task's limit: --humanfix-timeout, else the language's own."""
         return self.timeout if self.timeout is not None else LANGUAGES[language].timeout
 
-    def protocol_for(self, language: str) -> dict[str, Any]:
-        """What changes the meaning of a score: numbers compare only when this agrees."""
-        # The length budget is one or the other: records written before --humanfix-max-length
-        # keep their fingerprint.
-        budget: dict[str, int] = {"max_new_tokens": self.max_new_tokens} \
-            if self.max_length is None else {"max_length": self.max_length}
-        protocol: dict[str, Any] = {
-            "variant": self.variant, "iters": self.iters, "samples": self.samples,
-            "temperature": self.temperature, **budget, "timeout": self.timeout_for(language),
-            "prompt": self.prompt, "strict": self.strict, "language": language}
-        if self.tests == "plus":  # only then: records before it keep their fingerprint
-            protocol["tests"] = "plus"
-        if self.agent != "repair":  # likewise
-            protocol["agent"] = self.agent
-        if self.chat_stop != "none":  # likewise: records before it read none
-            protocol["chat_stop"] = self.chat_stop
-        if self.iters:  # without repair rounds they decide nothing
-            protocol.update(round_temperature=list(self.round_temperature),
-                            resample_temperature=list(self.resample_temperature))
-        return protocol
-
     @property
     def most_replies(self) -> int:
         """The most replies one repair may ask for: the first attempt, then each round's reply

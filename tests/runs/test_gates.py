@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import content_hash, load_tasks
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
 TASKS = 4
@@ -119,7 +120,8 @@ def write_baseline(path: Path, dataset: Path, outcomes: dict[str, str], **protoc
         lines.append(json.dumps({
             "run_id": "baseline", "model": "earlier", "task_id": task_id,
             "entry_point": tasks[task_id].entry_point, "bug_type": tasks[task_id].bug_type,
-            "outcome": outcome, "protocol": {**Settings().protocol_for("python"), **protocol},
+            "outcome": outcome,
+            "protocol": {**RunProtocol.of(Settings(), "python").to_json(), **protocol},
             "dataset_hash": content_hash(list(tasks.values())),
         }))
     path.write_text("\n".join(lines) + "\n")

@@ -20,6 +20,8 @@ from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.base import Generation
 from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.session.state import RunState
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
 TASK_ID = "Python/0"  # has_close_elements: the bug is a missing abs()
@@ -377,7 +379,7 @@ def test_a_chat_reply_ends_where_its_first_code_block_closes(task, chat_stop, st
     buggy = Recording(ControlModel("buggy", "buggy", GenerationConfig.of(Settings())))
     run(task, buggy, iters=2, chat_stop=chat_stop, resample_temperature=())
     assert buggy.stops == [stop] * 3
-    assert Settings(chat_stop=chat_stop).protocol_for("python").get("chat_stop") \
+    assert RunProtocol.of(Settings(chat_stop=chat_stop), "python").to_json().get("chat_stop") \
         == (None if chat_stop == "none" else chat_stop)
 
 
@@ -419,7 +421,7 @@ class TokenModel:
 
 
 def test_trajectory_in_the_record_is_plain_json(task, dataset):
-    runner = Runner(Settings(model="tokens", dataset=str(dataset), iters=1), "run-1")
+    runner = Runner(Settings(model="tokens", dataset=str(dataset), iters=1), RunState("run-1"))
     runner._model = TokenModel()
     record = json.loads(json.dumps(runner.record(runner.evaluate(task))))
     first, second, *asked_again = record["attempts"]
@@ -443,7 +445,7 @@ def test_trajectory_in_the_record_is_plain_json(task, dataset):
 def test_model_failure_mid_loop_is_an_error_not_unfixed(tmp_path, task, tasks, dataset, replies):
     path = tmp_path / "only-python-0.jsonl"
     path.write_text(json.dumps({"task_id": TASK_ID, "completion": replies.fixed}) + "\n")
-    runner = Runner(Settings(model=f"replay:{path}", dataset=str(dataset)), "run-2")
+    runner = Runner(Settings(model=f"replay:{path}", dataset=str(dataset)), RunState("run-2"))
     result = runner.evaluate(tasks["Python/1"])
     assert result.outcome == "error" and "no reply for Python/1" in result.error
 
@@ -458,7 +460,7 @@ def test_langgraph_is_not_imported_with_the_plugin():
 def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies, dataset, run):
     """The raw replies in the trajectory let `replay:<results.jsonl>` re-score a run."""
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
-    runner = Runner(Settings(model="first", dataset=str(dataset), iters=2), "run-3")
+    runner = Runner(Settings(model="first", dataset=str(dataset), iters=2), RunState("run-3"))
     runner._model = model
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps(runner.record(runner.evaluate(task))) + "\n", encoding="utf-8")

@@ -15,6 +15,8 @@ from pytest_humanfix.models.specs import load_model
 from pytest_humanfix.records import graded_round
 from pytest_humanfix.reporting.summary import by_round
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.session.state import RunState
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
 
@@ -191,7 +193,7 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
     rows.append((other.task_id, called(other.buggy_code)))
     path.write_text("".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in rows))
     runner = Runner(Settings(model=f"replay:{path}", dataset=str(dataset), iters=3,
-                             agent="tools"), "run-tools")
+                             agent="tools"), RunState("run-tools"))
     records = [json.loads(json.dumps(runner.record(runner.evaluate(t))))
                for t in (tasks[TASK_ID], other)]
     assert [r["protocol"]["agent"] for r in records] == ["tools", "tools"]
@@ -202,7 +204,7 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
     assert [a["status"] for a in records[1]["attempts"]][:4] == \
         ["failed", "repeat", "repeat", "repeat"]
     assert all(a["tool_calls"] == 1 for r in records for a in r["attempts"])
-    assert Settings(iters=3).protocol_for("python").get("agent") is None
+    assert RunProtocol.of(Settings(iters=3), "python").to_json().get("agent") is None
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

@@ -17,6 +17,7 @@ from pytest_humanfix.models.base import ModelLoadError, ModelSpecError, sample_s
 from pytest_humanfix.models.openai_api import OpenAIModel
 from pytest_humanfix.models.openai_refusals import VLLM_STOP_STRINGS
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.session.state import RunState
 from pytest_humanfix.models.specs import check_spec, load_model
 from pytest_humanfix.settings import Settings
 
@@ -236,7 +237,7 @@ def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, 
 @pytest.mark.parametrize("endpoint, engine", [({"engine": "llamacpp"}, "llamacpp"), ({}, "openai")])
 def test_a_shared_engine_labels_the_replies_it_serves(endpoint, engine):
     with StubServer() as stub:
-        runner = Runner(Settings(model="smollm2"), "run-1", endpoint={
+        runner = Runner(Settings(model="smollm2"), RunState("run-1"), endpoint={
             "base_url": stub.base_url, "model": "served-name", **endpoint})
         generation = runner.model().generate(MESSAGES, task=None)
     assert generation.engine == engine

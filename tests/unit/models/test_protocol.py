@@ -38,6 +38,7 @@ from pytest_humanfix.sandbox.layers import ProcessLayer
 from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.sandbox.rerun import TaskSandbox
 from pytest_humanfix.session.timeouts import generation_off_clock
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.settings import Settings
 
 PYTHON_STOP = list(LANGUAGES["python"].stop_words)
@@ -285,9 +286,9 @@ def test_a_prompt_as_long_as_the_budget_gets_an_empty_reply(task, budget):
 
 
 def test_max_length_is_in_the_protocol_in_place_of_max_new_tokens():
-    plain = Settings().protocol_for("python")
+    plain = RunProtocol.of(Settings(), "python").to_json()
     assert plain["max_new_tokens"] == 512 and "max_length" not in plain
-    budget = Settings(max_length=512).protocol_for("python")
+    budget = RunProtocol.of(Settings(max_length=512), "python").to_json()
     assert budget["max_length"] == 512 and "max_new_tokens" not in budget
 
 

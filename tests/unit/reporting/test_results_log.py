@@ -5,8 +5,8 @@ import types
 
 import pytest
 
-from pytest_humanfix import records as records_module
-from pytest_humanfix.records import JsonlError, JsonlWriter, read_jsonl
+from pytest_humanfix import jsonl as jsonl_module
+from pytest_humanfix.jsonl import JsonlError, JsonlWriter, read_jsonl
 from pytest_humanfix.reporting.junit import junit_properties
 from pytest_humanfix.reporting.summary import build
 from pytest_humanfix.reporting.terminal import pass_line
@@ -52,8 +52,8 @@ def test_every_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
 def test_fsync_at_most_once_a_second_and_at_the_end(tmp_path, monkeypatch):
     synced: list[int] = []
     clock = [100.0]
-    monkeypatch.setattr(records_module, "os", types.SimpleNamespace(fsync=synced.append))
-    monkeypatch.setattr(records_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(jsonl_module, "os", types.SimpleNamespace(fsync=synced.append))
+    monkeypatch.setattr(jsonl_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     writer = JsonlWriter(tmp_path / "r.jsonl")
     writer.open()
     for task in "abc":

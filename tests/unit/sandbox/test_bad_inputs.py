@@ -26,11 +26,12 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
-from pytest_humanfix.records import read_jsonl
+from pytest_humanfix.jsonl import read_jsonl
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.choose import Choice, make_sandbox
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.session.state import RunState
 from pytest_humanfix.settings import Settings
 
 TASK = "Python/2"  # truncate_number: a quick test, so hostile code is all that takes time
@@ -210,7 +211,7 @@ def evaluate(tmp_path: Path, tasks: dict, choice: Choice, config: tuple[str, str
     replay.write_text(json.dumps({"task_id": task_id, "completion": text}) + "\n")
     settings = Settings(model=f"replay:{replay}", sandbox=config[0], executor=config[1],
                         timeout=TIMEOUT)
-    runner = Runner(settings, "bad-inputs", sandbox_choice=choice)
+    runner = Runner(settings, RunState("bad-inputs"), sandbox_choice=choice)
     return runner.evaluate(tasks[task_id])
 
 

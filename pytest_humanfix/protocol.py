@@ -1,0 +1,184 @@
+"""The run's protocol (what changes the meaning of a score) and the fingerprint built on it:
+two records compare, resume or stand as a baseline only when their fingerprints agree.
+
+`RunProtocol` is the one place that knows how the protocol is written into a record and how a
+record written by an earlier version reads: fields added later are left out at their old value
+when written, or filled in with it when read, so old records keep their fingerprint
+(docs/schema.md, "protocol"; docs/agent.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from .records import Record
+    from .settings import Settings
+
+
+class RecordedProtocol(TypedDict, total=False):
+    """A record's `protocol` as JSON (docs/schema.md). Not total: one of the two budgets is
+    written, and the late fields only away from their old value. A run of several languages
+    (the summary's `run.protocol`) joins their names in `language` and maps each to its
+    `timeout`."""
+
+    variant: str
+    iters: int
+    samples: int
+    temperature: float
+    max_new_tokens: int
+    max_length: int
+    timeout: float | dict[str, float]
+    prompt: str
+    strict: bool
+    language: str
+    tests: str
+    agent: str
+    chat_stop: str
+    round_temperature: list[float]
+    resample_temperature: list[float]
+
+
+class Fingerprint(TypedDict, total=False):
+    """What must agree for two records to be compared or one to stand for the other; a
+    baseline's lacks the model (`without_model`)."""
+
+    model: str | None
+    protocol: RecordedProtocol | None
+    dataset_hash: str | None
+
+
+# Written always now, missing from records made before: the value they were made under (a missing
+# prompt: the chat template, which auto chose then; strict: flagged fixes were not looked for;
+# language: only Python was evaluated).
+FILLED_WHEN_READ = RecordedProtocol(prompt="auto", strict=False, language="python")
+
+
+@dataclass(frozen=True)
+class RunProtocol:
+    """One language's protocol, as the options set it."""
+
+    variant: str
+    iters: int
+    samples: int
+    temperature: float
+    max_new_tokens: int
+    max_length: int | None  # BigCode's budget; max_new_tokens is not part of it when set
+    timeout: float
+    prompt: str
+    strict: bool
+    language: str
+    tests: str
+    agent: str
+    chat_stop: str
+    round_temperature: tuple[float, ...]
+    resample_temperature: tuple[float, ...]
+
+    @classmethod
+    def of(cls, settings: Settings, language: str) -> RunProtocol:
+        return cls(variant=settings.variant, iters=settings.iters, samples=settings.samples,
+                   temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
+                   max_length=settings.max_length, timeout=settings.timeout_for(language),
+                   prompt=settings.prompt, strict=settings.strict, language=language,
+                   tests=settings.tests, agent=settings.agent, chat_stop=settings.chat_stop,
+                   round_temperature=settings.round_temperature,
+                   resample_temperature=settings.resample_temperature)
+
+    def to_json(self) -> RecordedProtocol:
+        """The record's `protocol`, key for key as every earlier version wrote it."""
+        protocol = RecordedProtocol(variant=self.variant, iters=self.iters,
+                                    samples=self.samples, temperature=self.temperature)
+        if self.max_length is None:
+            protocol["max_new_tokens"] = self.max_new_tokens
+        else:
+            protocol["max_length"] = self.max_length
+        protocol["timeout"] = self.timeout
+        protocol["prompt"] = self.prompt
+        protocol["strict"] = self.strict
+        protocol["language"] = self.language
+        # Fields added later are written only away from the value every record before them
+        # was made under (tests: hidden; agent: repair; chat_stop: none).
+        if self.tests != "hidden":
+            protocol["tests"] = self.tests
+        if self.agent != "repair":
+            protocol["agent"] = self.agent
+        if self.chat_stop != "none":
+            protocol["chat_stop"] = self.chat_stop
+        if self.iters:  # without repair rounds they decide nothing
+            protocol["round_temperature"] = list(self.round_temperature)
+            protocol["resample_temperature"] = list(self.resample_temperature)
+        return protocol
+
+    @classmethod
+    def of_run(cls, settings: Settings, languages: Sequence[str]) -> RecordedProtocol:
+        """The run's protocol: its language's, or with several, their names and each one's
+        timeout."""
+        protocol = cls.of(settings, languages[0]).to_json()
+        if len(languages) > 1:
+            protocol["language"] = ",".join(languages)
+            protocol["timeout"] = {name: settings.timeout_for(name) for name in languages}
+        return protocol
+
+    @staticmethod
+    def read(protocol: RecordedProtocol) -> RecordedProtocol:
+        """A record's protocol as this version compares it: the fields written since it was
+        made filled with the value it was made under."""
+        return {**FILLED_WHEN_READ, **protocol}
+
+
+def run_fingerprint(model: str | None, protocol: RecordedProtocol | None,
+                    dataset_hash: str | None) -> Fingerprint:
+    return Fingerprint(model=model, protocol=protocol, dataset_hash=dataset_hash)
+
+
+def without_model(fingerprint: Fingerprint) -> Fingerprint:
+    """What a baseline must share with a run: all of the fingerprint but what is evaluated,
+    the model and the agent (the protocol's `agent`), so that two of either compare."""
+    protocol = fingerprint.get("protocol")
+    if isinstance(protocol, dict):
+        protocol = protocol.copy()
+        protocol.pop("agent", None)
+    return Fingerprint(protocol=protocol, dataset_hash=fingerprint.get("dataset_hash"))
+
+
+def record_language(record: Record) -> str:
+    protocol = record.get("protocol")
+    in_protocol = protocol.get("language") if isinstance(protocol, dict) else None
+    return str(record.get("language") or in_protocol or FILLED_WHEN_READ["language"])
+
+
+def record_fingerprint(record: Record) -> Fingerprint:
+    protocol = record.get("protocol")
+    return run_fingerprint(record.get("model"),
+                           RunProtocol.read(protocol) if isinstance(protocol, dict) else protocol,
+                           record.get("dataset_hash"))
+
+
+def fingerprint_differences(found: Fingerprint, wanted: Fingerprint) -> list[str]:
+    """`name: found there, wanted here` for each key of `wanted` that differs (the protocol
+    field by field)."""
+    # Key by key, whatever the record holds: a record of an earlier version may lack any.
+    there: Mapping[str, object] = found
+    here: Mapping[str, object] = wanted
+    lines = []
+    for key, value in here.items():
+        found_value = there.get(key)
+        if key == "protocol" and isinstance(found_value, dict) and isinstance(value, dict):
+            for name, setting in value.items():
+                if found_value.get(name) != setting:
+                    lines.append(f"{name}: {found_value.get(name)!r} there, {setting!r} here")
+        elif found_value != value:
+            lines.append(f"{key}: {found_value!r} there, {value!r} here")
+    return lines
+
+
+def language_differences(record: Record, wanted: Mapping[str, Fingerprint]
+                         ) -> tuple[str | None, list[str]]:
+    """`fingerprint_differences` against the fingerprint of the record's language in
+    `wanted` (by language); first, the record's language when the run has none of it."""
+    language = record_language(record)
+    if language not in wanted:
+        return language, []
+    return None, fingerprint_differences(record_fingerprint(record), wanted[language])

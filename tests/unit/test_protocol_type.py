@@ -1,0 +1,86 @@
+"""RunProtocol writes the protocol every earlier version wrote, key for key, and reads the
+records they wrote as the protocol they were made under. The expectations are literal dicts, as
+the records on disk hold them, not computed by the code under test."""
+
+import json
+
+import pytest
+
+from pytest_humanfix.protocol import (
+    RunProtocol,
+    fingerprint_differences,
+    record_fingerprint,
+    record_language,
+    run_fingerprint,
+    without_model,
+)
+from pytest_humanfix.settings import Settings
+
+# What a default Python run wrote before the protocol had a type of its own.
+DEFAULT = {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
+           "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
+           "language": "python", "chat_stop": "code"}
+
+
+@pytest.mark.parametrize("settings, language, expected", [
+    (Settings(), "python", DEFAULT),
+    (Settings(chat_stop="none"), "python",
+     {k: v for k, v in DEFAULT.items() if k != "chat_stop"}),
+    (Settings(max_length=600, timeout=3.0, strict=True, prompt="primed"), "python",
+     {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0, "max_length": 600,
+      "timeout": 3.0, "prompt": "primed", "strict": True, "language": "python",
+      "chat_stop": "code"}),
+    (Settings(iters=2, tests="plus", agent="tools", variant="docs"), "python",
+     {"variant": "docs", "iters": 2, "samples": 1, "temperature": 0.0, "max_new_tokens": 512,
+      "timeout": 10.0, "prompt": "auto", "strict": False, "language": "python",
+      "tests": "plus", "agent": "tools", "chat_stop": "code",
+      "round_temperature": [1.0], "resample_temperature": [1.2]}),
+    (Settings(iters=1, round_temperature=(0.5, 0.7), resample_temperature=()), "go",
+     {"variant": "tests", "iters": 1, "samples": 1, "temperature": 0.0, "max_new_tokens": 512,
+      "timeout": 20.0, "prompt": "auto", "strict": False, "language": "go",
+      "chat_stop": "code", "round_temperature": [0.5, 0.7], "resample_temperature": []}),
+])
+def test_written_protocol_is_todays_byte_for_byte(settings, language, expected):
+    written = RunProtocol.of(settings, language).to_json()
+    # Byte for byte: the same keys in the same order, so the JSONL line is unchanged.
+    assert json.dumps(written) == json.dumps(expected)
+
+
+def test_a_record_from_before_prompt_strict_and_language_reads_as_made():
+    # A record of an early version: none of prompt, strict or language, nor the later fields.
+    old = {"task_id": "Python/0", "model": "m", "dataset_hash": "h",
+           "protocol": {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
+                        "max_new_tokens": 512, "timeout": 10.0}}
+    today = run_fingerprint("m", RunProtocol.of(Settings(chat_stop="none"), "python").to_json(),
+                            "h")
+    assert record_fingerprint(old)["protocol"] == {
+        "variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
+        "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
+        "language": "python"}
+    assert fingerprint_differences(record_fingerprint(old), today) == []
+    assert record_language(old) == "python"
+
+
+def test_an_old_record_still_differs_where_it_was_made_otherwise():
+    old = {"model": "m", "dataset_hash": "h",
+           "protocol": {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
+                        "max_new_tokens": 512, "timeout": 10.0}}
+    strict = run_fingerprint("m", RunProtocol.of(Settings(strict=True, chat_stop="none"),
+                                                 "python").to_json(), "h")
+    assert fingerprint_differences(record_fingerprint(old), strict) == \
+        ["strict: False there, True here"]
+
+
+def test_several_languages_join_their_names_and_timeouts():
+    protocol = RunProtocol.of_run(Settings(), ("python", "go"))
+    assert protocol["language"] == "python,go"
+    assert protocol["timeout"] == {"python": 10.0, "go": 20.0}
+
+
+def test_a_baseline_leaves_out_the_model_and_the_agent():
+    fingerprint = run_fingerprint("m", RunProtocol.of(Settings(agent="tools"), "python")
+                                  .to_json(), "h")
+    kept = without_model(fingerprint)
+    assert "model" not in kept and kept["dataset_hash"] == "h"
+    assert kept["protocol"] is not None and "agent" not in kept["protocol"]
+    assert fingerprint["protocol"] is not None and fingerprint["protocol"]["agent"] == "tools"
