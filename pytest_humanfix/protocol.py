@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from .records import Record
     from .settings import Settings
 
 
@@ -48,6 +47,16 @@ class Fingerprint(TypedDict, total=False):
     model: str | None
     protocol: RecordedProtocol | None
     dataset_hash: str | None
+
+
+class Fingerprinted(TypedDict, total=False):
+    """The fields of a record (`records.Record`) that its fingerprint is made of: named here, so
+    that records.py, which types the whole line, is what imports this module."""
+
+    language: str
+    model: str | None
+    protocol: RecordedProtocol
+    dataset_hash: str
 
 
 # Written always now, missing from records made before: the value they were made under (a missing
@@ -143,13 +152,13 @@ def without_model(fingerprint: Fingerprint) -> Fingerprint:
     return Fingerprint(protocol=protocol, dataset_hash=fingerprint.get("dataset_hash"))
 
 
-def record_language(record: Record) -> str:
+def record_language(record: Fingerprinted) -> str:
     protocol = record.get("protocol")
     in_protocol = protocol.get("language") if isinstance(protocol, dict) else None
     return str(record.get("language") or in_protocol or FILLED_WHEN_READ["language"])
 
 
-def record_fingerprint(record: Record) -> Fingerprint:
+def record_fingerprint(record: Fingerprinted) -> Fingerprint:
     protocol = record.get("protocol")
     return run_fingerprint(record.get("model"),
                            RunProtocol.read(protocol) if isinstance(protocol, dict) else protocol,
@@ -174,7 +183,7 @@ def fingerprint_differences(found: Fingerprint, wanted: Fingerprint) -> list[str
     return lines
 
 
-def language_differences(record: Record, wanted: Mapping[str, Fingerprint]
+def language_differences(record: Fingerprinted, wanted: Mapping[str, Fingerprint]
                          ) -> tuple[str | None, list[str]]:
     """`fingerprint_differences` against the fingerprint of the record's language in
     `wanted` (by language); first, the record's language when the run has none of it."""
