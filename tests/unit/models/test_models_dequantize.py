@@ -1,7 +1,8 @@
-"""Writing a GGUF model as a folder `transformers serve` loads (pytest_humanfix/models/dequantize.py),
-on the tiny random model's fp32 GGUF file: the folder's weights are the model's own, in fp32,
-with no quantization left in its config, and its tokenizer encodes as the model's does. Run
-through `kinds.dequantized_folder` and its cache: runs/test_serve.py."""
+"""Writing a GGUF model as a folder `transformers serve` loads
+(pytest_humanfix/models/dequantize.py), on the tiny random model's fp32 GGUF file: the folder's
+weights are the model's own, in fp32, with no quantization left in its config, and its tokenizer
+encodes as the model's does. Run through `kinds.dequantized_folder` and its cache:
+runs/test_serve.py."""
 
 from __future__ import annotations
 
