@@ -105,8 +105,8 @@ def test_each_engine_is_sized_for_the_workers_that_go_round_to_it(launcher, monk
 
 @pytest.mark.parametrize(("failing", "fail", "events"), [
     (1, "start", ["start 0", "start 1", "stop 0", "stop 1"]),
-    (1, "wait", ["start 0", "start 1", "start 2", "wait 0 900", "wait 1 900",
-                 "stop 0", "stop 1", "stop 2"]),
+    (1, "wait", ["start 0", "start 1", "start 2", f"wait 0 {serving.START_TIMEOUT:g}",
+                 f"wait 1 {serving.START_TIMEOUT:g}", "stop 0", "stop 1", "stop 2"]),
 ])
 def test_an_engine_that_fails_stops_every_engine_started(launcher, monkeypatch, failing, fail,
                                                          events):
