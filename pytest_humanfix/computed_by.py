@@ -53,6 +53,7 @@ class ComputedBy(TypedDict, total=False):
     determinism: str | dict[str, str]
     note: str
     host: Host
+    replayed: ComputedBy | None  # a replay's: what the records say computed them
 
 
 def cpu_name() -> str:

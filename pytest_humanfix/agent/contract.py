@@ -12,12 +12,12 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Generation, Message, Model
-from ..models.toolcalls import ToolCall
+from ..models.toolcalls import Tool, ToolCall
 from ..records import Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
@@ -122,7 +122,7 @@ class ChatClient:
 
     def reply(self, messages: list[Message], *, temperature: float | None = None,
               stop: list[str] | None = None,
-              tools: list[dict[str, Any]] | None = None) -> Reply:
+              tools: list[Tool] | None = None) -> Reply:
         """The whole reply: given `tools` (OpenAI's declarations), the calls it made, on an
         engine that serves them (a server, the controls, a replay)."""
         checked = _messages(messages)

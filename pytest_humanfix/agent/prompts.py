@@ -10,11 +10,10 @@ function-calling agent's tool (`RUN_TESTS`) and its answers (`tool_result`) are 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Message, PromptKind
+from ..models.toolcalls import Tool
 
 VARIANTS = ("tests", "docs")
 # BigCode's stop words for Python (LANGUAGE_TO_STOP_WORDS, and the end-of-text token it adds).
@@ -76,7 +75,7 @@ def first_messages(task: Task, variant: str) -> list[Message]:
 RUN_TESTS = "run_tests"
 
 
-def run_tests_tool(variant: str) -> dict[str, Any]:
+def run_tests_tool(variant: str) -> Tool:
     """The tool of the function-calling agent, as OpenAI's API declares a function."""
     which = "the examples from the docstring" if variant == "docs" else "the tests"
     return {"type": "function", "function": {

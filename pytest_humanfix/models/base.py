@@ -11,6 +11,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ..computed_by import ComputedBy
 from ..dataset import Task
 from .toolcalls import Tool, ToolCall
 
@@ -49,7 +50,7 @@ class Model(Protocol):
     prompt: PromptKind
 
     @property
-    def computed_by(self) -> dict[str, Any]:
+    def computed_by(self) -> ComputedBy:
         """What computes its replies: engine, build, kernels, device, dtype, determinism
         (`computed_by`); plain data, written in every record."""
         ...

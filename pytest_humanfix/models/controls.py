@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from ..computed_by import ComputedBy
 from ..dataset import Task
 from ..jsonl import JsonlError, read_jsonl
 from ..languages import LANGUAGES
@@ -35,7 +36,7 @@ class ControlModel:
         self.prompt = settle_prompt(config.prompt, has_chat_template=True)
         # No version: which control answers is the run's model, and a canonical run is
         # compared with a buggy baseline as with any other model's.
-        self.computed_by: dict[str, Any] = {"engine": "control", "device": "none"}
+        self.computed_by: ComputedBy = {"engine": "control", "device": "none"}
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[Tool] | None = None,
@@ -78,8 +79,7 @@ class ReplayModel(RecordedAnswers):
         self.replies: dict[str, list[str]] = {}
         self._served: dict[str, int] = {}
         # The replies were computed when they were recorded: by what the records say.
-        self.computed_by: dict[str, Any] = {"engine": "replay", "device": "none",
-                                            "replayed": None}
+        self.computed_by: ComputedBy = {"engine": "replay", "device": "none", "replayed": None}
         try:
             rows = read_jsonl(path, bad_lines="raise")
         except OSError as exc:
@@ -90,8 +90,9 @@ class ReplayModel(RecordedAnswers):
             if not isinstance(row.get("task_id"), str):
                 raise ModelSpecError(f"replay file {path}: line {number} has no task_id.")
             self.replies.setdefault(row["task_id"], []).extend(_recorded_replies(row, path, number))
-            if self.computed_by["replayed"] is None and isinstance(row.get("computed_by"), dict):
-                self.computed_by["replayed"] = row["computed_by"]
+            recorded = row.get("computed_by")
+            if self.computed_by.get("replayed") is None and isinstance(recorded, dict):
+                self.computed_by["replayed"] = cast(ComputedBy, recorded)  # the record's, as JSON
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[Tool] | None = None,

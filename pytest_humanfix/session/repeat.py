@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
-from typing import Any
 
 from ..agent.config import RepairConfig
 from ..agent.graph import repair
+from ..computed_by import ComputedBy
 from ..dataset import Task
 from ..models.base import Generation, Message, Model, PromptKind, RecordedAnswers, settle_prompt
-from ..models.toolcalls import split_reply
+from ..models.toolcalls import Tool, split_reply
 from ..records import RepeatCheck, TaskResult
 from ..sandbox.environment import Sandbox
 from ..settings import Settings
@@ -37,12 +37,12 @@ class RecordedReply(RecordedAnswers):
     text: str
     prompt: PromptKind
     spec: str = "recorded"
-    computed_by: dict[str, Any] = dataclasses.field(
-        default_factory=lambda: {"engine": "recorded", "version": "the run's first reply",
-                                 "device": "none"})
+    computed_by: ComputedBy = dataclasses.field(
+        default_factory=lambda: ComputedBy(engine="recorded", version="the run's first reply",
+                                           device="none"))
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
-                 tools: list[dict[str, Any]] | None = None,
+                 tools: list[Tool] | None = None,
                  stop: list[str] | None = None) -> Generation:
         text, calls = split_reply(self.text, tools)  # a recorded call is called again
         return Generation(text=text, tool_calls=calls, engine="recorded")

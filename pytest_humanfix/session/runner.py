@@ -13,7 +13,6 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
 
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
@@ -24,6 +23,7 @@ from ..computed_by import ComputedBy
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
+from ..models.engines.launch import Endpoint
 from ..models.generation import GenerationConfig
 from ..models.specs import CONTROLS, load_model
 from ..plus.known import PLUS_KNOWN_FAILURES
@@ -66,7 +66,7 @@ class Runner:
 
     def __init__(self, settings: Settings, state: RunState, *, workload: Workload | None = None,
                  sandbox_choice: Choice | None = None, device: str | None = None,
-                 endpoint: dict[str, Any] | None = None) -> None:
+                 endpoint: Endpoint | None = None) -> None:
         self.settings = settings
         self.state = state
         # Given ones stand in for the cached properties below.
@@ -76,8 +76,7 @@ class Runner:
             self.__dict__["sandbox_choice"] = sandbox_choice
         # The GPU this process was pinned to (a CUDA_VISIBLE_DEVICES entry), None if none.
         self.device = device
-        # Under --humanfix-serve: {"base_url", "model", "engine"} of the shared engine
-        # answering instead.
+        # Under --humanfix-serve: the shared engine answering instead.
         self.endpoint = endpoint
         self._toolchains: dict[str, Sandbox] = {}
         self._model: Model | None = None
@@ -163,9 +162,9 @@ class Runner:
         # The engine's name labels every reply it serves.
         model = load_model("openai:" + self.endpoint["model"], dataclasses.replace(
             GenerationConfig.of(self.settings), base_urls=(self.endpoint["base_url"],),
-            engine=self.endpoint.get("engine", "openai")))
+            engine=self.endpoint["engine"]))
         # What the controller knows of the engine it started and the engine cannot say.
-        model.computed_by.update(self.endpoint.get("computed_by") or {})
+        model.computed_by.update(self.endpoint.get("computed_by") or ComputedBy())
         return model
 
     def preload(self) -> None:
@@ -325,8 +324,7 @@ class Runner:
                if self.workload.plus and task.task_id in PLUS_KNOWN_FAILURES else {}),
             **({"plus_time_limit": self.plus_time_limit(task)} if self.workload.plus else {}),
             "model_error": self._model_error,
-            # Model.computed_by is each engine's ComputedBy, typed as plain JSON by models/.
-            "computed_by": cast(ComputedBy, self._model.computed_by)
+            "computed_by": self._model.computed_by
             if self._model is not None else None,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),

@@ -7,8 +7,9 @@ nothing else (docs/architecture.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from ..models.engines.launch import Endpoint
 from ..records import Record
 
 WORKERINPUT_KEY = "humanfix"
@@ -35,7 +36,7 @@ class WorkerInput(TypedDict):
 
     run: RunStateJson
     device: str | None
-    endpoint: dict[str, Any] | None  # JSON from models.serve
+    endpoint: Endpoint | None
 
 
 @dataclass(frozen=True)

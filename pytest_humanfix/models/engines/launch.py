@@ -20,9 +20,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from ... import computed_by
+from ...computed_by import ComputedBy
 from ...devices import gpu_description
 from ...processes import stop_group
 from ...settings import Settings
@@ -38,6 +39,15 @@ from .kinds import (
 
 START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy
 STOP_GRACE = 10.0
+
+
+class Endpoint(TypedDict):
+    """What a worker needs to reach a shared engine: plain JSON, sent through `workerinput`."""
+
+    base_url: str
+    model: str
+    engine: str
+    computed_by: NotRequired[ComputedBy]  # what the engine does not say of itself
 
 
 def free_port() -> int:
@@ -88,11 +98,11 @@ class Engine:
         return gpu_description(self.device)
 
     @property
-    def described(self) -> dict[str, Any]:
+    def described(self) -> ComputedBy:
         """What computes this engine's replies that the engine does not say itself: its GPU and
         determinism settings; and all of it for `transformers serve`, which says nothing
         (run in this environment: its versions and its CPU kernels are this process's)."""
-        described: dict[str, Any] = {}
+        described: ComputedBy = {}
         if self.device is not None:
             variables = dict(self.environment)
             variables.update((k, v) for k, v in os.environ.items() if k in variables)
@@ -107,11 +117,11 @@ class Engine:
                 "float32" if self.device is None else "auto"))
         return described
 
-    def endpoint(self) -> dict[str, Any]:
+    def endpoint(self) -> Endpoint:
         """What a worker needs to reach this engine, and what the engine does not say of itself
         (`described`): plain data for `workerinput`."""
-        endpoint: dict[str, Any] = {"base_url": self.base_url, "model": self.model.name,
-                                    "engine": self.model.engine}
+        endpoint = Endpoint(base_url=self.base_url, model=self.model.name,
+                            engine=self.model.engine)
         if self.described:
             endpoint["computed_by"] = self.described
         return endpoint

@@ -16,7 +16,7 @@ from ...settings import Settings
 from ..openai_servers import worker_index
 from .commands import CpuLayout, cpu_layout
 from .kinds import ServeError, served_model
-from .launch import START_TIMEOUT, Engine, new_engine
+from .launch import START_TIMEOUT, Endpoint, Engine, new_engine
 
 if TYPE_CHECKING:
     import pytest
@@ -62,7 +62,7 @@ class Serving:
                             for engine in self.engines],
                 "cpu_layout": dataclasses.asdict(self.cpu) if self.cpu else None}
 
-    def endpoint_for(self, worker: str) -> dict[str, Any]:
+    def endpoint_for(self, worker: str) -> Endpoint:
         """Workers gw0, gw1, ... go round the engines; a replacement worker gets a new id."""
         return self.engines[worker_index(worker) % len(self.engines)].endpoint()
 
