@@ -21,7 +21,7 @@ REGENERATE = "python scripts/options_page.py"
 
 HEADER = f"""# Options
 
-<!-- Generated from pytest_humanfix/settings/settings.py by `{REGENERATE}`: edit the fields
+<!-- Generated from pytest_humanfix/settings/declared.py by `{REGENERATE}`: edit the fields
 of `Settings` there. -->
 
 Every option works on the command line and as an ini key (in `pytest.ini`, `tox.ini`,

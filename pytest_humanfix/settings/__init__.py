@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from .converters import BUILT_IN_AGENTS
+from .declared import HUB_PLUS_DATASET, OPTIONS, PATH_OPTIONS, Settings, user_cache_dir
 from .options import Option, add_options as _add_options
-from .settings import HUB_PLUS_DATASET, OPTIONS, PATH_OPTIONS, Settings, user_cache_dir
 
 
 def add_options(parser: pytest.Parser) -> None:
