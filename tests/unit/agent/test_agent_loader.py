@@ -1,0 +1,216 @@
+"""Finding the agent that repairs the tasks (agent/loader): a built-in one, one that
+--humanfix-agent names as module:callable or file.py:callable, or a conftest.py's fixture; each
+way it cannot be loaded is an error that says what to do."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+
+from pytest_humanfix.agent.loader import (
+    FIXTURE,
+    AgentLoadError,
+    agent_folders,
+    agent_of,
+    conftest_agent,
+    is_agent,
+    is_brought,
+    is_graph,
+    load_agent,
+    settle_agent,
+)
+from pytest_humanfix.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def isolated_imports(monkeypatch: pytest.MonkeyPatch):
+    """Undoes what loading an agent file does to the interpreter: sys.path and sys.modules."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def agent_file(folder: Path, name: str, source: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+class Graphlike:
+    def invoke(self, state, context=None):
+        return state
+
+    def get_graph(self):
+        return None
+
+
+def test_a_function_and_a_graph_are_agents_and_only_the_graph_is_a_graph():
+    assert is_agent(len) and not is_graph(len)
+    assert is_agent(Graphlike()) and is_graph(Graphlike())
+    # Told by its interface: an invoke alone is not a graph, and data is no agent.
+    assert not is_graph(SimpleNamespace(invoke=lambda state: state))
+    assert not is_agent(3) and not is_agent("repair")
+
+
+def test_the_built_in_agents_are_not_brought():
+    assert not is_brought("repair") and not is_brought("tools")
+    assert is_brought("my_agents:fix")
+
+
+def test_a_file_agent_is_loaded_from_the_folders_in_turn_and_imports_its_siblings(tmp_path):
+    first, second = tmp_path / "invocation", tmp_path / "ini"
+    first.mkdir(), second.mkdir()
+    agent_file(second, "helper_of_loader_test.py", "ANSWER = 'fixed code'\n")
+    agent_file(second, "loader_agent_a.py", """
+        from helper_of_loader_test import ANSWER
+
+        def fix(ctx):
+            return ANSWER
+        """)
+    agent = load_agent("loader_agent_a.py:fix", (first, second))
+    assert callable(agent) and agent(None) == "fixed code"
+
+
+def test_a_dotted_name_reaches_an_attribute_of_the_module(tmp_path):
+    agent_file(tmp_path, "loader_agent_b.py", """
+        class Agents:
+            @staticmethod
+            def fix(ctx):
+                return None
+        """)
+    agent = load_agent(f"{tmp_path}/loader_agent_b.py:Agents.fix", ())
+    assert agent.__qualname__ == "Agents.fix"
+
+
+def test_a_module_agent_is_imported_by_name():
+    import json
+
+    assert load_agent("json:dumps", ()) is json.dumps
+
+
+def test_a_missing_file_names_where_it_was_looked_for(tmp_path):
+    with pytest.raises(AgentLoadError, match="there is no file agents/absent.py") as raised:
+        load_agent("agents/absent.py:fix", (tmp_path,))
+    assert str(tmp_path) in str(raised.value) and "module:callable" in str(raised.value)
+
+
+def test_a_missing_module_says_how_to_make_it_importable():
+    with pytest.raises(AgentLoadError, match="no module 'no_such_agent_module_x'") as raised:
+        load_agent("no_such_agent_module_x:fix", ())
+    assert "PYTHONPATH" in str(raised.value)
+
+
+def test_a_file_that_raises_on_import_names_the_line_and_is_not_left_imported(tmp_path):
+    path = agent_file(tmp_path, "loader_agent_c.py", "x = 1\nraise RuntimeError('no key')\n")
+    with pytest.raises(AgentLoadError) as raised:
+        load_agent(f"{path}:fix", ())
+    message = str(raised.value)
+    assert f"RuntimeError: no key ({path}:2)" in message and f"python {path}" in message
+    assert "humanfix_agent_loader_agent_c" not in sys.modules
+
+
+def test_a_file_with_a_syntax_error_names_its_line(tmp_path):
+    path = agent_file(tmp_path, "loader_agent_d.py", "def fix(ctx)\n    return None\n")
+    with pytest.raises(AgentLoadError, match=f"SyntaxError: .*\\({path}:1\\)"):
+        load_agent(f"{path}:fix", ())
+
+
+def test_a_missing_callable_lists_the_agents_the_file_defines(tmp_path):
+    path = agent_file(tmp_path, "loader_agent_e.py", """
+        import json
+
+        def fix(ctx):
+            return None
+
+        def _private(ctx):
+            return None
+
+        class Agent:
+            pass
+
+        LIMIT = 3
+        """)
+    with pytest.raises(AgentLoadError, match="has no repair") as raised:
+        load_agent(f"{path}:repair", ())
+    # Its own public callables, not the ones it imported, not its data.
+    assert "(callables defined there: Agent, fix)" in str(raised.value)
+
+
+def test_a_name_that_is_not_an_agent_says_what_it_is(tmp_path):
+    path = agent_file(tmp_path, "loader_agent_f.py", "LIMIT = 3\n")
+    with pytest.raises(AgentLoadError, match="LIMIT in .* is a int, not an agent"):
+        load_agent(f"{path}:LIMIT", ())
+
+
+def config(tmp_path: Path, *plugins: object, inipath: Path | None = None) -> pytest.Config:
+    """The little of pytest's config the loader reads."""
+    fake = SimpleNamespace(
+        invocation_params=SimpleNamespace(dir=tmp_path), rootpath=tmp_path, inipath=inipath,
+        pluginmanager=SimpleNamespace(get_plugins=lambda: set(plugins)))
+    return fake  # type: ignore[return-value]
+
+
+def conftest_module(path: Path, with_fixture: bool = True) -> ModuleType:
+    module = ModuleType("conftest")
+    module.__file__ = str(path / "conftest.py")
+    if with_fixture:
+        setattr(module, FIXTURE, lambda: None)
+    return module
+
+
+def test_the_folders_are_the_invocation_folder_then_the_ini_files(tmp_path):
+    ini = tmp_path / "project"
+    assert agent_folders(config(tmp_path, inipath=ini / "pytest.ini")) == (tmp_path, ini)
+    # Without an ini file, the root folder, named once when it is the invocation folder.
+    assert agent_folders(config(tmp_path)) == (tmp_path,)
+
+
+def test_the_nearest_conftest_defining_the_fixture_is_the_agent(tmp_path):
+    tasks = tmp_path / "tasks"
+    deeper, elsewhere = tasks / "deeper", tmp_path / "elsewhere"
+    plugins = (conftest_module(tmp_path), conftest_module(tasks),
+               conftest_module(deeper), conftest_module(elsewhere),
+               conftest_module(tasks / "x", with_fixture=False))
+    fake = config(tmp_path, *plugins)
+    fake.invocation_params.dir = deeper / "below"
+    assert conftest_agent(fake) == f"tasks/deeper/conftest.py::{FIXTURE}"
+    assert conftest_agent(config(tmp_path, conftest_module(tasks, with_fixture=False))) is None
+
+
+def test_the_fixture_of_the_plugin_gives_none_for_a_built_in_agent(tmp_path):
+    assert agent_of(config(tmp_path), "repair") is None
+
+
+def test_a_conftest_agent_the_plugin_must_load_was_not_a_fixture(tmp_path):
+    with pytest.raises(AgentLoadError, match="decorate it with @pytest.fixture"):
+        agent_of(config(tmp_path), f"tests/conftest.py::{FIXTURE}")
+
+
+def test_settle_keeps_a_built_in_agent_and_lets_a_conftest_fixture_win(tmp_path):
+    settings = Settings(model="canonical", prompt="completion")
+    assert settle_agent(config(tmp_path), settings) is settings
+    with pytest.raises(pytest.UsageError, match="use --humanfix-prompt chat"):
+        settle_agent(config(tmp_path, conftest_module(tmp_path)), settings)
+    settled = settle_agent(config(tmp_path, conftest_module(tmp_path)),
+                           Settings(model="canonical", agent="repair"))
+    assert settled.agent == f"conftest.py::{FIXTURE}"
+
+
+def test_settle_makes_an_agent_that_cannot_load_a_usage_error(tmp_path):
+    with pytest.raises(pytest.UsageError, match="there is no file absent.py"):
+        settle_agent(config(tmp_path), Settings(model="canonical", agent="absent.py:fix"))
+
+
+def test_settle_refuses_the_repeat_check_for_a_brought_agent(tmp_path):
+    agent_file(tmp_path, "loader_agent_g.py", "def fix(ctx):\n    return None\n")
+    settings = Settings(model="canonical", agent="loader_agent_g.py:fix", repeat_check=2)
+    with pytest.raises(pytest.UsageError, match="leave the repeat check out"):
+        settle_agent(config(tmp_path), settings)
+    fine = Settings(model="canonical", agent="loader_agent_g.py:fix")
+    assert settle_agent(config(tmp_path), fine) is fine
