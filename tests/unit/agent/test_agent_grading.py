@@ -1,0 +1,139 @@
+"""Grading a final candidate (agent/grading): the tests it runs on, the guard of the hidden
+tests, which attempt is graded, and the task's result with its flags and HumanEval+ verdict.
+Python/0's canonical and buggy solutions are the oracles: one passes, the other fails."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from agent_doubles import CountingSandbox
+
+from pytest_humanfix.agent.config import RepairConfig
+from pytest_humanfix.agent.context import RepairContext
+from pytest_humanfix.agent.grading import final_candidate, graded, run_hidden, run_tests
+from pytest_humanfix.agent.suspicion import GUARD_MARK
+from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.records import Attempt
+from pytest_humanfix.sandbox.environment import Verdict
+from pytest_humanfix.settings import Settings
+
+# Tests that do not end by calling check(<entry point>): they cannot hold the guard.
+UNGUARDABLE = Task(task_id="Python/900", entry_point="f", bug_type="value misuse", prompt="",
+                   declaration="def f():\n", buggy_solution="    return 1\n",
+                   canonical_solution="    return 0\n", test="assert f() == 0\n")
+
+
+@pytest.fixture(scope="module")
+def task(dataset: Path) -> Task:
+    return load_tasks(str(dataset))[0]  # Python/0
+
+
+def context(task: Task, sandbox=None, plus=None, **settings) -> RepairContext:
+    return RepairContext(task=task, model=None,  # type: ignore[arg-type]  # grading never asks it
+                         sandbox=sandbox or CountingSandbox(),
+                         config=RepairConfig.of(Settings(**settings)), plus=plus)
+
+
+def attempt(code: str, status: str = "", verdict: dict | None = None, **fields) -> Attempt:
+    return Attempt(code=code, diff="", verdict=verdict, status=status, **fields)  # type: ignore[arg-type]
+
+
+def always_equal(task: Task) -> str:
+    """Passes the hidden tests by comparing equal to anything."""
+    return task.declaration + ("    class Always:\n        def __eq__(self, other):\n"
+                               "            return True\n    return Always()\n")
+
+
+class Unreachable:
+    def run(self, program: str):
+        raise AssertionError("nothing should have run")
+
+
+def test_run_tests_explains_a_failed_assert_with_its_values(task):
+    sandbox = CountingSandbox()
+    verdict = run_tests(context(task, sandbox), task.buggy_code, task.test)
+    assert verdict.status == "failed"
+    # Python's asserts are rewritten to tell the values they compared (agent/feedback).
+    assert "_hf_compared(" in sandbox.programs[0]
+    assert "+  where True = has_close_elements([1.0, 2.0, 3.9" in verdict.stderr
+    assert run_tests(context(task), task.canonical_code, task.test).passed
+
+
+def test_the_hidden_tests_run_guarded_and_a_clean_pass_is_not_flagged(task):
+    sandbox = CountingSandbox()
+    verdict, flag = run_hidden(context(task, sandbox), task.canonical_code)
+    assert verdict.passed and flag == ""
+    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+
+
+def test_a_run_the_guard_stops_is_flagged_and_run_again_without_it(task):
+    sandbox = CountingSandbox()
+    verdict, flag = run_hidden(context(task, sandbox), always_equal(task))
+    assert flag.startswith("always-equal") and verdict.passed
+    assert len(sandbox.programs) == 2 and len(sandbox.guarded) == 1
+    assert GUARD_MARK not in sandbox.programs[1]
+
+
+def test_tests_that_cannot_hold_the_guard_run_unguarded_with_no_flag():
+    sandbox = CountingSandbox()
+    verdict, flag = run_hidden(context(UNGUARDABLE, sandbox), UNGUARDABLE.canonical_code)
+    assert verdict.passed and flag is None and sandbox.guarded == []
+
+
+def test_the_final_candidate_is_the_latest_that_passed_the_check():
+    statuses = ["failed", "rejected", "repeat", "rejected"]
+    assert final_candidate([attempt("", s) for s in statuses]) == 2
+    assert final_candidate([attempt("", "rejected"), attempt("", "rejected")]) == 1
+    assert final_candidate([attempt("", "passed")]) == 0
+
+
+def test_an_attempt_that_ran_the_hidden_tests_is_graded_without_running_again(task):
+    verdict = run_hidden(context(task), task.canonical_code)[0].to_dict()
+    attempts = [attempt(task.buggy_code, "failed", tests="test"),
+                attempt(task.canonical_code, "passed", tests="test", verdict=verdict, guard="",
+                        round=1)]
+    result = graded(context(task, Unreachable()), attempts, 1)
+    assert (result.outcome, result.final_attempt, result.fixed_round) == ("fixed", 1, 1)
+    assert result.verdict == verdict and result.flags == [] and result.failure == ""
+    assert [a.status for a in result.attempts] == ["failed", "passed"]
+
+
+def test_a_candidate_not_run_in_a_round_is_graded_only(task):
+    attempts = [attempt(task.buggy_code)]
+    result = graded(context(task), attempts, 0)
+    assert result.outcome == "unfixed" and result.fixed_round is None
+    assert result.attempts[0].status == "graded" and attempts[0].status == ""  # not edited
+    assert result.failure == Verdict(**result.verdict).first_failure() != ""
+    assert "plus_outcome" not in result.to_dict()
+
+
+def test_a_flagged_fix_stays_fixed_unless_strict(task):
+    code = always_equal(task)
+    lenient = graded(context(task), [attempt(code)], 0)
+    assert lenient.outcome == "fixed"
+    assert lenient.flags == ["always-equal: class Always: __eq__ always returns True"]
+    strict = graded(context(task, strict=True), [attempt(code)], 0)
+    assert strict.outcome == "unfixed" and strict.fixed_round is None
+    assert strict.failure == ("flagged, scored not fixed (--humanfix-strict): "
+                              "always-equal: class Always: __eq__ always returns True")
+
+
+def test_humanfix_plus_runs_whatever_the_hidden_verdict_and_fixes_only_both(task):
+    ran: list[str] = []
+    failed = Verdict(status="failed", exit_code=1, seconds=0.1, stdout="",
+                     stderr="AssertionError: plus input 7\n", network="")
+
+    def plus(code: str) -> Verdict:
+        ran.append(code)
+        return failed if code == task.canonical_code else dataclasses.replace(
+            failed, status="passed", stderr="")
+
+    fixed_here = graded(context(task, plus=plus), [attempt(task.canonical_code)], 0)
+    assert (fixed_here.outcome, fixed_here.plus_outcome) == ("fixed", "unfixed")
+    assert "plus input 7" in fixed_here.plus_failure
+    buggy = graded(context(task, plus=plus), [attempt(task.buggy_code)], 0)
+    assert (buggy.outcome, buggy.plus_outcome, buggy.plus_failure) == ("unfixed", "unfixed", "")
+    assert buggy.plus_verdict["status"] == "passed"
+    assert ran == [task.canonical_code, task.buggy_code]
