@@ -80,7 +80,8 @@ def test_a_run_of_code_that_failed_before_is_a_repeat_told_so(task):
     result, _ = run(agent, task, iters=1)
     assert [r.status for r in results] == ["failed", "repeat"]
     assert results[1].failure == results[0].failure and results[1].attempt == 2
-    assert result.outcome == "unfixed" and result.failure == f"{IDENTITY} gave up (it returned None)."
+    assert result.outcome == "unfixed"
+    assert result.failure == f"{IDENTITY} gave up (it returned None)."
     assert [a.status for a in result.attempts] == ["failed", "repeat"]
 
 

@@ -28,11 +28,12 @@ from pytest_humanfix.settings import Settings
 
 @pytest.fixture(autouse=True)
 def isolated_imports(monkeypatch: pytest.MonkeyPatch):
-    """Undoes what loading an agent file does to the interpreter: sys.path and sys.modules."""
+    """Undoes what loading an agent file does to the interpreter: its folder on sys.path, and
+    the agent modules and their siblings in sys.modules (only those: a module of the plugin
+    imported for the first time here must stay the one its classes come from)."""
     monkeypatch.setattr(sys, "path", list(sys.path))
-    before = set(sys.modules)
     yield
-    for name in set(sys.modules) - before:
+    for name in [n for n in sys.modules if n.startswith(("humanfix_agent_", "helper_of_"))]:
         del sys.modules[name]
 
 

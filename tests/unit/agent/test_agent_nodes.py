@@ -55,7 +55,8 @@ def test_the_diff_is_of_the_buggy_code_against_the_candidate():
 def test_a_replys_attempt_keeps_what_it_said_and_cost_before_any_code():
     generation = Generation(text="I would call it.", prompt_tokens=30, completion_tokens=7,
                             seconds=1.23456, finish_reason="length", engine="llama.cpp",
-                            server="http://s", tool_calls=[ToolCall("c1", "run_tests", '{"code": "x"}')])
+                            server="http://s",
+                            tool_calls=[ToolCall("c1", "run_tests", '{"code": "x"}')])
     made = nodes.reply_attempt(generation, "chat", 2, 0.7, began=0.0, tool_calls=1)
     assert (made.code, made.diff, made.verdict, made.status) == ("", "", None, "")
     assert (made.prompt_tokens, made.completion_tokens, made.generate_seconds) == (30, 7, 1.2346)
