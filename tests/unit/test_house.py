@@ -1,6 +1,6 @@
 """The house's rules for pytest_humanfix, read from the source (nothing is imported or run): no
 module over 450 lines, no import cycle, a short docstring on every module. Each failure names the
-modules that break the rule. What a plugin import may load is tests/test_idle.py's to check.
+modules that break the rule. What a plugin import may load is tests/runs/test_idle.py's to check.
 The rules and why: docs/architecture.md and issue 35."""
 
 from __future__ import annotations
@@ -168,3 +168,52 @@ def test_a_heading_anchor_is_the_one_mkdocs_gives():
     assert _anchor(" HumanEvalFix+ (`--humanfix-tests plus`)") == "humanevalfix-humanfix-tests-plus"
     assert _anchor(" One pass@1") == "one-pass1"
     assert _anchor(" llama.cpp on a CPU") == "llamacpp-on-a-cpu"
+
+
+TESTS = PACKAGE.parent / "tests"
+# Rows of tests/README.md's table that stand for a whole folder of like modules.
+FOLDER_ROWS = re.compile(r"^(?P<folder>[\w/]+)/(\*\.py)?$")
+
+
+def _test_table() -> dict[str, list[str]]:
+    """tests/README.md's "Where a module's unit tests are": each module named in a row, and
+    the test files of that row."""
+    table = (TESTS / "README.md").read_text(encoding="utf-8").split(
+        "## Where a module's unit tests are", 1)[1]
+    rows: dict[str, list[str]] = {}
+    for line in table.splitlines():
+        cells = line.split("|")
+        if len(cells) < 4 or not cells[1].strip().startswith("`"):
+            continue
+        files = re.findall(r"`([\w/]+\.py)`", cells[2])
+        for module in re.findall(r"`([^`]+)`", cells[1]):
+            rows[module] = files
+    return rows
+
+
+def test_every_module_names_its_unit_tests_and_they_exist():
+    rows = _test_table()
+    folders = [match["folder"] for name in rows if (match := FOLDER_ROWS.match(name))]
+    unnamed = []
+    for path in MODULES.values():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if path.name in ("__init__.py", "__main__.py") or relative in rows:
+            continue
+        if not any(relative.startswith(folder + "/") for folder in folders):
+            unnamed.append(relative)
+    assert unnamed == [], (
+        "modules without a row in tests/README.md's \"Where a module's unit tests are\" (write "
+        "a unit test of the module's own logic under tests/unit/<package>/ and name it there): "
+        + ", ".join(unnamed))
+    missing = sorted({name for files in rows.values() for name in files
+                      if not (TESTS / name).is_file()})
+    assert missing == [], f"tests/README.md names test files that do not exist: {missing}"
+    assert all(files for files in rows.values()), "a row of tests/README.md names no test file"
+
+
+def test_the_test_table_reader_sees_rows_folders_and_files():
+    rows = _test_table()
+    assert rows["protocol.py"] == ["unit/test_protocol_type.py"]
+    assert "runs/test_reports.py" in rows["reporting/files.py"]
+    assert FOLDER_ROWS.match("languages/*.py") and FOLDER_ROWS.match("sandbox/inside/")
+    assert not FOLDER_ROWS.match("records.py")
