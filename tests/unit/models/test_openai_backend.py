@@ -234,11 +234,12 @@ def test_a_completion_run_through_the_plugin_follows_bigcode(humanfix_pytester, 
     assert attempt["code"] == task.declaration.rstrip() + "\n" + task.canonical_solution.rstrip()
 
 
-@pytest.mark.parametrize("endpoint, engine", [({"engine": "llamacpp"}, "llamacpp"), ({}, "openai")])
-def test_a_shared_engine_labels_the_replies_it_serves(endpoint, engine):
+@pytest.mark.parametrize("engine", ["llamacpp", "vllm"])
+def test_a_shared_engine_labels_the_replies_it_serves(engine):
+    # An Endpoint (models/engines/launch.py) always names its engine.
     with StubServer() as stub:
         runner = Runner(Settings(model="smollm2"), RunState("run-1"), endpoint={
-            "base_url": stub.base_url, "model": "served-name", **endpoint})
+            "base_url": stub.base_url, "model": "served-name", "engine": engine})
         generation = runner.model().generate(MESSAGES, task=None)
     assert generation.engine == engine
     assert stub.posts()[0]["model"] == "served-name"
