@@ -9,6 +9,7 @@ when written, or filled in with it when read, so old records keep their fingerpr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
@@ -87,13 +88,11 @@ class RunProtocol:
 
     @classmethod
     def of(cls, settings: Settings, language: str) -> RunProtocol:
-        return cls(variant=settings.variant, iters=settings.iters, samples=settings.samples,
-                   temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
-                   max_length=settings.max_length, timeout=settings.timeout_for(language),
-                   prompt=settings.prompt, strict=settings.strict, language=language,
-                   tests=settings.tests, agent=settings.agent, chat_stop=settings.chat_stop,
-                   round_temperature=settings.round_temperature,
-                   resample_temperature=settings.resample_temperature)
+        # Each field is the Settings field of its name, as in RepairConfig.of, but for the two
+        # that are the language's: its limit and its name.
+        given = {field.name: getattr(settings, field.name) for field in dataclasses.fields(cls)
+                 if field.name not in ("timeout", "language")}
+        return cls(**given, timeout=settings.timeout_for(language), language=language)
 
     def to_json(self) -> RecordedProtocol:
         """The record's `protocol`, key for key as every earlier version wrote it."""
