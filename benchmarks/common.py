@@ -13,17 +13,18 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "data" / "humanevalpack-python.jsonl"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pytest_humanfix.computed_by import host  # noqa: E402
+from pytest_humanfix.datafiles import HUMANEVALPACK, PACKAGED  # noqa: E402
 
 
 def benchmark_parser(doc: str) -> argparse.ArgumentParser:
@@ -75,10 +76,22 @@ def checkout_commit() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
+def dataset_file(text: str) -> Path:
+    """A dataset file, absolute (the runs start in scratch folders, where a relative path
+    would name nothing); `packaged`: the package's own data written out as .jsonl files, each
+    language's beside the Python one, as the benchmarks read files."""
+    if text != PACKAGED:
+        return Path(text).resolve()
+    folder = Path(tempfile.mkdtemp(prefix="humanfix-data-"))
+    for name, data in HUMANEVALPACK.items():
+        (folder / f"humanevalpack-{name}.jsonl").write_text(data.read_text(), "utf-8")
+    return folder / "humanevalpack-python.jsonl"
+
+
 def add_dataset_argument(parser: argparse.ArgumentParser) -> None:
-    # Absolute: the runs start in scratch folders, where a relative path would name nothing.
-    parser.add_argument("--dataset", type=lambda text: Path(text).resolve(),
-                        default=Path(os.environ.get("HUMANFIX_DATASET") or DEFAULT_DATASET))
+    # argparse passes a string default through `type` too.
+    parser.add_argument("--dataset", type=dataset_file,
+                        default=os.environ.get("HUMANFIX_DATASET") or PACKAGED)
 
 
 def cpu_seconds(who: int = resource.RUSAGE_CHILDREN) -> float:

@@ -1,5 +1,6 @@
-"""HumanEvalFix tasks: loading, validating and selecting them, from a local JSONL file or the
-Hub (docs/getting-started.md#the-dataset; several languages: docs/languages.md)."""
+"""HumanEvalFix tasks: loading, validating and selecting them, from the copy shipped in the
+package (datafiles.py), a local JSONL file or the Hub (docs/getting-started.md#the-dataset;
+several languages: docs/languages.md)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .datafiles import PACKAGED, DataFileError, humanevalpack
 from .jsonl import JsonlError, read_jsonl
 
 HUB_DATASET = "bigcode/humanevalpack"
+# The Hub dataset's commit that --humanfix-dataset-revision pins by default: the one other
+# public harnesses download from. Its rows were not compared here with the packaged copy's.
+HUB_REVISION = "9a41762f73a8cb23bb5811b73d5aab164efcf378"
 
 # The fields every row must have, from the shared file and the Hub's `python` config alike.
 REQUIRED_FIELDS = (
@@ -139,7 +144,15 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_hub(name: str, config: str) -> list[dict[str, Any]]:
+def _read_packaged(config: str) -> list[dict[str, Any]]:
+    try:
+        text = humanevalpack(config).read_text()
+    except DataFileError as exc:
+        raise DatasetError(str(exc)) from None
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _read_hub(name: str, config: str, revision: str) -> list[dict[str, Any]]:
     try:
         import datasets
     except ImportError:
@@ -148,40 +161,64 @@ def _read_hub(name: str, config: str) -> list[dict[str, Any]]:
             "install it or point --humanfix-dataset at a local .jsonl file."
         ) from None
     try:
-        return list(datasets.load_dataset(name, config, split="test"))
+        return list(datasets.load_dataset(name, config, split="test", revision=revision))
     except Exception as exc:  # network, auth, missing config: all end the same way
         raise DatasetError(
-            f"could not load {name!r} (config {config}, split test) from the Hub: "
-            f"{type(exc).__name__}: {exc}. Without network access, pass a local file with "
-            "--humanfix-dataset PATH or HUMANFIX_DATASET."
+            f"could not load {name!r} (config {config}, split test, revision "
+            f"{revision}) from the Hub: {type(exc).__name__}: {exc}. Without network "
+            f"access, leave --humanfix-dataset at {PACKAGED} (the copy in the package) or pass "
+            "a local file with --humanfix-dataset PATH or HUMANFIX_DATASET."
         ) from None
 
 
 def is_local(source: str) -> bool:
     path = Path(source)
-    return path.suffix in LOCAL_SUFFIXES or path.exists()
+    return source != PACKAGED and (path.suffix in LOCAL_SUFFIXES or path.exists())
 
 
-def load_rows(source: str, config: str = "python") -> tuple[list[dict[str, Any]], str]:
-    """Rows of the dataset and a label naming where they came from (`config`: the Hub
-    dataset's config, the language)."""
+def describe(source: str, config: str = "python", revision: str | None = None) -> str:
+    """How records and summaries name the copy a source gives for a language (`config`): the
+    packaged file with its sha256, a file's path, or a Hub id at its revision."""
+    if source == PACKAGED:
+        try:
+            return humanevalpack(config).label
+        except DataFileError as exc:
+            raise DatasetError(str(exc)) from None
+    if is_local(source):
+        return source
+    return f"{source}@{hub_revision(source, revision)}"
+
+
+def hub_revision(source: str, revision: str | None) -> str:
+    """The Hub revision a source is loaded at: the one given, else for HUB_DATASET its pinned
+    commit, else main."""
+    return revision or (HUB_REVISION if source == HUB_DATASET else "main")
+
+
+def load_rows(source: str, config: str = "python", revision: str | None = None
+              ) -> tuple[list[dict[str, Any]], str]:
+    """Rows of the dataset and a label naming where they came from (`config`: the language,
+    which picks the packaged file or the Hub dataset's config; `revision`: the Hub's)."""
     path = Path(source)
+    label = describe(source, config, revision)
+    if source == PACKAGED:
+        return _read_packaged(config), label
     if is_local(source):
         if not path.is_file():
             raise DatasetError(
                 f"dataset file {source} does not exist. Pass an existing .jsonl/.json/.parquet "
-                "file with --humanfix-dataset (or HUMANFIX_DATASET), or leave it unset to load "
-                f"{HUB_DATASET} from the Hub."
+                "file with --humanfix-dataset (or HUMANFIX_DATASET), or leave it unset to read "
+                f"the copy in the package ({PACKAGED})."
             )
         if path.suffix not in LOCAL_SUFFIXES:
             raise DatasetError(f"dataset file {source}: unknown format; "
                                "use .jsonl, .json or .parquet.")
-        return _read_local(path), str(path)
-    return _read_hub(source, config), source
+        return _read_local(path), label
+    return _read_hub(source, config, hub_revision(source, revision)), label
 
 
-def load_tasks(source: str, config: str = "python") -> list[Task]:
-    rows, label = load_rows(source, config)
+def load_tasks(source: str, config: str = "python", revision: str | None = None) -> list[Task]:
+    rows, label = load_rows(source, config, revision)
     tasks = [task_from_row(row, label, index) for index, row in enumerate(rows)]
     if not tasks:
         raise DatasetError(f"{label}: the dataset has no rows.")

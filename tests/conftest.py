@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix import devices
+from pytest_humanfix.datafiles import HUMANEVAL_PLUS, HUMANEVALPACK, PACKAGED
 from pytest_humanfix.settings import Settings
 
 pytest_plugins = ["pytester"]
@@ -29,15 +30,28 @@ if HELPERS not in sys.path:
 
 
 @pytest.fixture(scope="session")
-def dataset(pytestconfig: pytest.Config) -> Path:
-    """The dataset file, found as a run from the repository root finds it: --humanfix-dataset,
-    ini, HUMANFIX_DATASET, else the shared file beside the checkout (the root conftest.py)."""
-    path = Path(Settings.from_config(pytestconfig).dataset)
+def dataset(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Python dataset as a .jsonl file, each other language's beside it
+    (humanevalpack-<language>.jsonl): the copy in the package, checked against its pinned
+    sha256, unless --humanfix-dataset, ini or HUMANFIX_DATASET names a file."""
+    source = Settings.from_config(pytestconfig).dataset
+    if source == PACKAGED:
+        folder = tmp_path_factory.mktemp("data")
+        for name, data in HUMANEVALPACK.items():
+            (folder / f"humanevalpack-{name}.jsonl").write_text(data.read_text(), "utf-8")
+        return folder / "humanevalpack-python.jsonl"
+    path = Path(source)
     if not path.is_file():
         # Never skip: a missing dataset must turn the run red, not shrink it silently.
         raise pytest.UsageError(
             f"the HumanEvalFix dataset is not at {path}; set HUMANFIX_DATASET to its .jsonl file")
     return path
+
+
+@pytest.fixture(scope="session")
+def plus_rows() -> list[dict]:
+    """HumanEval+'s OriginFmt rows, from the copy in the package (checked against its sha256)."""
+    return [json.loads(line) for line in HUMANEVAL_PLUS.read_text().splitlines()]
 
 
 def jsonl_rows(path: Path) -> list[dict]:

@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from common import add_dataset_argument, benchmark_parser, write_json
 
-PLUS = "/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz"
+from pytest_humanfix.datafiles import PACKAGED  # noqa: E402
 
 
 def run(args: argparse.Namespace, folder: Path, plus: bool, *extra: str) -> tuple[float, dict]:
@@ -71,7 +71,7 @@ def executions(folder: Path) -> list[dict[str, Any]]:
 def main() -> None:
     parser = benchmark_parser(__doc__)
     add_dataset_argument(parser)
-    parser.add_argument("--plus", default=PLUS)
+    parser.add_argument("--plus", default=PACKAGED)
     parser.add_argument("--max", type=int, default=0)
     parser.add_argument("-n", "--workers", type=int, default=2)
     args = parser.parse_args()

@@ -1,5 +1,5 @@
-"""HumanEval+'s data, read in EvalPlus's OriginFmt (the form the Hub's `evalplus/humanevalplus`
-serves): each task's inputs with the outputs EvalPlus's reference gives, so nothing is computed
+"""HumanEval+'s data (by default the copy in the package, datafiles.py), read in EvalPlus's
+OriginFmt (the form the Hub's `evalplus/humanevalplus` serves): each task's inputs with the outputs EvalPlus's reference gives, so nothing is computed
 before a run; six tasks (Python/14, 15, 83, 100, 130, 139) hold no outputs, and their `ref_func`
 computes each at run time, as EvalPlus's own check does
 (docs/trust.md#humanevalfix-humanfix-tests-plus)."""
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import HUMANEVAL_PLUS, PACKAGED, DataFileError
 from ..dataset import DatasetError, Task
 from ..sandbox.program import build_program
 from ..settings import HUB_PLUS_DATASET
@@ -107,6 +108,12 @@ def task_from_row(row: dict[str, Any], source: str) -> PlusTask:
 
 
 def _read_rows(source: str) -> list[dict[str, Any]]:
+    if source == PACKAGED:
+        try:
+            text = HUMANEVAL_PLUS.read_text()
+        except DataFileError as exc:
+            raise PlusDataError(str(exc)) from None
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
     path = Path(source)
     if source.endswith(PLUS_SUFFIXES) or path.exists():
         if not path.is_file():

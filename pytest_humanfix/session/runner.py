@@ -309,7 +309,7 @@ class Runner:
             # The reference solution cannot pass here: counted apart, never scored.
             **({"known_failure": known_failure} if known_failure else {}),
             "protocol": RunProtocol.of(self.settings, task.language).to_json(),
-            "dataset": self.workload.sources[task.language],
+            "dataset": self.workload.labels[task.language],
             "dataset_hash": self.workload.dataset_hashes[task.language],
             "shard": self.workload.shard,
             "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,

@@ -2,8 +2,8 @@
 selected and, under --humanfix-shard, dealt.
 
 A local file names its language through its task ids (`Rust/3`); a path holding `{language}`
-names a file per language; a Hub dataset id is loaded once per language, as its config. Without
---humanfix-language the run's language is the file's, else python (docs/languages.md).
+names a file per language; the packaged copy and a Hub dataset id are read once per language.
+Without --humanfix-language the run's language is the file's, else python (docs/languages.md).
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from ..datafiles import PACKAGED, HUMANEVAL_PLUS, humanevalpack
 from ..dataset import (
     LANGUAGE_FIELD,
     DatasetError,
     Task,
     content_hash,
     deal,
+    describe,
     id_language,
     ids_hash,
     is_local,
@@ -53,7 +55,7 @@ def language_tasks(settings: Settings) -> tuple[dict[str, list[Task]], dict[str,
         sources = {name: source.replace(LANGUAGE_FIELD, name) for name in names}
         by_language = {}
         for name in names:
-            tasks = load_tasks(sources[name], name)
+            tasks = load_tasks(sources[name], name, settings.dataset_revision)
             _file_languages(tasks, sources[name], (name,))
             by_language[name] = [dataclasses.replace(task, language=name) for task in tasks]
         return by_language, sources
@@ -69,13 +71,15 @@ def language_tasks(settings: Settings) -> tuple[dict[str, list[Task]], dict[str,
 @dataclass(frozen=True)
 class Workload:
     """The dataset's tasks (every language of the run), the ones this process runs (the
-    selection, or under --humanfix-shard its shard), each language's dataset hash and source,
-    and the shard as every record carries it (None without one)."""
+    selection, or under --humanfix-shard its shard), each language's dataset hash, source
+    (as given) and label (which copy: datafiles.py's label, a path, Hub id@revision), and the
+    shard as every record carries it (None without one)."""
 
     all_tasks: list[Task]
     tasks: list[Task]
     dataset_hashes: dict[str, str]
     sources: dict[str, str]
+    labels: dict[str, str]
     shard: Shard | None = None
     # --humanfix-tests plus: HumanEval+ for the run's tasks, checked against them.
     plus: PlusData | None = None
@@ -93,15 +97,21 @@ class Workload:
 
     @property
     def files(self) -> tuple[str, ...]:
-        """The local dataset files, which a candidate must not read."""
-        sources = [*self.sources.values(), *([self.plus.source] if self.plus else [])]
-        return tuple(dict.fromkeys(s for s in sources if is_local(s)))
+        """The dataset files the run read, local or packaged, which a candidate must not read."""
+        files = [str(humanevalpack(name).path) if source == PACKAGED else source
+                 for name, source in self.sources.items()]
+        if self.plus:
+            files.append(str(HUMANEVAL_PLUS.path) if self.plus.source == PACKAGED
+                         else self.plus.source)
+        return tuple(dict.fromkeys(f for f in files if is_local(f)))
 
     @classmethod
     def load(cls, settings: Settings) -> Workload:
         by_language, sources = language_tasks(settings)
         all_tasks = [task for tasks in by_language.values() for task in tasks]
         hashes = {name: content_hash(tasks) for name, tasks in by_language.items()}
+        labels = {name: describe(source, name, settings.dataset_revision)
+                  for name, source in sources.items()}
         plus = None
         if settings.tests == "plus":
             other = [name for name in by_language if name != "python"]
@@ -116,7 +126,7 @@ class Workload:
                     for task in select([t for t in chosen if t.language == name],
                                        settings.max, None)]
         if settings.shard is None:
-            return cls(all_tasks, selected, hashes, sources, plus=plus)
+            return cls(all_tasks, selected, hashes, sources, labels, plus=plus)
         index, count = settings.shard
         if count > len(selected):
             raise DatasetError(f"--humanfix-shard {index}/{count}: the selection has only "
@@ -126,4 +136,4 @@ class Workload:
         shard = Shard(index=index, count=count, tasks=[t.task_id for t in tasks],
                       selected=len(selected),
                       selection=ids_hash(t.task_id for t in selected))
-        return cls(all_tasks, tasks, hashes, sources, shard, plus)
+        return cls(all_tasks, tasks, hashes, sources, labels, shard, plus)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..dataset import HUB_DATASET, LANGUAGE_FIELD
+from ..dataset import HUB_DATASET, HUB_REVISION, LANGUAGE_FIELD, PACKAGED
 from ..languages import LANGUAGES, NAMES, parse_languages
 from . import converters as to
 from .options import given, option, options_of
@@ -46,9 +46,15 @@ class Settings:
         "the Hub dataset's config follows it", convert=parse_languages,
         metavar="LANG[,LANG...]|all", says_default=True)
     dataset: str = option(
-        HUB_DATASET, "HumanEvalFix source: a .jsonl, .json or .parquet file, or a Hub dataset id "
-        f"(its config the language, split test); a file path may hold {LANGUAGE_FIELD}, which "
-        "stands for each language", env="HUMANFIX_DATASET", metavar="SRC", path=True)
+        PACKAGED, f"HumanEvalFix source: {PACKAGED} (the copy shipped in the package, pinned by "
+        "sha256, each language's: docs/getting-started.md#the-dataset), a .jsonl, .json or "
+        f".parquet file, or a Hub dataset id such as {HUB_DATASET} (its config the language, "
+        f"split test, at --humanfix-dataset-revision); a file path may hold {LANGUAGE_FIELD}, "
+        "which stands for each language", env="HUMANFIX_DATASET", metavar="SRC", path=True)
+    dataset_revision: str | None = option(
+        None, "the Hub revision (commit, branch or tag) a Hub --humanfix-dataset is loaded at "
+        f"(default: for {HUB_DATASET} the pinned commit {HUB_REVISION}, else main)",
+        metavar="REV", says_default=True)
     max: int | None = option(None, "evaluate only the first N tasks in dataset order",
                              convert=to.positive_int, metavar="N")
     task: tuple[str, ...] | None = option(
@@ -114,8 +120,10 @@ class Settings:
         "pass@1+; the repair rounds still see only what the variant allows)",
         convert=to.choice("hidden", "plus"), metavar="hidden|plus")
     plus_dataset: str = option(
-        HUB_PLUS_DATASET, "HumanEval+ for --humanfix-tests plus: EvalPlus's OriginFmt as a "
-        ".jsonl or .jsonl.gz file, or a Hub dataset id", metavar="SRC", path=True)
+        PACKAGED, f"HumanEval+ for --humanfix-tests plus: {PACKAGED} (v0.1.10's OriginFmt, "
+        "shipped in the package, pinned by sha256), EvalPlus's OriginFmt as a .jsonl or "
+        f".jsonl.gz file, or a Hub dataset id such as {HUB_PLUS_DATASET}", metavar="SRC",
+        path=True)
     strict: bool = option(
         False, "score fixes flagged as defeating the tests (an always-equal return value, "
         "writes to builtins or the test's globals, frame or gc walking, patching what the test "
@@ -281,7 +289,7 @@ PATH_OPTIONS = frozenset(declared.name for declared in OPTIONS if declared.path)
 
 
 def _resolve_path(value: str, base: Path) -> str:
-    if value in (HUB_DATASET, HUB_PLUS_DATASET):
+    if value in (PACKAGED, HUB_DATASET, HUB_PLUS_DATASET):
         return value
     path = Path(value).expanduser()
     if path.is_absolute():

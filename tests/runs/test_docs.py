@@ -4,7 +4,7 @@ schema names every field, with its type, that real runs write.
 
 Fenced command blocks in docs/*.md and README.md are marked on the line before the fence:
 `<!-- docs-test: run -->` runs each command of the block here, in order, from a copy of the
-checkout's root (its conftest.py and the shared data beside it), one folder per page;
+checkout's root (its pytest options; the data is the package's own), one folder per page;
 `<!-- docs-test: tests/FILE.py::NAME -->` says which test runs it, and that test's source must
 hold the command's options and model. A control, a replay or a `humanfix-report` verb in an
 unmarked block fails the check: every such command can be run, so one is.
@@ -18,7 +18,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,7 +33,6 @@ from pytest_humanfix.records import Attempt, Record, RecordedAttempt
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 PAGES = [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
-PLUS = Path("/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz")
 
 MARK = re.compile(r"<!--\s*docs-test:\s*(.+?)\s*-->")
 FENCE = re.compile(r"^(\s*)```(.*)$")
@@ -181,16 +179,13 @@ def test_a_command_taken_from_a_test_is_what_that_test_runs(block):
         assert not missing, f"{block.where}: {block.marker} does not run {missing} of {command!r}"
 
 
-def checkout_folder(root: Path, dataset: Path) -> Path:
-    """A copy of the repository root as a command in the docs sees it: the root conftest.py,
-    the checkout's pytest options, and the shared data beside it."""
+def checkout_folder(root: Path) -> Path:
+    """A copy of the repository root as a command in the docs sees it: the checkout's pytest
+    options, and nothing beside it (the data is the package's own)."""
     checkout = root / "checkout"
     checkout.mkdir(parents=True)
-    shutil.copy(REPO / "conftest.py", checkout / "conftest.py")
     (checkout / "pytest.ini").write_text(
         "[pytest]\naddopts = -p no:langsmith_plugin -p no:anyio -p no:randomly\n")
-    (root / "shared").mkdir()
-    (root / "shared" / "data").symlink_to(dataset.parent)
     return checkout
 
 
@@ -212,14 +207,13 @@ class Ran:
 
 
 @pytest.fixture(scope="module")
-def docs_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> list[Ran]:
+def docs_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Ran]:
     """Every command of every block marked `run`, run in order, a folder per page."""
     ran = []
     folders: dict[Path, Path] = {}
     for block in [b for b in BLOCKS if b.marker == "run"]:
         if block.page not in folders:
-            folders[block.page] = checkout_folder(
-                tmp_path_factory.mktemp(block.page.stem), dataset)
+            folders[block.page] = checkout_folder(tmp_path_factory.mktemp(block.page.stem))
         for command in block.commands:
             done = subprocess.run(command, shell=True, cwd=folders[block.page],
                                   env=shell_environment(), capture_output=True, text=True,
@@ -380,7 +374,7 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
     from openai_stub import StubServer
 
     root = tmp_path_factory.mktemp("schema")
-    checkout = checkout_folder(root, dataset)
+    checkout = checkout_folder(root)
     replies = replay_file(dataset, checkout / "replies.jsonl", 3)
     weak = plus_replay_file(dataset, checkout / "weak.jsonl")
     cpp = dataset.with_name(dataset.name.replace("-python.", "-cpp."))
@@ -390,7 +384,7 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
             ["--humanfix-model", f"replay:{replies}", "--humanfix-max", "3", "-n", "2",
              "--humanfix-iters", "2", "--humanfix-samples", "2", "--humanfix-temperature",
              "0.5", "--humanfix-repeat-check", "2", "--humanfix-tests", "plus",
-             f"--humanfix-plus-dataset={PLUS}", "--humanfix-shard", "1/1",
+             "--humanfix-shard", "1/1",
              "--humanfix-report-dir=rounds"],
             ["--humanfix-model", "buggy", "--humanfix-max", "2", "--reruns", "1",
              "--humanfix-report-dir=reruns"],
@@ -403,7 +397,7 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
             ["--humanfix-model", "canonical", "--humanfix-max", "1", "--humanfix-agent",
              "tools", "--humanfix-max-length", "512", "--humanfix-report-dir=tools"],
             ["--humanfix-model", f"replay:{weak}", "--humanfix-task", "Python/13,Python/22",
-             "--humanfix-tests", "plus", f"--humanfix-plus-dataset={PLUS}",
+             "--humanfix-tests", "plus",
              "--humanfix-report-dir=weak"],
         ]
         for args in runs:

@@ -3,7 +3,6 @@ verdicts kept, pass@1 beside pass@1+ and the weak-test fixes in every view; the 
 
 from __future__ import annotations
 
-import gzip
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,10 +12,6 @@ import pytest
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.reporting.html_report import summary_html
 
-PLUS = Path("/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz")
-NATIVE = PLUS.with_name("humanevalplus-v0.1.10.jsonl.gz")
-
-pytestmark = pytest.mark.skipif(not PLUS.exists(), reason="HumanEval+ data not here")
 
 # Right on greatest_common_divisor's four asserted inputs, wrong on most others.
 WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
@@ -46,8 +41,7 @@ def plus_run(pytester: pytest.Pytester, dataset: Path, *args: str, gcd: str = WE
              ) -> pytest.RunResult:
     model = replay(dataset, pytester.path / "replay.jsonl", gcd)
     return pytester.runpytest(f"--humanfix-model=replay:{model}", "--humanfix-task",
-                              "Python/0,Python/13", "--humanfix-tests", "plus",
-                              "--humanfix-plus-dataset", str(PLUS), *args)
+                              "Python/0,Python/13", "--humanfix-tests", "plus", *args)
 
 
 def test_weak_test_fix_passes_hidden_and_fails_plus(humanfix_pytester, dataset, read_records):
@@ -130,12 +124,15 @@ def test_a_run_without_plus_keeps_its_records_and_fingerprint(humanfix_pytester,
     (("--humanfix-plus-dataset", "{missing}"), "*--humanfix-plus-dataset *missing.jsonl.gz: "
      "no such file*"),
 ])
-def test_usage_errors(humanfix_pytester, dataset, tmp_path, args, message):
-    rows = [json.loads(line) for line in gzip.open(PLUS, "rt")]
-    rows[0]["entry_point"] = "renamed"
+def test_usage_errors(humanfix_pytester, dataset, plus_rows, tmp_path, args, message):
     renamed = tmp_path / "renamed.jsonl"
+    rows = [{**plus_rows[0], "entry_point": "renamed"}, *plus_rows[1:]]
     renamed.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    paths = {"dataset": str(dataset).replace("python", "js"), "native": str(NATIVE),
+    # EvalPlus's native form: its inputs, without OriginFmt's outputs.
+    native = tmp_path / "native.jsonl"
+    native.write_text("".join(json.dumps({**row, "plus_input": []}) + "\n"
+                              for row in plus_rows))
+    paths = {"dataset": str(dataset).replace("python", "js"), "native": str(native),
              "renamed": str(renamed), "missing": str(tmp_path / "missing.jsonl.gz")}
     result = humanfix_pytester.runpytest(
         "--humanfix-model", "canonical", "--humanfix-tests", "plus",
@@ -160,7 +157,7 @@ def test_controls_on_plus_and_the_known_failures_are_what_the_data_gives(
 
     for model in ("canonical", "buggy"):
         humanfix_pytester.runpytest("--humanfix-model", model, "-n", "2", "--humanfix-tests",
-                                    "plus", "--humanfix-plus-dataset", str(PLUS))
+                                    "plus")
         records = read_records()
         assert len(records) == len(dataset_rows)
         failed = {r["task_id"] for r in records if r["plus_verdict"]["status"] != "passed"}
@@ -200,7 +197,7 @@ def test_merge_keeps_both_verdicts(humanfix_pytester, dataset, tmp_path):
 
     model = replay(dataset, humanfix_pytester.path / "replay.jsonl")
     args = (f"--humanfix-model=replay:{model}", "--humanfix-task=Python/0,Python/13",
-            "--humanfix-tests=plus", f"--humanfix-plus-dataset={PLUS}")
+            "--humanfix-tests=plus")
     out = tmp_path / "merged"
     merged = merged_beside_single(humanfix_pytester, out, *args)
     assert merged["plus"]["pass_at_1_plus"]["value"] == 0.5

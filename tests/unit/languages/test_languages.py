@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.datafiles import HUMANEVALPACK
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
 from pytest_humanfix.sandbox.cgroup import open_cgroups
@@ -21,7 +22,8 @@ COMPILED = ("js", "java", "go", "cpp", "rust")
 
 
 def data_file(dataset: Path, name: str) -> Path:
-    """The language's file beside the Python one (shared/data/humanevalpack-<name>.jsonl)."""
+    """The language's file beside the Python one (the `dataset` fixture writes each language's
+    packaged file there: humanevalpack-<name>.jsonl)."""
     path = dataset.parent / f"humanevalpack-{name}.jsonl"
     if not path.is_file():  # never skip: missing data must turn the run red
         raise pytest.UsageError(f"the {name} dataset is not at {path}")
@@ -311,15 +313,17 @@ def test_known_failures_are_the_listed_ones():
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["canonical", "buggy"])
 @pytest.mark.parametrize("name", COMPILED)
-def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, dataset, read_records):
-    """164 tasks per language; a reference solution that cannot pass here is counted apart
-    (an expected failure of pytest, a known failure of the summary), never scored. The buggy
-    control runs under a 10 s limit: a buggy loop would otherwise run Rust's 300 s twice."""
+def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_records,
+                                         monkeypatch):
+    """164 tasks per language, from the package's own data (no dataset named); a reference
+    solution that cannot pass here is counted apart (an expected failure of pytest, a known
+    failure of the summary), never scored. The buggy control runs under a 10 s limit: a buggy
+    loop would otherwise run Rust's 300 s twice."""
+    monkeypatch.delenv("HUMANFIX_DATASET")
     known = KNOWN_FAILURES[name]
     limit = ["--humanfix-timeout", "10"] if model == "buggy" else []
     result = humanfix_pytester.runpytest(
-        "--humanfix-model", model, f"--humanfix-dataset={data_file(dataset, name)}", "-n", "2",
-        *limit)
+        "--humanfix-model", model, "--humanfix-language", name, "-n", "2", *limit)
     if model == "canonical":
         result.assert_outcomes(passed=164 - len(known), xfailed=len(known))
     else:
@@ -332,6 +336,7 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, dataset
         "known_failures": len(known)}
     assert {row["task_id"] for row in summary["known_failures"]} == known
     assert {r["language"] for r in read_records()} == {name}
+    assert {r["dataset"] for r in read_records()} == {HUMANEVALPACK[name].label}
 
 
 def test_go_program_imports_what_the_code_uses_once(tasks):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.datafiles import PACKAGED
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.plus.checker import TIMEOUT_ERROR, TIMES
 from pytest_humanfix.plus.data import PlusData, PlusDataError, fix_id, load_plus, task_from_row
@@ -29,8 +30,6 @@ from pytest_humanfix.plus.verdicts import (
 from pytest_humanfix.sandbox.environment import Limits, Verdict
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
 
-PLUS = Path("/work/shared/data/humanevalplus-v0.1.10-originfmt.jsonl.gz")
-needs_plus = pytest.mark.skipif(not PLUS.exists(), reason="HumanEval+ data not here")
 
 
 def verdict(status: str = "failed", stdout: str = "", stderr: str = "",
@@ -141,10 +140,9 @@ def fix_tasks(dataset: Path) -> dict[str, Task]:
 
 @pytest.fixture(scope="module")
 def plus(fix_tasks) -> PlusData:
-    return load_plus(str(PLUS), list(fix_tasks.values()))
+    return load_plus(PACKAGED, list(fix_tasks.values()))
 
 
-@needs_plus
 def test_every_humanevalfix_task_has_its_plus_task(plus, fix_tasks):
     assert set(plus.tasks) == set(fix_tasks)
     # The six tasks without outputs compute them with EvalPlus's reference (plus/data.py).
@@ -153,14 +151,12 @@ def test_every_humanevalfix_task_has_its_plus_task(plus, fix_tasks):
     assert plus.tasks["Python/32"].atol > 0  # find_zero's oracle bound; floats elsewhere
 
 
-@needs_plus
 def test_a_fix_of_another_entry_point_is_refused(fix_tasks):
     renamed = [dataclasses.replace(fix_tasks["Python/0"], entry_point="other")]
     with pytest.raises(PlusDataError, match="entry point"):
-        load_plus(str(PLUS), renamed)
+        load_plus(PACKAGED, renamed)
 
 
-@needs_plus
 def test_canonical_passes_and_buggy_fails_naming_the_input(plus, fix_tasks):
     task, plus_task = fix_tasks["Python/0"], plus.tasks["Python/0"]
     sandbox = ProcessSandbox(Limits(timeout=60))
@@ -171,7 +167,6 @@ def test_canonical_passes_and_buggy_fails_naming_the_input(plus, fix_tasks):
     assert failure(buggy).startswith("HumanEval+ input ") and "expected" in failure(buggy)
 
 
-@needs_plus
 def test_the_reference_run_gives_a_time_for_each_input(plus):
     reference = ProcessSandbox(Limits(timeout=60)).run(plus.tasks["Python/2"].reference_program)
     times = reference_times(reference)
@@ -180,7 +175,6 @@ def test_the_reference_run_gives_a_time_for_each_input(plus):
     assert is_reference_times(times)
 
 
-@needs_plus
 def test_a_known_failure_fails_for_the_reason_listed(plus, fix_tasks):
     # Python/44: change_base(0, 3) returns '', HumanEval+ expects '0'.
     task = fix_tasks["Python/44"]

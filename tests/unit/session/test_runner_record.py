@@ -20,7 +20,7 @@ TASK = Task(task_id="Python/0", entry_point="f", bug_type="operator misuse", pro
 
 def runner(**settings) -> Runner:
     workload = Workload(all_tasks=[TASK], tasks=[TASK], dataset_hashes={"python": "hash"},
-                        sources={"python": "data.jsonl"})
+                        sources={"python": "data.jsonl"}, labels={"python": "data.jsonl"})
     return Runner(Settings(model="m", **settings),
                   RunState("run-1", canonical_seconds={"Python/0": 0.5}), workload=workload)
 
