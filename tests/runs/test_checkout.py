@@ -49,12 +49,16 @@ def pytest_unconfigure(config):
 """
 
 
-def test_a_run_naming_no_dataset_scores_the_packaged_copy_without_datasets(bare, read_jsonl):
-    """Under xdist, so that the workers are shown to read it too."""
+def test_a_run_naming_no_dataset_scores_the_packaged_copy_without_datasets_or_warnings(
+        bare, read_jsonl):
+    """The control run as a newcomer starts it, under xdist, so that the workers are shown to
+    read the packaged copy too; it prints no warning."""
     bare.makeconftest(NO_DATASETS_PROBE)
     result = bare.runpytest_subprocess("--humanfix-model", "canonical", "--humanfix-max", "4",
                                        "-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=4, warnings=0)
+    output = result.stdout.str() + result.stderr.str()
+    assert "warnings summary" not in output and "Warning" not in output, output
     records = read_jsonl(bare.path / "reports" / "humanfix.jsonl")
     python = HUMANEVALPACK["python"]
     assert {r["dataset"] for r in records} == {
