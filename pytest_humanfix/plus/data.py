@@ -1,8 +1,8 @@
 """HumanEval+'s data (by default the copy in the package, datafiles.py), read in EvalPlus's
-OriginFmt (the form the Hub's `evalplus/humanevalplus` serves): each task's inputs with the outputs EvalPlus's reference gives, so nothing is computed
-before a run; six tasks (Python/14, 15, 83, 100, 130, 139) hold no outputs, and their `ref_func`
-computes each at run time, as EvalPlus's own check does
-(docs/trust.md#humanevalfix-humanfix-tests-plus)."""
+OriginFmt (the form the Hub's `evalplus/humanevalplus` serves): each task's inputs with the
+outputs EvalPlus's reference gives, so nothing is computed before a run; six tasks (Python/14,
+15, 83, 100, 130, 139) hold no outputs, and their `ref_func` computes each at run time, as
+EvalPlus's own check does (docs/trust.md#humanevalfix-humanfix-tests-plus)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from ..datafiles import PACKAGED, HUMANEVAL_PLUS, humanevalpack
+from ..datafiles import HUMANEVAL_PLUS, PACKAGED, humanevalpack
 from ..dataset import (
     LANGUAGE_FIELD,
     DatasetError,

@@ -18,7 +18,7 @@ SAMPLES = {
     "shard": "1/2", "max-length": "1024", "repeat-check": "2", "repeat-with": "canonical",
     "devices": "0,1", "vllm-python": "/usr/bin/python3", "timeout": "3.5",
     "item-timeout": "9", "fail-under": "0.3", "baseline": "/tmp/base.jsonl",
-    "max-regressions": "0", "jsonl": "/tmp/out.jsonl",
+    "max-regressions": "0", "jsonl": "/tmp/out.jsonl", "dataset-revision": "main",
 }
 
 
