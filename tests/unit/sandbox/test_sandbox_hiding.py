@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,6 +107,36 @@ def test_the_process_layer_lets_it_read_them_and_says_so(data_folder: Path) -> N
     said = "\n".join(notes)
     assert "the dataset and the package's data (the canonical solutions)" in said
     assert "the Hugging Face cache, the run's reports and recorded replies" in said
+
+
+GO_AROUND_THE_GUARD = """
+import _socket, socket, subprocess, sys
+try:
+    socket.create_connection(("127.0.0.1", {port}))
+except OSError as exc:
+    print("socket.socket refused:", exc)
+raw = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+raw.connect(("127.0.0.1", {port}))
+print("_socket connected")
+subprocess.run([sys.executable, "-c", "import socket; "
+                "socket.create_connection(('127.0.0.1', {port}))"], check=True)
+print("a subprocess connected")
+"""
+
+
+def test_the_socket_guard_stops_socket_only_as_the_header_says() -> None:
+    """Where the process layer has no network namespace: measured, not assumed."""
+    layer = ProcessLayer()
+    layer.network = "guard"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.listen(4)
+        program = GO_AROUND_THE_GUARD.format(port=listener.getsockname()[1])
+        verdict = FreshSandbox(layer, Limits(timeout=10)).run(program)
+    assert verdict.stdout.splitlines() == [
+        "socket.socket refused: [Errno 101] network is disabled in the humanfix sandbox",
+        "_socket connected", "a subprocess connected"], verdict.stderr
+    assert any("_socket, ctypes or a subprocess such as curl" in limit
+               for limit in layer.limits())
 
 
 @pytest.mark.parametrize("network", ["namespace", "guard"])
