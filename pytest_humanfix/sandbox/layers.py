@@ -1,10 +1,11 @@
 """The two isolation layers an execution can run in: bubblewrap, and a plain process.
 
 `bwrap`: a read-only view of the file system with the home folder, the folders of the run's data
-and every cache of answers hidden (`hidden_folders`), a private writable folder (the only writable place), fresh /tmp and /dev that are read-only, new PID, network, IPC
-and UTS namespaces, --die-with-parent, --new-session and every capability dropped; the
-bootstrap inside sets the rlimits. `process`: an ordinary child process with a clean
-environment, rlimits and its own network namespace where the kernel allows one (docs/sandbox.md).
+and every cache of answers hidden (`hidden_folders`), a private writable folder (the only one),
+fresh /tmp and /dev that are read-only, new PID, network, IPC and UTS namespaces,
+--die-with-parent, --new-session and every capability dropped; the bootstrap inside sets the
+rlimits. `process`: an ordinary child process with a clean environment, rlimits and its own
+network namespace where the kernel allows one; what it cannot stop, `ProcessLayer.limits`.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from pytest_humanfix.sandbox.warm import WarmSandbox
 
 # Outside /tmp and the home folder, which bwrap masks whole, as /work/shared/data was.
 CHECKOUT = Path(__file__).resolve().parents[3]
-ANSWER = {"task_id": "HumanEval/0", "entry_point": "add_secret", "prompt": "def add_secret(a, b):\n",
-          "canonical_solution": "    return a + b + 7\n"}
+ANSWER = {"task_id": "HumanEval/0", "entry_point": "add_secret",
+          "prompt": "def add_secret(a, b):\n", "canonical_solution": "    return a + b + 7\n"}
 SEARCH = """
 import glob, json, os
 found = None
