@@ -167,7 +167,7 @@ class Execution:
                     executor: str) -> SandboxError:
         """Why the program never started. The layer or the bootstrap saying so (an exit status
         of its own, a message) is a harness fault as it stands; a process killed by a signal,
-        out of time before it started, or gone without its output files was lost to something
+        out of time before it started, or gone without a word of output was lost to something
         outside it (`ExecutionLost`: run once more)."""
         outputs = self.opened()
         stderr = outputs.text(outputs.stderr, limits.output_bytes, tail=True).strip()
