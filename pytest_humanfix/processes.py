@@ -1,13 +1,21 @@
 """Signalling and stopping processes the harness started: the sandbox's executions and its
 warm executor, and the model engines of --humanfix-serve. Each runs in its own process group
-(session), so that stopping it stops everything it started (docs/sandbox.md)."""
+(session), so that stopping it stops everything it started that stayed in the group, the leader
+gone first or not (docs/sandbox.md#stopping-a-process-group)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
+from pathlib import Path
+
+POLL_SECONDS = 0.05
+# How long the group may take to end after SIGKILL (a process in uninterruptible sleep, in a
+# GPU driver, ends when the call returns) before `stop_group` gives up and names what is left.
+KILL_WAIT = 30.0
 
 
 def _send(send: Callable[[int, int], None], target: int, sig: int) -> bool:
@@ -28,14 +36,47 @@ def signal_group(pgid: int, sig: int) -> bool:
     return _send(os.killpg, pgid, sig)
 
 
-def stop_group(process: subprocess.Popen[bytes], grace: float = 0.0) -> None:
-    """Ends the group that `process` leads and reaps `process`. With a grace period the group
-    gets SIGTERM first, and SIGKILL only if `process` is still running `grace` seconds later."""
-    if grace > 0 and signal_group(process.pid, signal.SIGTERM):
+def group_members(pgid: int) -> list[int]:
+    """The live processes of the group: zombies, dead and holding nothing, are not counted
+    (one whose parent died waits for init, which in a container may never reap it)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            process.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    signal_group(process.pid, signal.SIGKILL)
-    process.wait()
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # ended while the folder was read
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def _wait_group(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Reaps `process` once it ends and waits until the group has no live process; False if
+    some remain `seconds` later."""
+    deadline = time.monotonic() + seconds
+    while True:
+        process.poll()
+        if not group_members(process.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+
+
+def stop_group(process: subprocess.Popen[bytes], grace: float = 0.0) -> list[int]:
+    """Ends every process of the group that `process` leads, whether the leader is running,
+    dead or already reaped, reaps `process`, and waits until no process of the group remains.
+    With a grace period the group gets SIGTERM first, and SIGKILL if any of it is still there
+    `grace` seconds later. Returns the pids still in the group KILL_WAIT seconds after SIGKILL
+    (none unless one is stuck in the kernel)."""
+    stopped = grace > 0 and signal_group(process.pid, signal.SIGTERM) \
+        and _wait_group(process, grace)
+    if not stopped:
+        signal_group(process.pid, signal.SIGKILL)
+        _wait_group(process, KILL_WAIT)
+    left = group_members(process.pid)
+    if process.pid not in left:
+        process.wait()  # dead: a zombie at most, reaped at once
+    return left

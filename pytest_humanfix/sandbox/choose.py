@@ -53,36 +53,42 @@ class Choice:
         return sandbox
 
 
+def process_limits(layer: ProcessLayer) -> list[str]:
+    """The header's lines of what the process layer cannot hide or block here, one a limit."""
+    return [f"sandbox: the process layer does NOT protect against: {limit}"
+            for limit in layer.limits()]
+
+
 def choose_layer(wanted: str, python: str = sys.executable,
-                 hidden_files: tuple[str, ...] = ()) -> tuple[Layer, list[str]]:
-    layer: Layer
+                 hidden: tuple[str, ...] = ()) -> tuple[Layer, list[str]]:
     if wanted == "process":
-        layer = ProcessLayer(python)
-        return layer, [f"sandbox: {layer.describe()} (--humanfix-sandbox process)"]
+        process = ProcessLayer(python)
+        return process, [f"sandbox: {process.describe()} (--humanfix-sandbox process)",
+                         *process_limits(process)]
     bwrap, why = probe_bwrap(python)
     if bwrap is not None:
-        layer = BwrapLayer(bwrap, python, hidden_files)
+        layer = BwrapLayer(bwrap, python, hidden)
         return layer, [f"sandbox: {layer.describe()} ({wanted}: {why})"]
     if wanted == "bwrap":
         raise SandboxError(f"--humanfix-sandbox bwrap: {why}. Use --humanfix-sandbox process "
                            "to run without it.")
-    layer = ProcessLayer(python)
-    return layer, [f"sandbox: {layer.describe()} (auto fell back: {why})",
-                   "sandbox: the process layer does NOT protect against: "
-                   + "; ".join(ProcessLayer.NOT_PROTECTED)]
+    process = ProcessLayer(python)
+    return process, [f"sandbox: {process.describe()} (auto fell back: {why})",
+                     *process_limits(process)]
 
 
 def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
-                 python: str = sys.executable, hidden_files: tuple[str, ...] = (),
+                 python: str = sys.executable, hidden: tuple[str, ...] = (),
                  start: Start = "wait") -> Choice:
     """SandboxError when an explicitly requested layer or executor cannot work here;
-    `hidden_files` (the dataset) are empty inside the bwrap layer. `start` says when a warm
+    `hidden` (the data files, whose folders go whole, and the folders of answers) are hidden
+    inside the bwrap layer (`layers.hidden_folders`). `start` says when a warm
     executor's server starts (`Start`). An xdist worker launches it and collects while it
     imports the prelude; an xdist controller executes nothing unless it calibrates, so its
     server starts at its first execution, if one ever comes: started beside the workers'
     start-up, it would only take CPU from them. Only "wait" finds here that it cannot start."""
     remove_stale_folders()
-    layer, notes = choose_layer(layer_wanted, python, hidden_files)
+    layer, notes = choose_layer(layer_wanted, python, hidden)
     cgroups, how = open_cgroups()
     if cgroups is None:
         notes.append(f"sandbox: no cgroups ({how}): the number of processes is not bounded "

@@ -58,6 +58,9 @@ class Verdict:
     limit: float | None = None  # the wall-clock limit it ran under, in seconds
     rerun: bool = False  # it timed out once and this is its re-run, alone (sandbox/rerun)
     lost: str = ""  # why the execution before this re-run was lost (ExecutionLost), else ""
+    # What the program put where the harness reads its outputs back (a link, a pipe, an
+    # oversized or replaced file; sandbox/outputs), else "": it never passes.
+    attack: str = ""
 
     @property
     def passed(self) -> bool:
@@ -86,6 +89,8 @@ def first_failure(verdict: Verdict) -> str:
         limit = "sandbox wall-clock limit" + (f" {verdict.limit:g} s" if verdict.limit else "")
         again = "; re-run alone, it timed out again" if verdict.rerun else ""
         return f"timed out after {verdict.seconds:.1f} s ({limit}{again})"
+    if verdict.attack:
+        return f"the program tampered with the files the harness reads back: {verdict.attack}"
     if verdict.status == "exited_early":
         return ("the program exited with status 0 before the tests ran to their end "
                 "(sys.exit or os._exit in the candidate?)")

@@ -25,10 +25,13 @@ from .cgroup import Cgroup
 from .environment import ExecutionLost, Layer, Limits, SandboxError, Verdict
 from .inside import program
 from .layers import ProcessLayer
+from .outputs import STDERR_NAME, STDOUT_NAME, Outputs
 
 PROGRAM_NAME = "program.py"
 DONE_NAME = ".humanfix-done"
 STARTED_NAME = ".humanfix-started"
+# The most the done file may hold: the nonce, and room to spare.
+DONE_BYTES = 256
 # What a fresh interpreter runs: the code every execution runs before the candidate, then the
 # bootstrap that reads its configuration from a pipe (see inside/).
 BOOTSTRAP = program("child.py", "bootstrap.py")
@@ -83,24 +86,6 @@ def remove_stale_folders() -> None:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def _read_capped(path: Path, cap: int, tail: bool) -> str:
-    """The file's text, cut to `cap` bytes; "" for a file that is not there (an execution
-    whose process went before it opened its output)."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return ""
-    with handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size <= cap:
-            handle.seek(0)
-            return handle.read().decode("utf-8", "replace")
-        handle.seek(size - cap if tail else 0)
-        data = handle.read(cap).decode("utf-8", "replace")
-    marker = f"[... {size - cap} bytes cut ...]"
-    return f"{marker}\n{data}" if tail else f"{data}\n{marker}"
-
-
 @dataclass
 class Execution:
     """One execution's files on the harness's side; `box` is the candidate's working folder."""
@@ -108,6 +93,7 @@ class Execution:
     root: Path
     mount: Path  # the folder the layer makes writable: root itself, or the warm executor's
     nonce: str = field(default_factory=lambda: secrets.token_hex(16))
+    outputs: Outputs | None = None  # opened by `prepare`, closed by `close`
 
     def inside(self, layer: Layer, path: Path) -> str:
         return layer.inside(path, self.mount)
@@ -118,11 +104,11 @@ class Execution:
 
     @property
     def stdout(self) -> Path:
-        return self.root / "stdout"
+        return self.root / STDOUT_NAME
 
     @property
     def stderr(self) -> Path:
-        return self.root / "stderr"
+        return self.root / STDERR_NAME
 
     def prepare(self, program: str) -> None:
         # A fresh interpreter's folder is new already; the warm executor's is made here, never
@@ -131,6 +117,18 @@ class Execution:
             self.root.mkdir()
         self.box.mkdir()
         (self.box / PROGRAM_NAME).write_text(program, encoding="utf-8")
+        # The output files exist, opened by the harness, before the candidate runs: what it
+        # leaves at their names later is never read (sandbox/outputs).
+        self.outputs = Outputs(self.root, self.box)
+
+    def opened(self) -> Outputs:
+        if self.outputs is None:
+            raise SandboxError("the execution's output files were never opened (prepare)")
+        return self.outputs
+
+    def close(self) -> None:
+        if self.outputs is not None:
+            self.outputs.close()
 
     def config(self, layer: Layer, rlimits: dict) -> dict:
         """What the code before the candidate needs, with paths as seen inside the layer."""
@@ -141,32 +139,38 @@ class Execution:
 
     def verdict(self, code: int | None, timed_out: bool, seconds: float, limits: Limits,
                 layer: Layer, executor: str) -> Verdict:
-        if not (self.box / STARTED_NAME).exists():
-            # The candidate never ran: checked before any output file is read, since a process
-            # that vanished may have opened none.
+        outputs = self.opened()
+        if outputs.small_file(STARTED_NAME, 0) is None and not outputs.attacks:
+            # The candidate never ran: checked before any output is read, since a process
+            # that vanished may have written none.
             raise self.not_started(code, timed_out, limits, layer, executor)
-        stderr = _read_capped(self.stderr, limits.output_bytes, tail=True)
-        done = self.box / DONE_NAME
-        proven = done.is_file() and done.read_text(errors="replace") == self.nonce
+        proven = outputs.small_file(DONE_NAME, DONE_BYTES) == self.nonce
+        outputs.check_replaced()
+        attack = "; ".join(outputs.attacks)
         if timed_out:
             status = "timeout"
+        elif attack:
+            status = "failed"  # whatever it proved, it tampered with what proves it
         elif code == 0:
             status = "passed" if proven else "exited_early"
         else:
             status = "failed"
         return Verdict(status=status, exit_code=code, seconds=round(seconds, 4),
-                       stdout=_read_capped(self.stdout, limits.output_bytes, tail=False),
-                       stderr=stderr, network=layer.network, layer=layer.name,
+                       stdout=outputs.text(outputs.stdout, limits.output_bytes, tail=False),
+                       stderr=outputs.text(outputs.stderr, limits.output_bytes, tail=True),
+                       network=layer.network, layer=layer.name,
                        executor=executor, limit=limits.timeout, output_limited=max(
-                           _size(self.stdout), _size(self.stderr)) >= limits.file_bytes)
+                           outputs.size(outputs.stdout),
+                           outputs.size(outputs.stderr)) >= limits.file_bytes, attack=attack)
 
     def not_started(self, code: int | None, timed_out: bool, limits: Limits, layer: Layer,
                     executor: str) -> SandboxError:
         """Why the program never started. The layer or the bootstrap saying so (an exit status
         of its own, a message) is a harness fault as it stands; a process killed by a signal,
-        out of time before it started, or gone without its output files was lost to something
+        out of time before it started, or gone without a word of output was lost to something
         outside it (`ExecutionLost`: run once more)."""
-        stderr = _read_capped(self.stderr, limits.output_bytes, tail=True).strip()
+        outputs = self.opened()
+        stderr = outputs.text(outputs.stderr, limits.output_bytes, tail=True).strip()
         where = f"{layer.name} sandbox ({executor} executor)"
         if code is not None and code > 0:
             return SandboxError(f"{where} did not start: {stderr or f'exit status {code}'}")
@@ -176,17 +180,10 @@ class Execution:
             why = f"its process was killed by {_signal_name(-code)} before the program started"
         else:
             why = f"its process ended (exit status {code}) before the program started"
-        if not self.stderr.exists():
-            why += ", and left no output files"
+        if not stderr:
+            why += ", and left no output"
         return ExecutionLost(f"{where} lost the execution: {why}"
                              + (f"; it wrote: {stderr}" if stderr else ""))
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _signal_name(number: int) -> str:
@@ -229,6 +226,7 @@ class FreshSandbox:
             if group is not None:
                 group.kill()
                 group.remove()
+            execution.close()
             shutil.rmtree(execution.root, ignore_errors=True)
 
     def prepare(self, execution: Execution, program: str) -> None:
@@ -249,29 +247,30 @@ class FreshSandbox:
         argv = self.layer.command([self.python, "-I", "-c", BOOTSTRAP, str(read_end)],
                                   execution.mount, execution.box, self.readable)
         started = time.monotonic()
-        with execution.stdout.open("wb") as out, execution.stderr.open("wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    argv, cwd=execution.box, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=err, process_group=0, pass_fds=(read_end,),
-                    # Joined before exec, so nothing the candidate starts is outside the group.
-                    preexec_fn=(lambda: group.add(os.getpid())) if group else None)
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise SandboxError(f"cannot start {argv[0]}: {exc}") from exc
-            finally:
-                os.close(read_end)
-            try:
-                code: int | None = self.layer.exit_code(proc.wait(timeout=limits.timeout))
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                code = None
-            finally:
-                # Also reaps children the candidate left behind in its process group.
-                signal_group(proc.pid, signal.SIGKILL)
-                if group is not None:
-                    group.kill()
-                proc.wait()
+        outputs = execution.opened()
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=execution.box, env=env, stdin=subprocess.DEVNULL,
+                stdout=outputs.stdout, stderr=outputs.stderr, process_group=0,
+                pass_fds=(read_end,),
+                # Joined before exec, so nothing the candidate starts is outside the group.
+                preexec_fn=(lambda: group.add(os.getpid())) if group else None)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxError(f"cannot start {argv[0]}: {exc}") from exc
+        finally:
+            os.close(read_end)
+        try:
+            code: int | None = self.layer.exit_code(proc.wait(timeout=limits.timeout))
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            code = None
+        finally:
+            # Also reaps children the candidate left behind in its process group.
+            signal_group(proc.pid, signal.SIGKILL)
+            if group is not None:
+                group.kill()
+            proc.wait()
         return execution.verdict(code, timed_out, time.monotonic() - started, limits,
                                  self.layer, self.executor)
 

@@ -1,10 +1,11 @@
 """The two isolation layers an execution can run in: bubblewrap, and a plain process.
 
-`bwrap`: a read-only view of the file system with the home folder hidden, a private writable
-folder (the only writable place), fresh /tmp and /dev that are read-only, new PID, network, IPC
-and UTS namespaces, --die-with-parent, --new-session and every capability dropped; the
-bootstrap inside sets the rlimits. `process`: an ordinary child process with a clean
-environment, rlimits and its own network namespace where the kernel allows one (docs/sandbox.md).
+`bwrap`: a read-only view of the file system with the home folder, the folders of the run's data
+and every cache of answers hidden (`hidden_folders`), a private writable folder (the only one),
+fresh /tmp and /dev that are read-only, new PID, network, IPC and UTS namespaces,
+--die-with-parent, --new-session and every capability dropped; the bootstrap inside sets the
+rlimits. `process`: an ordinary child process with a clean environment, rlimits and its own
+network namespace where the kernel allows one; what it cannot stop, `ProcessLayer.limits`.
 """
 
 from __future__ import annotations
@@ -33,16 +34,32 @@ def network_mode(python: str = sys.executable) -> str:
 
 
 BOX = "/tmp/humanfix"  # where the writable folder appears inside bwrap
+# The data shipped in the package: every language's tasks and their canonical solutions.
+PACKAGED_DATA = Path(__file__).resolve().parents[1] / "data"
+# Where the Hub's libraries cache datasets (HumanEvalPack, HumanEval+ and their answers).
+HF_CACHE_VARIABLES = ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
+# A dataset's folder this close to / (/data, /srv) is not hidden whole: the files that look
+# like data in it are, one by one.
+MIN_HIDDEN_DEPTH = 3
+DATA_SUFFIXES = (".jsonl", ".json", ".gz", ".parquet", ".arrow", ".csv")
 
 
 class ProcessLayer:
     name = "process"
-    # What this layer cannot stop; printed when auto falls back to it.
+    # What this layer cannot stop, as measured (docs/sandbox.md#the-process-layer); printed
+    # at the start of every run in it, one line each.
     NOT_PROTECTED = (
         "writes and deletions anywhere the harness's user may write (e.g. /tmp, the home folder)",
-        "reading files (the dataset's canonical solutions included) and other processes' "
-        "environments through /proc, the harness's included",
+        "reading any file the harness's user may read: the dataset and the package's data (the "
+        "canonical solutions), the Hugging Face cache, the run's reports and recorded replies",
+        "reading other processes' environments through /proc, the harness's included",
         "a candidate that moves itself out of its cgroup",
+    )
+    # Added where no network namespace can be made: the socket guard patches socket.socket
+    # only, so `_socket`, ctypes or a subprocess (curl) reach the network.
+    NOT_PROTECTED_WITHOUT_NAMESPACE = (
+        "the network: only a socket guard in the candidate's interpreter (no network "
+        "namespace allowed here), which _socket, ctypes or a subprocess such as curl go around",
     )
 
     def __init__(self, python: str = sys.executable) -> None:
@@ -57,6 +74,11 @@ class ProcessLayer:
 
     def exit_code(self, code: int) -> int:
         return code
+
+    def limits(self) -> tuple[str, ...]:
+        """What this layer, here, cannot hide or block."""
+        return self.NOT_PROTECTED + (self.NOT_PROTECTED_WITHOUT_NAMESPACE
+                                     if self.network == "guard" else ())
 
     def describe(self) -> str:
         net = ("own network namespace" if self.network == "namespace"
@@ -80,31 +102,62 @@ def _needed_under(folder: Path, python: str) -> list[Path]:
     return sorted(p for p in needed if p.is_relative_to(folder) and p != folder)
 
 
+def answer_caches(environ: dict[str, str] | None = None) -> list[Path]:
+    """The Hugging Face caches this run's environment names, and the default one."""
+    env = os.environ if environ is None else environ
+    cache_home = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return [Path(env[name]) for name in HF_CACHE_VARIABLES if env.get(name)] \
+        + [cache_home / "huggingface"]
+
+
+def hidden_folders(hidden: tuple[str, ...], masked: list[Path]) -> tuple[list[Path], list[Path]]:
+    """The folders to hide whole and the files to hide one by one, for `hidden` (the run's
+    data files and answer folders: a file's whole folder goes, with what lies beside it, such
+    as other languages and HumanEval+), the package's data and the answer caches. What a
+    masked folder hides already, or what does not exist, is left out."""
+    folders: dict[Path, None] = {}
+    files: dict[Path, None] = {}
+    for path in [*map(Path, hidden), PACKAGED_DATA, *answer_caches()]:
+        for real in dict.fromkeys([path.absolute(), path.resolve()]):
+            folder = real if real.is_dir() else real.parent if real.is_file() else None
+            if folder is None or any(folder.is_relative_to(m) for m in masked):
+                continue
+            if len(folder.parts) >= MIN_HIDDEN_DEPTH:
+                folders[folder.resolve()] = None
+                continue
+            files.update(dict.fromkeys(f.resolve() for f in folder.iterdir() if f.is_file()
+                                       and (f == real or f.name.endswith(DATA_SUFFIXES))))
+    return list(folders), list(files)
+
+
 class BwrapLayer:
     name = "bwrap"
     network = "bwrap"  # a network namespace bwrap made: only loopback, and nothing listens
 
     def __init__(self, bwrap: str, python: str = sys.executable,
-                 hidden_files: tuple[str, ...] = ()) -> None:
+                 hidden: tuple[str, ...] = ()) -> None:
         self.bwrap = bwrap
         self.python = python
-        # The dataset holds every task's canonical solution: the candidate must not read it.
-        self.hidden_files = [f for f in map(Path, hidden_files) if f.is_file()]
+        # The dataset and what lies beside it hold every task's canonical solution, the run's
+        # reports and recorded replies the answers found so far: the candidate reads none.
+        self.hidden = hidden
 
     def command(self, argv: list[str], root: Path, cwd: Path,
                 readable: tuple[Path, ...] = ()) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         masked = _masked_folders()
-        for folder in masked:
+        folders, files = hidden_folders(self.hidden, masked)
+        for folder in masked + folders:
             args += ["--tmpfs", str(folder)]
+            # What must stay visible under it: the interpreter (a venv in the data's folder).
             for keep in _needed_under(folder, self.python):
                 args += ["--ro-bind", str(keep), str(keep)]
-        for hidden in self.hidden_files:
-            args += ["--ro-bind", "/dev/null", str(hidden.resolve())]
+        for hidden in files:
+            args += ["--ro-bind", "/dev/null", str(hidden)]
         args += ["--bind", str(root), BOX]
         for folder in readable:  # under a masked folder (/tmp): shown again, read-only
             args += ["--ro-bind", str(folder), str(folder)]
-        for folder in masked:
+        for folder in masked + folders:
             args += ["--remount-ro", str(folder)]
         args += ["--remount-ro", "/dev",
                  "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -120,8 +173,8 @@ class BwrapLayer:
         return -(code - 128) if 128 < code < 128 + 65 else code
 
     def describe(self) -> str:
-        return ("bwrap layer: read-only file system, home and dataset hidden, private writable "
-                "folder, "
+        return ("bwrap layer: read-only file system, home, data folders and answer caches "
+                "hidden, private writable folder, "
                 "new PID/network/IPC namespaces, no capabilities")
 
 

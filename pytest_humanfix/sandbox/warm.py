@@ -225,6 +225,7 @@ class WarmSandbox:
         finally:
             group.kill()
             group.remove()
+            execution.close()
             # Anything a candidate left in the shared folder goes, not only its own folder: a
             # link it planted at a later execution's name would lead the harness outside it.
             for entry in self.mount.iterdir():

@@ -52,7 +52,17 @@ def choose_sandbox(settings: Settings, workload: Workload, start: Start = "wait"
     says when one does (`sandbox.choose.Start`)."""
     executor = settings.executor if "python" in workload.languages else "fresh"
     return make_sandbox(settings.sandbox, executor, Limits(timeout=settings.timeout_for("python")),
-                        hidden_files=workload.files, start=start)
+                        hidden=answer_paths(settings, workload), start=start)
+
+
+def answer_paths(settings: Settings, workload: Workload) -> tuple[str, ...]:
+    """What holds answers a candidate must not read: the run's data files (their folders go
+    whole in bwrap), its report folder and results, the baseline's and the recorded replies."""
+    replay = settings.model.removeprefix("replay:") \
+        if settings.model and settings.model.startswith("replay:") else None
+    paths = [*workload.files, settings.report_dir, str(settings.jsonl_path), settings.baseline,
+             replay]
+    return tuple(dict.fromkeys(p for p in paths if p))
 
 
 def worker_id() -> str:

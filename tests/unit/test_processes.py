@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_humanfix.processes import signal_group, signal_process, stop_group
+import pytest
+
+from pytest_humanfix.processes import group_members, signal_group, signal_process, stop_group
 
 # Starts a grandchild in the same group, prints its pid, then waits; ignores SIGTERM if told.
 LEADER = """
@@ -20,6 +22,29 @@ grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60
 print(grandchild.pid, flush=True)
 time.sleep(60)
 """
+
+
+# Starts a child in its own group that ignores SIGTERM (vLLM's workers, say), prints the child's
+# pid once the child ignores it, and exits: the group outlives its leader.
+ORPHANING_LEADER = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                          "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                          "print('ignoring', flush=True); time.sleep(60)"],
+                         stdout=subprocess.PIPE)
+assert child.stdout is not None and child.stdout.readline() == b"ignoring\\n"
+print(child.pid, flush=True)
+"""
+
+
+def orphaning_leader() -> tuple[subprocess.Popen[bytes], int]:
+    """A group whose leader has exited, leaving a child that ignores SIGTERM."""
+    process = subprocess.Popen([sys.executable, "-c", ORPHANING_LEADER],
+                               stdout=subprocess.PIPE, start_new_session=True)
+    assert process.stdout is not None
+    child = int(process.stdout.readline())
+    process.stdout.close()
+    return process, child
 
 
 def start(mode: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -70,3 +95,28 @@ def test_signalling_a_group_that_is_gone_is_no_error() -> None:
     assert signal_group(process.pid, signal.SIGKILL) is False
     stop_group(process, grace=1)  # already reaped: nothing to do, nothing raised
     assert process.returncode == 0
+
+
+@pytest.mark.parametrize("reaped", [True, False], ids=["leader reaped", "leader a zombie"])
+def test_a_group_whose_leader_died_first_is_killed_to_its_last_process(reaped: bool) -> None:
+    """Before, stop_group returned once the leader had ended: the child that ignores SIGTERM
+    kept running (and, in an engine, its GPU and port)."""
+    process, child = orphaning_leader()
+    if reaped:
+        process.wait()
+    else:
+        while group_members(process.pid) != [child]:  # the leader ended, not yet waited for
+            time.sleep(0.01)
+    assert group_members(process.pid) == [child]
+    assert stop_group(process, grace=0.5) == []
+    assert group_members(process.pid) == [] and gone(child)
+    assert process.returncode == 0
+
+
+def test_the_group_members_are_its_live_processes_only() -> None:
+    process, grandchild = start("stubborn")
+    assert sorted(group_members(process.pid)) == sorted([process.pid, grandchild])
+    signal_process(grandchild, signal.SIGKILL)  # a zombie until its parent waits: not counted
+    assert gone(grandchild) and group_members(process.pid) == [process.pid]
+    stop_group(process)
+    assert group_members(process.pid) == []

@@ -82,6 +82,9 @@ class Engine:
     # Set for this engine, under the user's own environment (which wins).
     environment: tuple[tuple[str, str], ...] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    # Its group ended: a later stop (atexit after pytest_unconfigure) signals nothing, since
+    # the group's id may by then belong to another process.
+    stopped: bool = field(default=False, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -170,10 +173,16 @@ class Engine:
                 f"ending:\n{log_tail(self.log_path)}")
 
     def stop(self) -> None:
-        """Ends the engine's whole process group, politely first."""
-        if self.process is None or self.process.returncode is not None:
+        """Ends the engine's whole process group, politely first, and waits until it has
+        ended: also when the engine's own process died first (reaped or not), since what it
+        started (vLLM's workers, say) may still hold a GPU or the port."""
+        if self.process is None or self.stopped:
             return
-        stop_group(self.process, STOP_GRACE)
+        left = stop_group(self.process, STOP_GRACE)
+        self.stopped = not left
+        if left:  # said, not raised: stop runs while an error is raised and for each engine
+            print(f"humanfix serve: WARNING: the {self.model.engine} engine's processes "
+                  f"{left} did not end after SIGKILL (stuck in the kernel?)", file=sys.stderr)
 
 
 def new_engine(model: ServedModel, log_path: Path, device: str | None,

@@ -15,6 +15,7 @@ import pytest
 from pytest_humanfix.models.engines import launch
 from pytest_humanfix.models.engines.commands import HOST
 from pytest_humanfix.models.engines.kinds import LOG_TAIL_CHARS, ServedModel, ServeError
+from pytest_humanfix.processes import group_members
 from pytest_humanfix.settings import Settings
 
 LLAMACPP = ServedModel("llamacpp", "/m/model.gguf", "/m/model.gguf")
@@ -164,6 +165,25 @@ def test_stopping_ends_the_engines_whole_process_group(tmp_path):
         time.sleep(0.05)
     assert not running(child)
     parent.stop()  # a second stop finds nothing left to do
+
+
+def test_stopping_an_engine_whose_process_died_first_ends_its_children(tmp_path, monkeypatch):
+    """vLLM's workers that ignore SIGTERM, left by an engine process that died: before, stop
+    did nothing once the engine's process had exited, and they kept the GPU and the port."""
+    monkeypatch.setattr(launch, "STOP_GRACE", 0.5)
+    orphaning = engine(tmp_path, "import signal, subprocess, sys; child = subprocess.Popen("
+                       "[sys.executable, '-c', 'import signal, time; "
+                       "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                       "print(1, flush=True); time.sleep(60)'], stdout=subprocess.PIPE); "
+                       "child.stdout.readline(); print(child.pid, flush=True)")
+    orphaning.start()
+    with pytest.raises(ServeError, match="exited with status 0"):
+        orphaning.wait_healthy(60)  # reaps the engine's process
+    child = int(orphaning.log_path.read_text().splitlines()[1])
+    assert running(child)
+    orphaning.stop()
+    assert not running(child)
+    assert group_members(orphaning.process.pid) == []
 
 
 def test_launch_stops_an_engine_that_never_becomes_healthy(tmp_path, monkeypatch):

@@ -521,18 +521,18 @@ def test_the_summary_counts_the_executions_lost_and_run_again():
 
 
 def test_a_program_that_never_started_and_left_no_output_is_a_lost_execution(tmp_path):
-    """What a warm child killed before it opened its output files leaves behind: no stderr
-    file. Read before the started check, it was a raw FileNotFoundError."""
+    """What a warm child killed before it wrote anything leaves behind: empty output files,
+    which the harness made itself."""
     execution = Execution(tmp_path, tmp_path)
-    execution.box.mkdir()
+    execution.prepare("")
     with pytest.raises(ExecutionLost, match="killed by SIGKILL before the program started, "
-                                            "and left no output files"):
+                                            "and left no output"):
         execution.verdict(-9, False, 0.1, Limits(), ProcessLayer(), "warm")
 
 
 def test_a_sandbox_that_says_why_it_did_not_start_is_a_harness_fault(tmp_path):
     execution = Execution(tmp_path, tmp_path)
-    execution.box.mkdir()
+    execution.prepare("")
     execution.stderr.write_text("humanfix sandbox: cannot set RLIMIT_AS\n")
     with pytest.raises(SandboxError, match="did not start: humanfix sandbox: cannot set") as err:
         execution.verdict(113, False, 0.1, Limits(), ProcessLayer(), "fresh")

@@ -149,7 +149,7 @@ def choice_for(dataset: Path) -> Callable[[tuple[str, str]], Choice]:
     def choice(config: tuple[str, str]) -> Choice:
         if config not in _choices:
             _choices[config] = make_sandbox(config[0], config[1], LIMITS,
-                                            hidden_files=(str(dataset),))
+                                            hidden=(str(dataset),))
         return _choices[config]
 
     return choice

@@ -8,7 +8,7 @@ from typing import get_type_hints
 from pytest_humanfix.dataset import Task
 from pytest_humanfix.records import Record, TaskResult
 from pytest_humanfix.session.crash import crashed_record
-from pytest_humanfix.session.runner import Runner
+from pytest_humanfix.session.runner import Runner, answer_paths
 from pytest_humanfix.session.state import RunState
 from pytest_humanfix.session.workload import Workload
 from pytest_humanfix.settings import Settings
@@ -68,3 +68,21 @@ def test_plus_time_limit_without_reference_times_is_the_floor():
     limit = Runner(Settings(model="m"), RunState("run-1")).plus_time_limit(TASK)
     assert limit["reference_seconds"] is None and limit["inputs"]["reference_longest"] is None
     assert limit["inputs"]["longest"] == 4.0
+
+
+def test_the_sandbox_hides_every_file_that_holds_answers(tmp_path):
+    """The data files (their folders go whole in bwrap), the reports, the results, the
+    baseline and the recorded replies (docs/sandbox.md#what-a-candidate-can-read)."""
+    data = tmp_path / "data" / "humanevalpack-python.jsonl"
+    data.parent.mkdir()
+    data.write_text("")
+    workload = Workload(all_tasks=[TASK], tasks=[TASK], dataset_hashes={"python": "hash"},
+                        sources={"python": str(data)})
+    reports = tmp_path / "reports"
+    settings = Settings(model="replay:/recorded/replies.jsonl", report_dir=str(reports),
+                        baseline="/runs/baseline.jsonl")
+    assert answer_paths(settings, workload) == (
+        str(data), str(reports), str(reports / "humanfix.jsonl"), "/runs/baseline.jsonl",
+        "/recorded/replies.jsonl")
+    assert answer_paths(Settings(model="m", report_dir=str(reports)), workload) == (
+        str(data), str(reports), str(reports / "humanfix.jsonl"))
