@@ -1,7 +1,7 @@
 """`humanfix-report`: the end-of-run summary, files and gates rebuilt from a results JSONL
-(`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), and several
-runs' pass@1 by repair round on one chart (`rounds`). Usage: docs/reports.md and
-docs/beyond.md ("merge").
+(`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), several
+runs' pass@1 by repair round on one chart (`rounds`), and a run's page (`view`). Usage:
+docs/reports.md and docs/beyond.md ("merge").
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
     compare,
+    failure_lines,
     gate_checks,
     load_baseline,
     verdict_line,
@@ -26,6 +27,7 @@ from .gates import (
 from .junit import write_junit
 from .merge import MergeError, merge
 from .sections import RunFacts
+from .view import PAGE, buggy_codes, write_page
 
 MERGED_JSONL = "humanfix.jsonl"
 
@@ -90,6 +92,20 @@ def parse_rounds_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def parse_view_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="humanfix-report view",
+        description="Write one self-contained HTML page of a run: the summary and its chart, "
+                    "then every task's trajectory, filterable; with --baseline, the tasks that "
+                    "flipped first, both runs side by side, and the gate's verdict. Exit status "
+                    "2 on bad input.")
+    parser.add_argument("results", type=Path, help="results JSONL of a run")
+    parser.add_argument("--baseline", type=Path, help="results JSONL of an earlier run")
+    parser.add_argument("--out", type=Path,
+                        help=f"the page to write (default: {PAGE} beside the results file)")
+    return parser.parse_args(argv)
+
+
 def fail(message: str) -> int:
     print(f"humanfix-report: {message}", file=sys.stderr)
     return 2
@@ -101,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         return main_merge(parse_merge_args(argv[1:]))
     if argv[:1] == ["rounds"]:
         return main_rounds(parse_rounds_args(argv[1:]))
+    if argv[:1] == ["view"]:
+        return main_view(parse_view_args(argv[1:]))
     args = parse_args(argv)
     records = load_results(args.results)
     if isinstance(records, str):
@@ -117,6 +135,25 @@ def load_results(path: Path) -> list[Record] | str:
     except JsonlError as exc:
         return f"{exc}; only a torn last line is skipped."
     return records or f"{path} holds no result records."
+
+
+def main_view(args: argparse.Namespace) -> int:
+    records = load_results(args.results)
+    if isinstance(records, str):
+        return fail(records)
+    comparison, baseline = None, None
+    if args.baseline is not None:
+        try:
+            baseline = load_baseline(args.baseline, {
+                record_language(r): without_model(record_fingerprint(r)) for r in records})
+        except BaselineError as exc:
+            return fail(str(exc))
+        comparison = compare(records, baseline)
+    summary = summary_mod.build(records, summary_mod.times_from_records(records), comparison)
+    out = args.out or args.results.parent / PAGE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"wrote {write_page(summary, records, out, baseline, buggy_codes(records))}")
+    return 0
 
 
 def main_rounds(args: argparse.Namespace) -> int:
@@ -201,7 +238,8 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     summary_mod.attach_gates(summary, checks)
     problem = None
     try:
-        written = files.write_reports(summary, records, out)
+        written = files.write_reports(summary, records, out, baseline or None,
+                                      buggy_codes(records))
     except files.ChartError as exc:  # as in a run: the summary files stand without it
         written, problem = exc.written, exc.warning()
     if junit:
@@ -212,6 +250,7 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
         lines.append(problem)
     if checks:
         lines.append(verdict_line(checks))
+        lines += failure_lines(summary, records, baseline, out / PAGE)
     print("\n".join(lines))
     return 1 if summary["gate_failed"] else 0
 
