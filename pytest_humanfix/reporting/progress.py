@@ -83,14 +83,13 @@ class LiveLine:
         # The terminal reporter is registered at configure time, maybe after this plugin.
         config = self.config
         self.reporter = config.pluginmanager.get_plugin("terminalreporter")
-        writer = getattr(self.reporter, "_tw", None)
         verbosity = config.get_verbosity()
         self.quiet = self.reporter is None or verbosity < 0
         # In place only where pytest writes one letter per task, which the line stands in for
         # (under -v each task's own line stays, and the plain lines go between them), and only
         # while output is captured (under -s items write straight to the terminal).
-        self.in_place = (not self.quiet and verbosity == 0 and writer is not None
-                         and writer.hasmarkup and config.getoption("capture", "fd") != "no")
+        self.in_place = (not self.quiet and verbosity == 0 and bool(self.reporter.isatty)
+                         and config.getoption("capture", "fd") != "no")
 
     def erase(self) -> None:
         if self.drawn and self.reporter is not None:
