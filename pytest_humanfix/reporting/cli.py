@@ -150,6 +150,10 @@ def main_view(args: argparse.Namespace) -> int:
             return fail(str(exc))
         comparison = compare(records, baseline)
     summary = summary_mod.build(records, summary_mod.times_from_records(records), comparison)
+    if comparison is not None and baseline is not None:  # the gate humanfix-report would judge
+        summary_mod.attach_gates(summary, gate_checks(
+            summary, comparison, None, summary_mod.DEFAULT_ALPHA, None, "warn",
+            baseline.values(), records))
     out = args.out or args.results.parent / PAGE
     out.parent.mkdir(parents=True, exist_ok=True)
     print(f"wrote {write_page(summary, records, out, baseline, buggy_codes(records))}")

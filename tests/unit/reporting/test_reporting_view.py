@@ -78,5 +78,7 @@ def test_humanfix_report_view_writes_the_page(tmp_path: Path, capsys):
     assert capsys.readouterr().out == f"wrote {out}\n"
     tasks = json.loads(DATA.findall(out.read_text())[0])["tasks"]
     assert [(t["id"], t["flip"]) for t in tasks] == [("Python/1", "regression")]
+    assert ("<tr><th>gate baseline</th><td>held: 1 regression(s), 0 improvement(s) against the "
+            "baseline: exact McNemar one-sided p=0.5") in out.read_text()
     assert report_main(["view", str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl is not a file" in capsys.readouterr().err
