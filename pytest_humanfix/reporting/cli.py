@@ -252,9 +252,9 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     lines += [f"wrote {path}" for path in written]
     if problem:
         lines.append(problem)
+    lines += failure_lines(summary, records, baseline, out / PAGE)
     if checks:
         lines.append(verdict_line(checks))
-        lines += failure_lines(summary, records, baseline, out / PAGE)
     print("\n".join(lines))
     return 1 if summary["gate_failed"] else 0
 

@@ -427,12 +427,12 @@ class Controller:
         for error, count in failures.items():
             terminalreporter.write_line(
                 f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
+        for line in failure_lines(summary, self.records.values(), self.baseline or {},
+                                  Path(self.runner.settings.report_dir) / PAGE):
+            terminalreporter.write_line(line, red=True)
         if self.verdict:  # last, so a CI log ends with why the run passed or failed
             failed = "FAILED" in self.verdict
             terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)
-            for line in failure_lines(summary, self.records.values(), self.baseline or {},
-                                      Path(self.runner.settings.report_dir) / PAGE):
-                terminalreporter.write_line(line, red=True)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],

@@ -19,8 +19,10 @@ def test_a_failed_gate_names_each_regressed_task_and_the_page(humanfix_pytester)
                                          "--humanfix-max-regressions", "0")
     assert result.ret == 1
     lines = result.outlines
+    # Just above the verdict, which stays the summary's last line.
     verdict = next(i for i, line in enumerate(lines) if line.startswith("humanfix gate FAILED"))
-    named = lines[verdict + 1:verdict + 6]
+    assert lines[verdict + 1].startswith("=")
+    named = lines[verdict - 5:verdict]
     assert [line.split(":")[0] for line in named[:4]] == [
         f"  regressed Python/{n}" for n in range(4)]
     assert named[0] == ("  regressed Python/0: fixed in the baseline (round 0), now failed: "
