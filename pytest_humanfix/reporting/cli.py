@@ -18,6 +18,7 @@ from . import files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
+    GateCheck,
     compare,
     failure_lines,
     gate_checks,
@@ -26,7 +27,7 @@ from .gates import (
 )
 from .junit import write_junit
 from .merge import MergeError, merge
-from .sections import RunFacts
+from .sections import RunFacts, Summary
 from .view import PAGE, buggy_codes, write_page
 
 MERGED_JSONL = "humanfix.jsonl"
@@ -52,7 +53,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     "JSONL; with --baseline, compare task by task. Exit status 1 when a gate "
                     "given here fails, 2 on bad input. `humanfix-report merge SHARD.jsonl...` "
                     "joins the results of --humanfix-shard runs first; `humanfix-report rounds "
-                    "RESULTS.jsonl...` draws several runs' pass@1 by repair round.")
+                    "RESULTS.jsonl...` draws several runs' pass@1 by repair round; "
+                    "`humanfix-report view RESULTS.jsonl` writes a run's page.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
                         help="folder for the summary files (default: the results file's folder)")
@@ -97,12 +99,12 @@ def parse_view_args(argv: list[str]) -> argparse.Namespace:
         prog="humanfix-report view",
         description="Write one self-contained HTML page of a run: the summary and its chart, "
                     "then every task's trajectory, filterable; with --baseline, the tasks that "
-                    "flipped first, both runs side by side, and the gate's verdict. Exit status "
-                    "2 on bad input.")
+                    "flipped first, both runs side by side, and the verdict of the gates given "
+                    "here. Exit status 2 on bad input.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
-    parser.add_argument("--baseline", type=Path, help="results JSONL of an earlier run")
     parser.add_argument("--out", type=Path,
                         help=f"the page to write (default: {PAGE} beside the results file)")
+    add_gate_options(parser)
     return parser.parse_args(argv)
 
 
@@ -141,22 +143,13 @@ def main_view(args: argparse.Namespace) -> int:
     records = load_results(args.results)
     if isinstance(records, str):
         return fail(records)
-    comparison, baseline = None, None
-    if args.baseline is not None:
-        try:
-            baseline = load_baseline(args.baseline, {
-                record_language(r): without_model(record_fingerprint(r)) for r in records})
-        except BaselineError as exc:
-            return fail(str(exc))
-        comparison = compare(records, baseline)
-    summary = summary_mod.build(records, summary_mod.times_from_records(records), comparison)
-    if comparison is not None and baseline is not None:  # the gate humanfix-report would judge
-        summary_mod.attach_gates(summary, gate_checks(
-            summary, comparison, None, summary_mod.DEFAULT_ALPHA, None, "warn",
-            baseline.values(), records))
+    judged = judge(records, {}, args)
+    if isinstance(judged, str):
+        return fail(judged)
+    summary, baseline, _ = judged
     out = args.out or args.results.parent / PAGE
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(f"wrote {write_page(summary, records, out, baseline, buggy_codes(records))}")
+    print(f"wrote {write_page(summary, records, out, baseline or None, buggy_codes(records))}")
     return 0
 
 
@@ -218,10 +211,10 @@ def main_merge(args: argparse.Namespace) -> int:
     return report(records, facts, args, args.out, junit=True)
 
 
-def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
-           out: Path, junit: bool) -> int:
-    """Compares with the baseline, checks the gates, writes the report files and prints the
-    summary; the exit status."""
+def judge(records: list[Record], facts: RunFacts, args: argparse.Namespace
+          ) -> tuple[Summary, dict[str, Record], list[GateCheck]] | str:
+    """The summary of RECORDS against the baseline the gate options name, with the gates they
+    ask for decided and attached; the baseline's records and the checks. Or why not."""
     comparison = None
     baseline: dict[str, Record] = {}
     if args.baseline is not None:
@@ -229,17 +222,28 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
             baseline = load_baseline(args.baseline, {
                 record_language(r): without_model(record_fingerprint(r)) for r in records})
         except BaselineError as exc:
-            return fail(str(exc))
+            return str(exc)
         comparison = compare(records, baseline)
     if args.max_regressions is not None and comparison is None:
-        return fail("--max-regressions needs --baseline.")
+        return "--max-regressions needs --baseline."
     run: RunFacts = {**summary_mod.times_from_records(records), **facts}
     summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
-    gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,
                          args.max_regressions, args.computed_by_mismatch, baseline.values(),
                          records)
     summary_mod.attach_gates(summary, checks)
+    return summary, baseline, checks
+
+
+def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
+           out: Path, junit: bool) -> int:
+    """Compares with the baseline, checks the gates, writes the report files and prints the
+    summary; the exit status."""
+    judged = judge(records, facts, args)
+    if isinstance(judged, str):
+        return fail(judged)
+    summary, baseline, checks = judged
+    gated = args.fail_under is not None or args.baseline is not None
     problem = None
     try:
         written = files.write_reports(summary, records, out, baseline or None,

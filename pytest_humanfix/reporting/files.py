@@ -13,7 +13,6 @@ from .chart import write_chart
 from .sections import BugTypeRow, Summary
 from .stats import pct
 from .summary import computed_by_text
-from .view import PAGE, write_page
 from .terminal import (
     baseline_lines,
     coverage_lines,
@@ -25,6 +24,7 @@ from .terminal import (
     repeat_lines,
     server_lines,
 )
+from .view import PAGE, write_page
 
 
 class ChartError(Exception):

@@ -88,7 +88,8 @@ class LiveLine:
         # In place only where pytest writes one letter per task, which the line stands in for
         # (under -v each task's own line stays, and the plain lines go between them), and only
         # while output is captured (under -s items write straight to the terminal).
-        self.in_place = (not self.quiet and verbosity == 0 and bool(self.reporter.isatty)
+        self.in_place = (self.reporter is not None and verbosity == 0
+                         and bool(self.reporter.isatty)
                          and config.getoption("capture", "fd") != "no")
 
     def erase(self) -> None:

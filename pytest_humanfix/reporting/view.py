@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Mapping
 from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def verdict_of(verdict: Any) -> dict[str, Any] | None:
             "stderr": cut(verdict.get("stderr"))}
 
 
-def attempt_of(attempt: dict[str, Any], index: int) -> dict[str, Any]:
+def attempt_of(attempt: Mapping[str, Any], index: int) -> dict[str, Any]:
     return {"round": attempt_round(attempt, index), "status": attempt.get("status", ""),
             "reply": attempt.get("reply", ""), "diff": attempt.get("diff", ""),
             "check": attempt.get("check", ""), "feedback": attempt.get("feedback", ""),

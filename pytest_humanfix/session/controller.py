@@ -35,8 +35,8 @@ from ..reporting.gates import (
     verdict_line,
 )
 from ..reporting.progress import LiveLine
-from ..reporting.view import PAGE
 from ..reporting.sections import RunFacts, Selection, Summary
+from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings

@@ -16,6 +16,7 @@ from pytest_humanfix.reporting.gates import compare
 from pytest_humanfix.reporting.summary import build, times_from_records
 from pytest_humanfix.reporting.view import write_page
 
+
 @pytest.fixture
 def chromium(tmp_path: Path) -> list[str]:
     browser = shutil.which("chromium")
