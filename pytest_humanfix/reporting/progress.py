@@ -145,5 +145,6 @@ class LiveLine:
             return (yield)
         finally:
             self.erase()
-            if not self.quiet and not self.in_place and self.reporter is not None:
+            if (not self.quiet and not self.in_place and self.reporter is not None
+                    and self.records()):
                 self.reporter.write_line(self.line())

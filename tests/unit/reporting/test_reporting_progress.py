@@ -96,6 +96,19 @@ def test_the_plugin_writes_plain_lines_at_the_cadence_and_the_last_at_the_end():
     assert reporter.rewrites == []
 
 
+def test_a_run_that_ran_no_task_ends_without_a_line():
+    reporter = Reporter()
+    live = LiveLine(config_for(reporter), lambda: [], lambda: 164, Clock())
+    live.pytest_sessionstart()
+    loop = live.pytest_runtestloop()
+    next(loop)
+    try:
+        loop.throw(KeyboardInterrupt())
+    except KeyboardInterrupt:
+        pass
+    assert reporter.lines == []
+
+
 def test_nothing_under_q():
     reporter = Reporter(terminal=True)
     live = LiveLine(config_for(reporter, verbosity=-1), lambda: records(3), lambda: 3, Clock())
