@@ -27,12 +27,14 @@ def on_a_terminal(arguments: list[str], dataset: Path) -> tuple[float, float, st
     command = shlex.join([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments])
     started, cpu_before = time.perf_counter(), cpu_seconds()
     done = subprocess.run(["script", "-qfec", command, "/dev/null"], cwd=REPO,
-                          env=tree_env(dataset, COLUMNS="120"), capture_output=True, text=True,
+                          env=tree_env(dataset, COLUMNS="120"), capture_output=True,
                           check=False)
     seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before
+    # Decoded by hand: text mode would turn the line's carriage returns into newlines.
+    written = done.stdout.decode(errors="replace")
     if done.returncode != 0:
-        raise SystemExit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}")
-    return seconds, cpu, done.stdout
+        raise SystemExit(f"pytest exited {done.returncode}:\n{written[-3000:]}")
+    return seconds, cpu, written
 
 
 def main() -> None:
