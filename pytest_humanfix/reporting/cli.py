@@ -1,7 +1,7 @@
 """`humanfix-report`: the end-of-run summary, files and gates rebuilt from a results JSONL
-(`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), and several
-runs' pass@1 by repair round on one chart (`rounds`). Usage: docs/reports.md and
-docs/beyond.md ("merge").
+(`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), several
+runs' pass@1 by repair round on one chart (`rounds`), and a run's page (`view`). Usage:
+docs/reports.md and docs/beyond.md ("merge").
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ from . import files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
+    GateCheck,
     compare,
+    failure_lines,
     gate_checks,
     load_baseline,
     verdict_line,
 )
 from .junit import write_junit
 from .merge import MergeError, merge
-from .sections import RunFacts
+from .sections import RunFacts, Summary
+from .view import PAGE, buggy_codes, write_page
 
 MERGED_JSONL = "humanfix.jsonl"
 
@@ -50,7 +53,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     "JSONL; with --baseline, compare task by task. Exit status 1 when a gate "
                     "given here fails, 2 on bad input. `humanfix-report merge SHARD.jsonl...` "
                     "joins the results of --humanfix-shard runs first; `humanfix-report rounds "
-                    "RESULTS.jsonl...` draws several runs' pass@1 by repair round.")
+                    "RESULTS.jsonl...` draws several runs' pass@1 by repair round; "
+                    "`humanfix-report view RESULTS.jsonl` writes a run's page.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
                         help="folder for the summary files (default: the results file's folder)")
@@ -90,6 +94,20 @@ def parse_rounds_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def parse_view_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="humanfix-report view",
+        description="Write one self-contained HTML page of a run: the summary and its chart, "
+                    "then every task's trajectory, filterable; with --baseline, the tasks that "
+                    "flipped first, both runs side by side, and the verdict of the gates given "
+                    "here. Exit status 2 on bad input.")
+    parser.add_argument("results", type=Path, help="results JSONL of a run")
+    parser.add_argument("--out", type=Path,
+                        help=f"the page to write (default: {PAGE} beside the results file)")
+    add_gate_options(parser)
+    return parser.parse_args(argv)
+
+
 def fail(message: str) -> int:
     print(f"humanfix-report: {message}", file=sys.stderr)
     return 2
@@ -101,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return main_merge(parse_merge_args(argv[1:]))
     if argv[:1] == ["rounds"]:
         return main_rounds(parse_rounds_args(argv[1:]))
+    if argv[:1] == ["view"]:
+        return main_view(parse_view_args(argv[1:]))
     args = parse_args(argv)
     records = load_results(args.results)
     if isinstance(records, str):
@@ -117,6 +137,20 @@ def load_results(path: Path) -> list[Record] | str:
     except JsonlError as exc:
         return f"{exc}; only a torn last line is skipped."
     return records or f"{path} holds no result records."
+
+
+def main_view(args: argparse.Namespace) -> int:
+    records = load_results(args.results)
+    if isinstance(records, str):
+        return fail(records)
+    judged = judge(records, {}, args)
+    if isinstance(judged, str):
+        return fail(judged)
+    summary, baseline, _ = judged
+    out = args.out or args.results.parent / PAGE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"wrote {write_page(summary, records, out, baseline or None, buggy_codes(records))}")
+    return 0
 
 
 def main_rounds(args: argparse.Namespace) -> int:
@@ -177,10 +211,10 @@ def main_merge(args: argparse.Namespace) -> int:
     return report(records, facts, args, args.out, junit=True)
 
 
-def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
-           out: Path, junit: bool) -> int:
-    """Compares with the baseline, checks the gates, writes the report files and prints the
-    summary; the exit status."""
+def judge(records: list[Record], facts: RunFacts, args: argparse.Namespace
+          ) -> tuple[Summary, dict[str, Record], list[GateCheck]] | str:
+    """The summary of RECORDS against the baseline the gate options name, with the gates they
+    ask for decided and attached; the baseline's records and the checks. Or why not."""
     comparison = None
     baseline: dict[str, Record] = {}
     if args.baseline is not None:
@@ -188,20 +222,32 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
             baseline = load_baseline(args.baseline, {
                 record_language(r): without_model(record_fingerprint(r)) for r in records})
         except BaselineError as exc:
-            return fail(str(exc))
+            return str(exc)
         comparison = compare(records, baseline)
     if args.max_regressions is not None and comparison is None:
-        return fail("--max-regressions needs --baseline.")
+        return "--max-regressions needs --baseline."
     run: RunFacts = {**summary_mod.times_from_records(records), **facts}
     summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
-    gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,
                          args.max_regressions, args.computed_by_mismatch, baseline.values(),
                          records)
     summary_mod.attach_gates(summary, checks)
+    return summary, baseline, checks
+
+
+def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
+           out: Path, junit: bool) -> int:
+    """Compares with the baseline, checks the gates, writes the report files and prints the
+    summary; the exit status."""
+    judged = judge(records, facts, args)
+    if isinstance(judged, str):
+        return fail(judged)
+    summary, baseline, checks = judged
+    gated = args.fail_under is not None or args.baseline is not None
     problem = None
     try:
-        written = files.write_reports(summary, records, out)
+        written = files.write_reports(summary, records, out, baseline or None,
+                                      buggy_codes(records))
     except files.ChartError as exc:  # as in a run: the summary files stand without it
         written, problem = exc.written, exc.warning()
     if junit:
@@ -210,6 +256,7 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     lines += [f"wrote {path}" for path in written]
     if problem:
         lines.append(problem)
+    lines += failure_lines(summary, records, baseline, out / PAGE)
     if checks:
         lines.append(verdict_line(checks))
     print("\n".join(lines))

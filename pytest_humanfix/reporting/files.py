@@ -24,6 +24,7 @@ from .terminal import (
     repeat_lines,
     server_lines,
 )
+from .view import PAGE, write_page
 
 
 class ChartError(Exception):
@@ -117,10 +118,13 @@ def markdown(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(summary: Summary, records: list[Record], folder: Path) -> list[Path]:
-    """summary.json, summary.md and summary.svg; summary.md is also appended to
-    $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only the chart
-    failed."""
+def write_reports(summary: Summary, records: list[Record], folder: Path,
+                  baseline: dict[str, Record] | None = None,
+                  buggy: dict[str, str] | None = None) -> list[Path]:
+    """summary.json, summary.md, summary.svg and the page, index.html (`view.write_page`,
+    against BASELINE's records when given, showing each task's BUGGY code); summary.md is also
+    appended to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only
+    the chart failed."""
     folder.mkdir(parents=True, exist_ok=True)
     json_path, md_path = folder / "summary.json", folder / "summary.md"
     json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -130,7 +134,7 @@ def write_reports(summary: Summary, records: list[Record], folder: Path) -> list
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as handle:
             handle.write(text)
-    written = [json_path, md_path]
+    written = [json_path, md_path, write_page(summary, records, folder / PAGE, baseline, buggy)]
     chart = folder / "summary.svg"
     try:
         written.append(write_chart(summary, records, chart))

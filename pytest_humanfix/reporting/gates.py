@@ -213,3 +213,26 @@ def verdict_line(checks: list[GateCheck]) -> str:
     if failed:
         return "humanfix gate FAILED: " + "; ".join(c.reason for c in failed)
     return "humanfix gates held: " + "; ".join(c.reason for c in checks)
+
+
+def regressed_reason(now: Record | None, then: Record) -> str:
+    """Why a task the baseline fixed is not fixed now, in one line."""
+    if now is None:
+        return "no record in this run"
+    said = str(now.get("failure") or now.get("error") or "").strip().splitlines()
+    status = (now.get("verdict") or {}).get("status") or now["outcome"]
+    return (f"fixed in the baseline (round {then.get('fixed_round', '?')}), now {status}"
+            + (f": {said[0][:160]}" if said else ""))
+
+
+def failure_lines(summary: Summary, records: Iterable[Record], baseline: dict[str, Record],
+                  page: Path) -> list[str]:
+    """Under a failed gate, each regressed task with why, and the page that shows them beside
+    the baseline; nothing when the gates held or nothing regressed."""
+    figures = summary["baseline"]
+    if not summary["gate_failed"] or not figures or not figures["regressions"]:
+        return []
+    now = {r["task_id"]: r for r in records}
+    return [*(f"  regressed {task_id}: {regressed_reason(now.get(task_id), baseline[task_id])}"
+              for task_id in figures["regressions"]),
+            f"  the regressed tasks beside the baseline's fixes: {page}"]

@@ -29,11 +29,14 @@ from ..reporting.gates import (
     Comparison,
     GateCheck,
     compare,
+    failure_lines,
     gate_checks,
     load_baseline,
     verdict_line,
 )
+from ..reporting.progress import LiveLine
 from ..reporting.sections import RunFacts, Selection, Summary
+from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
@@ -225,6 +228,8 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     except ReportError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(controller, "humanfix-controller")
+    config.pluginmanager.register(LiveLine(config, controller.records.values, controller.selected),
+                                  "humanfix-live")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(runner, checked.devices, serving),
                                       "humanfix-xdist")
@@ -319,6 +324,10 @@ class Controller:
         kept = {by_name[i.rsplit("::", 1)[-1]] for i in ids if i.rsplit("::", 1)[-1] in by_name}
         self.collected = kept if self.collected is None else self.collected | kept
 
+    def selected(self) -> int:
+        """The selection's size, less what -k, --lf or a shard deselected once collected."""
+        return len(self.collected) if self.collected is not None else len(self.runner.tasks)
+
     def selection(self, session: pytest.Session) -> Selection:
         """Which selected tasks ran, and why each of the others did not."""
         stop = session.shouldstop or session.shouldfail
@@ -357,7 +366,8 @@ class Controller:
         if self.records:
             try:
                 self.report_files = files.write_reports(
-                    summary, records, Path(self.runner.settings.report_dir))
+                    summary, records, Path(self.runner.settings.report_dir), self.baseline,
+                    {task.task_id: task.buggy_code for task in self.runner.tasks})
             except files.ChartError as exc:
                 self.report_files = exc.written
                 self.report_problem = exc.warning()
@@ -417,6 +427,9 @@ class Controller:
         for error, count in failures.items():
             terminalreporter.write_line(
                 f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
+        for line in failure_lines(summary, self.records.values(), self.baseline or {},
+                                  Path(self.runner.settings.report_dir) / PAGE):
+            terminalreporter.write_line(line, red=True)
         if self.verdict:  # last, so a CI log ends with why the run passed or failed
             failed = "FAILED" in self.verdict
             terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)
