@@ -31,6 +31,8 @@ ALIASES = {
 # The shape of a Hub repository id, "org/name"; anything else with a slash is a path.
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 GGUF_INSTALL = "pip install 'pytest-humanfix[gguf]'"
+# torch and transformers are an extra: a run served by llama.cpp, vLLM or any server needs neither.
+HF_INSTALL = "pip install 'pytest-humanfix[hf]'"
 
 
 PACKAGED = {
@@ -201,9 +203,22 @@ def provider(kind: str) -> Callable[[str, str, GenerationConfig], Model]:
     return backend
 
 
+def transformers_unavailable(resolved: ResolvedSpec) -> str | None:
+    """Why a model cannot be loaded in process here: transformers and torch are not installed."""
+    if resolved.kind != "transformers":
+        return None
+    absent = [module for module in ("transformers", "torch")
+              if importlib.util.find_spec(module) is None]
+    if not absent:
+        return None
+    return (f"{resolved.target} runs in process through transformers, and "
+            f"{' and '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed: "
+            f"{HF_INSTALL}, or serve the model (--humanfix-serve, or openai: with a server).")
+
+
 def load_model(spec: str, config: GenerationConfig) -> Model:
     resolved = resolve_spec(spec)
-    missing = gguf_unavailable(resolved)
+    missing = transformers_unavailable(resolved) or gguf_unavailable(resolved)
     if missing:  # before downloading a file that could not be read here
         raise ModelLoadError(missing)
     resolved = local_gguf(resolved)
@@ -216,7 +231,7 @@ def check_spec(spec: str, settings: Settings) -> None:
     resolved = resolve_spec(spec)
     if settings.agent == "tools" and resolved.kind == "transformers":
         raise ModelSpecError(TOOLS_UNSERVED)
-    missing = gguf_unavailable(resolved)
+    missing = transformers_unavailable(resolved) or gguf_unavailable(resolved)
     if missing:
         raise ModelSpecError(missing)
     if resolved.kind == "replay":

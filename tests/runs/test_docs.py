@@ -55,6 +55,15 @@ class Block:
         return f"{self.page.relative_to(REPO)}:{self.line}"
 
 
+def command_of(line: str) -> str | None:
+    """The pytest or humanfix-report command a line of a block runs: the line itself, a YAML
+    step's `run:`, or a quoted `--wrap "..."` of sbatch; a loop's `&` left out."""
+    line = re.sub(r"^-?\s*run:\s*", "", line.strip())
+    wrapped = re.search(r'--wrap\s+"([^"]*)"', line)
+    command = (wrapped.group(1) if wrapped else line).strip().removesuffix("&").strip()
+    return command if re.match(r"(pytest|humanfix-report)\b", command) else None
+
+
 def fenced_blocks(page: Path) -> list[Block]:
     """Each fenced block of a page: its info string, its marker, and the pytest and
     humanfix-report commands in it (backslash continuations joined)."""
@@ -75,8 +84,8 @@ def fenced_blocks(page: Path) -> list[Block]:
         before = next((line for line in reversed(lines[:start]) if line.strip()), "")
         marker = MARK.fullmatch(before.strip())
         text = re.sub(r"\\\n\s*", "", "\n".join(body))
-        commands = [line.strip() for line in text.split("\n")
-                    if re.match(r"(pytest|humanfix-report)\b", line.strip())]
+        commands = [command for line in text.split("\n")
+                    if (command := command_of(line)) is not None]
         blocks.append(Block(page, start + 1, opened.group(2).strip().split(" ")[0],
                             marker.group(1) if marker else None, commands))
     return blocks
@@ -164,7 +173,8 @@ def source_of_test(reference: str) -> str:
     raise AssertionError(f"{reference} names no test function")
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.marker and b.marker != "run"],
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.marker
+                                   and not re.match(r"run\b", b.marker)],
                          ids=lambda b: b.where)
 def test_a_command_taken_from_a_test_is_what_that_test_runs(block):
     source = source_of_test(block.marker or "")

@@ -16,8 +16,9 @@ import importlib.util
 
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.base import ModelLoadError
-from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, PACKAGED, ModelSpecError,
-                                          ResolvedSpec, check_spec, load_model, resolve_spec)
+from pytest_humanfix.models.specs import (ALIASES, GGUF_INSTALL, HF_INSTALL, PACKAGED,
+                                          ModelSpecError, ResolvedSpec, check_spec, load_model,
+                                          resolve_spec)
 from pytest_humanfix.settings import Settings
 
 REPO = Path(__file__).resolve().parents[3]
@@ -158,6 +159,28 @@ def test_without_the_gguf_package_a_gguf_model_names_the_extra(tmp_path: Path) -
     # A worker loading it directly says the same, before torch or transformers are touched.
     with pytest.raises(ModelLoadError, match=re.escape(GGUF_INSTALL)):
         load_model(str(path), GenerationConfig.of(Settings(model=str(path))))
+
+
+@pytest.mark.parametrize("absent", [("torch",), ("transformers", "torch")])
+def test_without_torch_or_transformers_an_in_process_model_names_the_extra(
+        monkeypatch: pytest.MonkeyPatch, absent: tuple[str, ...]) -> None:
+    """A light install (no `hf` extra) stops at the start on a model it would load in process,
+    naming what is missing and the extra, before any weights or the Hub are touched."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name in absent else find_spec(name, *args))
+    with pytest.raises(ModelSpecError) as error:
+        check_spec("qwen", Settings(model="qwen"))
+    assert str(error.value).startswith(
+        f"Qwen/Qwen2.5-0.5B-Instruct runs in process through transformers, and "
+        f"{' and '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed: "
+        f"{HF_INSTALL}")
+    assert HF_INSTALL == "pip install 'pytest-humanfix[hf]'"
+    with pytest.raises(ModelLoadError, match=re.escape(HF_INSTALL)):
+        load_model("qwen", GenerationConfig.of(Settings(model="qwen")))
+    # A server or a control needs neither.
+    check_spec("canonical", Settings(model="canonical"))
+    check_spec("openai:served", Settings(model="openai:served"))
 
 
 @pytest.mark.usefixtures("without_gguf")
