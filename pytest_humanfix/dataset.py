@@ -157,8 +157,9 @@ def _read_hub(name: str, config: str, revision: str) -> list[dict[str, Any]]:
         import datasets
     except ImportError:
         raise DatasetError(
-            f"loading {name!r} from the Hugging Face Hub needs the `datasets` package; "
-            "install it or point --humanfix-dataset at a local .jsonl file."
+            f"loading {name!r} from the Hugging Face Hub needs the `datasets` package: "
+            "pip install 'pytest-humanfix[hub]'; or leave --humanfix-dataset at `packaged`, "
+            "the copy this package ships."
         ) from None
     try:
         return list(datasets.load_dataset(name, config, split="test", revision=revision))

@@ -128,10 +128,10 @@ def test_a_substituted_command_keeps_everything_but_the_model_and_the_engine():
         "--humanfix-fail-under 0.25 --humanfix-max 10" for k in (1, 2)]
 
 
-def recipe_folder(page: Path, root: Path, dataset: Path) -> Path:
+def recipe_folder(page: Path, root: Path) -> Path:
     """A checkout folder for a page's recipes, with the examples its agents come from and the
     files its recipes are given."""
-    folder = checkout_folder(root, dataset)
+    folder = checkout_folder(root)
     shutil.copytree(REPO / "examples", folder / "examples")
     for name in [name for recipe in RECIPES if recipe.block.page == page
                  for name in recipe.given]:
@@ -146,14 +146,13 @@ def recipe_folder(page: Path, root: Path, dataset: Path) -> Path:
 
 
 @pytest.mark.parametrize("page", sorted({recipe.block.page.name for recipe in RECIPES}))
-def test_a_pages_recipes_run_as_written_with_a_control(page: str, tmp_path: Path,
-                                                       dataset: Path):
+def test_a_pages_recipes_run_as_written_with_a_control(page: str, tmp_path: Path):
     """Each command exits 0, in the page's order in one folder (a later block may merge what
     an earlier one wrote): with the canonical control every gate a recipe sets holds, so a
     failure here is the recipe's (an option misspelled, a file it does not make, a merge that
     refuses its shards)."""
     path = REPO / "docs" / page
-    folder = recipe_folder(path, tmp_path, dataset)
+    folder = recipe_folder(path, tmp_path)
     for recipe in [recipe for recipe in RECIPES if recipe.block.page == path]:
         for command in commands_of(recipe):
             done = subprocess.run(command, shell=True, cwd=folder, env=shell_environment(),
