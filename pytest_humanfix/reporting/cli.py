@@ -25,9 +25,10 @@ from .gates import (
 )
 from .junit import write_junit
 from .merge import MergeError, merge
-from .sections import RunFacts
+from .sections import RunFacts, Selection
 
 MERGED_JSONL = "humanfix.jsonl"
+OWN_FOLDER = "humanfix-report"  # humanfix-report's files, beside the results file by default
 
 
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +54,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     "RESULTS.jsonl...` draws several runs' pass@1 by repair round.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
-                        help="folder for the summary files (default: the results file's folder)")
+                        help=f"folder for the summary files (default: {OWN_FOLDER}/ beside the "
+                             "results file, so that the run's own summary files stay as written)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --out be the folder of the run's own summary files, and "
+                             "replace them")
     add_gate_options(parser)
     return parser.parse_args(argv)
 
@@ -105,7 +110,38 @@ def main(argv: list[str] | None = None) -> int:
     records = load_results(args.results)
     if isinstance(records, str):
         return fail(records)
-    return report(records, {}, args, args.out or args.results.parent, junit=False)
+    out = args.out or args.results.parent / OWN_FOLDER
+    own = args.results.parent / "summary.json"
+    selection, note = run_selection(own, records)
+    if selection is not None and not args.overwrite and \
+            (out / "summary.json").resolve() == own.resolve():
+        return fail(f"--out {out} holds the run's own summary files ({own}); write elsewhere "
+                    "(leave --out out, or choose another folder), or pass --overwrite to "
+                    "replace them.")
+    return report(records, {}, args, out, junit=False, selection=selection, note=note)
+
+
+def run_selection(path: Path, records: list[Record]) -> tuple[Selection | None, str | None]:
+    """The tasks the run selected and why those without a record did not run, from the run's
+    own summary.json (`path`, beside its results): the gates then judge coverage as the run
+    did. Else None, and the line that says the selection is not known."""
+    unknown = (f"the selection is not known, so the gates take the {len(records)} task(s) of "
+               "the results file for the whole of it")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        run_ids, covered = summary["run"]["run_ids"], summary["coverage"]
+    except FileNotFoundError:
+        return None, f"NOTE: no summary.json of the run beside its results ({path}): {unknown}"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"WARNING: {path} is no run summary ({type(exc).__name__}: {exc}): {unknown}"
+    ran = {r["task_id"] for r in records}
+    if set(run_ids) != {r["run_id"] for r in records if r.get("run_id")}:
+        return None, f"WARNING: {path} is of other runs than the results file: {unknown}"
+    # A task the run did not run that has a record since (resumed, then the summary kept)
+    # ran after all.
+    not_run = {task: reason for reason, tasks in covered.get("not_run_tasks", {}).items()
+               for task in tasks if task not in ran}
+    return {"selected": sorted(ran | set(not_run)), "not_run": not_run}, None
 
 
 def load_results(path: Path) -> list[Record] | str:
@@ -178,9 +214,11 @@ def main_merge(args: argparse.Namespace) -> int:
 
 
 def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
-           out: Path, junit: bool) -> int:
-    """Compares with the baseline, checks the gates, writes the report files and prints the
-    summary; the exit status."""
+           out: Path, junit: bool, selection: Selection | None = None,
+           note: str | None = None) -> int:
+    """Compares with the baseline, checks the gates (coverage as `selection` gives it, as the
+    run judged it), writes the report files and prints the summary, with `note` when a gate
+    is asked for; the exit status."""
     comparison = None
     baseline: dict[str, Record] = {}
     if args.baseline is not None:
@@ -193,11 +231,11 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     if args.max_regressions is not None and comparison is None:
         return fail("--max-regressions needs --baseline.")
     run: RunFacts = {**summary_mod.times_from_records(records), **facts}
-    summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
+    summary = summary_mod.build(records, run, comparison, selection, alpha=args.alpha)
     gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,
                          args.max_regressions, args.computed_by_mismatch, baseline.values(),
-                         records)
+                         records, whole_selection=gated)
     summary_mod.attach_gates(summary, checks)
     problem = None
     try:
@@ -210,6 +248,8 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     lines += [f"wrote {path}" for path in written]
     if problem:
         lines.append(problem)
+    if note and gated:
+        lines.append(note)
     if checks:
         lines.append(verdict_line(checks))
     print("\n".join(lines))

@@ -20,6 +20,7 @@ from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, i
 from ..agent.routing import GRAPHS
 from ..dataset import Task
 from ..records import EarlierRun, Record, TaskResult
+from ..reporting.junit import known_failure_reason
 from . import RUNNER, timeouts
 
 DIFF_LINES_SHOWN = 60
@@ -139,11 +140,11 @@ class TaskItem(pytest.Item):
 
     def runtest(self) -> None:
         assert self.result is not None
-        known = (self.humanfix_record or {}).get("known_failure")
-        if known and self.result.outcome != "error":
+        record = self.humanfix_record
+        if record is not None and record.get("known_failure") and self.result.outcome != "error":
             # Its reference solution cannot pass here (or not always): counted apart, never
             # scored, whatever this run's outcome.
-            pytest.xfail(f"known failure here ({self.result.outcome}): {known}")
+            pytest.xfail(known_failure_reason(record))
         if self.result.outcome == "unfixed":
             if self.config.stash[RUNNER].settings.gated:
                 # A gate decides the run; an unfixed task is an expected failure, so the exit

@@ -7,7 +7,9 @@ import json
 import pytest
 from reporting_records import record
 
+from pytest_humanfix.protocol import RunProtocol
 from pytest_humanfix.reporting.merge import MergeError, merge
+from pytest_humanfix.settings import Settings
 
 
 def shard_record(task_id, index, tasks, count=2, **fields):
@@ -65,3 +67,41 @@ def test_shards_of_another_count_or_model_are_not_of_one_run(tmp_path, shards):
 def test_records_without_a_shard_are_refused(tmp_path):
     with pytest.raises(MergeError, match="has no shard"):
         merge([write(tmp_path / "x.jsonl", record("Python/0"))])
+
+
+def made_with(settings):
+    return RunProtocol.of(settings, "python").to_json()
+
+
+@pytest.mark.parametrize(("field", "one", "other", "option"), [
+    ("agent", Settings(agent="tools"), Settings(), "--humanfix-agent"),
+    ("tests", Settings(), Settings(tests="plus"), "--humanfix-tests"),
+    ("chat_stop", Settings(chat_stop="none"), Settings(), "--humanfix-chat-stop"),
+])
+@pytest.mark.parametrize("order", ["first", "second"])
+def test_shards_made_with_another_agent_tests_or_chat_stop_are_refused(tmp_path, field, one,
+                                                                       other, option, order):
+    # Either way round: the field written by the first shard, or only by the second.
+    made = (one, other) if order == "first" else (other, one)
+    first = write(tmp_path / "1.jsonl", *(
+        shard_record(task, 1, ["Python/0", "Python/2"], protocol=made_with(made[0]))
+        for task in ("Python/0", "Python/2")))
+    second = write(tmp_path / "2.jsonl",
+                   shard_record("Python/1", 2, ["Python/1"], protocol=made_with(made[1])))
+    with pytest.raises(MergeError, match=f"shard 2/2.*\\({field}: .* there, .* here\\)") as e:
+        merge([first, second])
+    assert str(e.value).endswith(f"made with the same {option}.")
+    alike = write(tmp_path / "3.jsonl",
+                  shard_record("Python/1", 2, ["Python/1"], protocol=made_with(made[0])))
+    assert [r["task_id"] for r in merge([first, alike])[0]] == ["Python/0", "Python/1",
+                                                                 "Python/2"]
+
+
+def test_records_of_one_shard_made_otherwise_are_refused(tmp_path, shards):
+    mixed = write(tmp_path / "mixed.jsonl",
+                  shard_record("Python/0", 1, ["Python/0", "Python/2"],
+                               protocol=made_with(Settings())),
+                  shard_record("Python/2", 1, ["Python/0", "Python/2"],
+                               protocol=made_with(Settings(agent="tools"))))
+    with pytest.raises(MergeError, match="task Python/2: made under .*agent: 'tools' there"):
+        merge([mixed, shards[1]])
