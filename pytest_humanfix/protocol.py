@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -181,8 +181,8 @@ def fingerprint_differences(found: Fingerprint, wanted: Fingerprint) -> list[str
     for key, value in here.items():
         found_value = there.get(key)
         if key == "protocol" and isinstance(found_value, dict) and isinstance(value, dict):
-            ours: Mapping[str, object] = RunProtocol.read(value)
-            theirs: Mapping[str, object] = RunProtocol.read(found_value)
+            ours: Mapping[str, object] = RunProtocol.read(cast(RecordedProtocol, value))
+            theirs: Mapping[str, object] = RunProtocol.read(cast(RecordedProtocol, found_value))
             for name in [*ours, *(name for name in theirs if name not in ours)]:
                 mine, other = ours.get(name), theirs.get(name)
                 if mine != other:

@@ -4,7 +4,8 @@ model, under each layer (bwrap, process) and executor (fresh interpreter, warm f
 Every case asserts: the task is not fixed, the run goes on (the next task is scored normally),
 nothing outside the sandbox changed, no process is left behind, and the harness's own memory
 stays bounded. Where the process layer cannot prevent a case, only the check it names is an
-xfail naming the limit, and a failure once that check holds. Set HUMANFIX_BAD_INPUTS_TABLE=<file> to record what happened in each case, then
+xfail naming the limit, and a failure once that check holds. Set
+HUMANFIX_BAD_INPUTS_TABLE=<file> to record what happened in each case, then
 `python tests/unit/sandbox/test_bad_inputs.py <file>` prints the table.
 """
 
