@@ -143,11 +143,12 @@ def test_a_merged_junit_is_xml_whatever_the_model_wrote_and_a_known_failure_is_a
     assert known.find("failure") is None
     # A run writes the item of a known failure as pytest's junit writes its xfail.
     listed = json.loads(first.read_text().splitlines()[0])
+    reason = (listed["outcome"], listed["known_failure"])
     pytester.makepyfile(test_known=(
         "import pytest\n"
         "from pytest_humanfix.reporting.junit import known_failure_reason\n"
         "def test_go_95():\n"
-        f"    pytest.xfail(known_failure_reason({listed!r}))\n"))
+        f"    pytest.xfail(known_failure_reason(*{reason!r}))\n"))
     pytester.runpytest_inprocess(f"--junitxml={tmp_path / 'run.xml'}").assert_outcomes(xfailed=1)
     run_case = ET.parse(tmp_path / "run.xml").find("testsuite/testcase")
     assert run_case is not None
