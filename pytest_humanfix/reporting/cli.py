@@ -55,10 +55,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
                         help=f"folder for the summary files (default: {OWN_FOLDER}/ beside the "
-                             "results file, so that the run's own summary files stay as written)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="let --out be the folder of the run's own summary files, and "
-                             "replace them")
+                             "results file, so that the run's own summary files stay as "
+                             "written; name the run's folder to replace them)")
     add_gate_options(parser)
     return parser.parse_args(argv)
 
@@ -110,15 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     records = load_results(args.results)
     if isinstance(records, str):
         return fail(records)
-    out = args.out or args.results.parent / OWN_FOLDER
-    own = args.results.parent / "summary.json"
-    selection, note = run_selection(own, records)
-    if selection is not None and not args.overwrite and \
-            (out / "summary.json").resolve() == own.resolve():
-        return fail(f"--out {out} holds the run's own summary files ({own}); write elsewhere "
-                    "(leave --out out, or choose another folder), or pass --overwrite to "
-                    "replace them.")
-    return report(records, {}, args, out, junit=False, selection=selection, note=note)
+    selection, note = run_selection(args.results.parent / "summary.json", records)
+    return report(records, {}, args, args.out or args.results.parent / OWN_FOLDER, junit=False,
+                  selection=selection, note=note)
 
 
 def run_selection(path: Path, records: list[Record]) -> tuple[Selection | None, str | None]:

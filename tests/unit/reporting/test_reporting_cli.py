@@ -39,14 +39,12 @@ def test_a_subset_fails_the_gates_as_it_did_in_its_run(subset_run, capsys):
     assert (subset_run / "summary.json").read_bytes() == own
 
 
-def test_the_runs_own_folder_is_written_only_when_asked(subset_run, capsys):
-    results, own = str(subset_run / "humanfix.jsonl"), (subset_run / "summary.json").read_bytes()
-    assert report_main([results, "--out", str(subset_run)]) == 2
-    assert "pass --overwrite to replace them" in capsys.readouterr().err
-    assert (subset_run / "summary.json").read_bytes() == own
-    assert report_main([results, "--out", str(subset_run), "--overwrite"]) == 0
-    # Replaced, with the run's coverage kept.
+def test_the_runs_own_folder_is_written_only_when_named(subset_run):
+    results = str(subset_run / "humanfix.jsonl")
+    assert report_main([results, "--out", str(subset_run)]) == 0
+    # Replaced, with the run's coverage kept: rendering again reads the same selection.
     assert json.loads((subset_run / "summary.json").read_text())["coverage"]["not_run"] == 6
+    assert report_main([results, "--out", str(subset_run), "--fail-under", "0.5"]) == 1
 
 
 def test_tasks_run_since_the_summary_are_not_counted_missing(subset_run, capsys):
