@@ -3,8 +3,8 @@ two records compare, resume or stand as a baseline only when their fingerprints 
 
 `RunProtocol` is the one place that knows how the protocol is written into a record and how a
 record written by an earlier version reads: fields added later are left out at their old value
-when written, or filled in with it when read, so old records keep their fingerprint
-(docs/schema.md, "protocol"; docs/agent.md).
+when written, or filled in with it when read, so old records keep their fingerprint; two
+protocols are compared field by field, every field of either (docs/schema.md, "protocol").
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -60,10 +60,15 @@ class Fingerprinted(TypedDict, total=False):
     dataset_hash: str
 
 
-# Written always now, missing from records made before: the value they were made under (a missing
+# Missing from records made before the field existed: the value they were made under (a missing
 # prompt: the chat template, which auto chose then; strict: flagged fixes were not looked for;
-# language: only Python was evaluated).
-FILLED_WHEN_READ = RecordedProtocol(prompt="auto", strict=False, language="python")
+# language: only Python was evaluated; tests: the hidden tests alone; agent: the built-in repair
+# loop; chat_stop: no stop asked for). The last three are still left out at that value when
+# written, so a missing one means that value in a record of any version. A field with no such
+# value (round_temperature) is compared as absent: a record lacking it where the run has it is
+# refused, as it cannot tell what it was made under.
+FILLED_WHEN_READ = RecordedProtocol(prompt="auto", strict=False, language="python",
+                                    tests="hidden", agent="repair", chat_stop="none")
 
 
 @dataclass(frozen=True)
@@ -107,12 +112,12 @@ class RunProtocol:
         protocol["strict"] = self.strict
         protocol["language"] = self.language
         # Fields added later are written only away from the value every record before them
-        # was made under (tests: hidden; agent: repair; chat_stop: none).
-        if self.tests != "hidden":
+        # was made under (FILLED_WHEN_READ), so old records keep their fingerprint.
+        if self.tests != FILLED_WHEN_READ["tests"]:
             protocol["tests"] = self.tests
-        if self.agent != "repair":
+        if self.agent != FILLED_WHEN_READ["agent"]:
             protocol["agent"] = self.agent
-        if self.chat_stop != "none":
+        if self.chat_stop != FILLED_WHEN_READ["chat_stop"]:
             protocol["chat_stop"] = self.chat_stop
         if self.iters:  # without repair rounds they decide nothing
             protocol["round_temperature"] = list(self.round_temperature)
@@ -165,8 +170,10 @@ def record_fingerprint(record: Fingerprinted) -> Fingerprint:
 
 
 def fingerprint_differences(found: Fingerprint, wanted: Fingerprint) -> list[str]:
-    """`name: found there, wanted here` for each key of `wanted` that differs (the protocol
-    field by field)."""
+    """`name: found there, wanted here` for each key of `wanted` that differs, the protocol
+    field by field over the fields of both, each read as this version reads a record
+    (`RunProtocol.read`): a field only one side wrote differs unless it is the other's
+    default."""
     # Key by key, whatever the record holds: a record of an earlier version may lack any.
     there: Mapping[str, object] = found
     here: Mapping[str, object] = wanted
@@ -174,19 +181,41 @@ def fingerprint_differences(found: Fingerprint, wanted: Fingerprint) -> list[str
     for key, value in here.items():
         found_value = there.get(key)
         if key == "protocol" and isinstance(found_value, dict) and isinstance(value, dict):
-            for name, setting in value.items():
-                if found_value.get(name) != setting:
-                    lines.append(f"{name}: {found_value.get(name)!r} there, {setting!r} here")
+            ours: Mapping[str, object] = RunProtocol.read(cast(RecordedProtocol, value))
+            theirs: Mapping[str, object] = RunProtocol.read(cast(RecordedProtocol, found_value))
+            for name in [*ours, *(name for name in theirs if name not in ours)]:
+                mine, other = ours.get(name), theirs.get(name)
+                if mine != other:
+                    lines.append(f"{name}: {other!r} there, {mine!r} here")
         elif found_value != value:
             lines.append(f"{key}: {found_value!r} there, {value!r} here")
     return lines
 
 
-def language_differences(record: Fingerprinted, wanted: Mapping[str, Fingerprint]
-                         ) -> tuple[str | None, list[str]]:
+def options_of(differences: list[str]) -> str:
+    """The options that set the fields `fingerprint_differences` names, for a refusal's fix:
+    `--humanfix-agent, --humanfix-tests`."""
+    protocol = {field.name for field in dataclasses.fields(RunProtocol)}
+    named = {"model": "--humanfix-model", "dataset_hash": "--humanfix-dataset",
+             "max_new_tokens": "--humanfix-max-new-tokens or --humanfix-max-length"}
+    options = []
+    for line in differences:
+        name = line.split(":", 1)[0]
+        option = named.get(name) or (f"--humanfix-{name.replace('_', '-')}"
+                                     if name in protocol else name)
+        if option not in options:
+            options.append(option)
+    return ", ".join(options)
+
+
+def language_differences(record: Fingerprinted, wanted: Mapping[str, Fingerprint],
+                         baseline: bool = False) -> tuple[str | None, list[str]]:
     """`fingerprint_differences` against the fingerprint of the record's language in
-    `wanted` (by language); first, the record's language when the run has none of it."""
+    `wanted` (by language); first, the record's language when the run has none of it. As a
+    `baseline`, the record's model and agent are left out, as `wanted`'s are."""
     language = record_language(record)
     if language not in wanted:
         return language, []
-    return None, fingerprint_differences(record_fingerprint(record), wanted[language])
+    found = record_fingerprint(record)
+    return None, fingerprint_differences(without_model(found) if baseline else found,
+                                         wanted[language])

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import Record
 from .sections import RoundRate, Summary
+from .xmltext import xml_text
 
 WIDTH, HEIGHT = 1300, 420
 FONT = 12
@@ -33,19 +33,11 @@ LABELLED_ROUNDS = 10
 # The tops the pass@1 axis of a curve chart may have: the least that holds every interval.
 RATE_TOPS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 
-# Code points XML 1.0 forbids even escaped, and lone surrogates, which UTF-8 cannot encode: a
-# bug type or model name holding one would make the whole file unreadable.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _clean(text: object) -> str:
-    return _NOT_XML.sub("", str(text))
-
 
 # xml.sax.saxutils escapes the same, but importing it imports urllib.request (http.client,
 # ssl, email): 10 to 25 ms here, ten times what drawing the chart takes.
 def _text(content: object) -> str:
-    return _clean(content).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return xml_text(content).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _attr(value: object) -> str:

@@ -27,10 +27,11 @@ from .gates import (
 )
 from .junit import write_junit
 from .merge import MergeError, merge
-from .sections import RunFacts, Summary
+from .sections import RunFacts, Selection, Summary
 from .view import PAGE, buggy_codes, write_page
 
 MERGED_JSONL = "humanfix.jsonl"
+OWN_FOLDER = "humanfix-report"  # humanfix-report's files, beside the results file by default
 
 
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +58,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     "`humanfix-report view RESULTS.jsonl` writes a run's page.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
-                        help="folder for the summary files (default: the results file's folder)")
+                        help=f"folder for the summary files (default: {OWN_FOLDER}/ beside the "
+                             "results file, so that the run's own summary files stay as "
+                             "written; name the run's folder to replace them)")
     add_gate_options(parser)
     return parser.parse_args(argv)
 
@@ -103,7 +106,8 @@ def parse_view_args(argv: list[str]) -> argparse.Namespace:
                     "here. Exit status 2 on bad input.")
     parser.add_argument("results", type=Path, help="results JSONL of a run")
     parser.add_argument("--out", type=Path,
-                        help=f"the page to write (default: {PAGE} beside the results file)")
+                        help=f"the page to write (default: {OWN_FOLDER}/{PAGE} beside the "
+                             "results file)")
     add_gate_options(parser)
     return parser.parse_args(argv)
 
@@ -125,7 +129,32 @@ def main(argv: list[str] | None = None) -> int:
     records = load_results(args.results)
     if isinstance(records, str):
         return fail(records)
-    return report(records, {}, args, args.out or args.results.parent, junit=False)
+    selection, note = run_selection(args.results.parent / "summary.json", records)
+    return report(records, {}, args, args.out or args.results.parent / OWN_FOLDER, junit=False,
+                  selection=selection, note=note)
+
+
+def run_selection(path: Path, records: list[Record]) -> tuple[Selection | None, str | None]:
+    """The tasks the run selected and why those without a record did not run, from the run's
+    own summary.json (`path`, beside its results): the gates then judge coverage as the run
+    did. Else None, and the line that says the selection is not known."""
+    unknown = (f"the selection is not known, so the gates take the {len(records)} task(s) of "
+               "the results file for the whole of it")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        run_ids, covered = summary["run"]["run_ids"], summary["coverage"]
+    except FileNotFoundError:
+        return None, f"NOTE: no summary.json of the run beside its results ({path}): {unknown}"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"WARNING: {path} is no run summary ({type(exc).__name__}: {exc}): {unknown}"
+    ran = {r["task_id"] for r in records}
+    if set(run_ids) != {r["run_id"] for r in records if r.get("run_id")}:
+        return None, f"WARNING: {path} is of other runs than the results file: {unknown}"
+    # A task the run did not run that has a record since (resumed, then the summary kept)
+    # ran after all.
+    not_run = {task: reason for reason, tasks in covered.get("not_run_tasks", {}).items()
+               for task in tasks if task not in ran}
+    return {"selected": sorted(ran | set(not_run)), "not_run": not_run}, None
 
 
 def load_results(path: Path) -> list[Record] | str:
@@ -143,11 +172,13 @@ def main_view(args: argparse.Namespace) -> int:
     records = load_results(args.results)
     if isinstance(records, str):
         return fail(records)
-    judged = judge(records, {}, args)
+    selection, _ = run_selection(args.results.parent / "summary.json", records)
+    judged = judge(records, {}, args, selection)
     if isinstance(judged, str):
         return fail(judged)
     summary, baseline, _ = judged
-    out = args.out or args.results.parent / PAGE
+    # As humanfix-report's: beside the run's own page, which stays as the run wrote it.
+    out = args.out or args.results.parent / OWN_FOLDER / PAGE
     out.parent.mkdir(parents=True, exist_ok=True)
     print(f"wrote {write_page(summary, records, out, baseline or None, buggy_codes(records))}")
     return 0
@@ -211,10 +242,12 @@ def main_merge(args: argparse.Namespace) -> int:
     return report(records, facts, args, args.out, junit=True)
 
 
-def judge(records: list[Record], facts: RunFacts, args: argparse.Namespace
+def judge(records: list[Record], facts: RunFacts, args: argparse.Namespace,
+          selection: Selection | None = None
           ) -> tuple[Summary, dict[str, Record], list[GateCheck]] | str:
     """The summary of RECORDS against the baseline the gate options name, with the gates they
-    ask for decided and attached; the baseline's records and the checks. Or why not."""
+    ask for decided and attached (coverage as `selection` gives it, as the run judged it); the
+    baseline's records and the checks. Or why not."""
     comparison = None
     baseline: dict[str, Record] = {}
     if args.baseline is not None:
@@ -227,19 +260,21 @@ def judge(records: list[Record], facts: RunFacts, args: argparse.Namespace
     if args.max_regressions is not None and comparison is None:
         return "--max-regressions needs --baseline."
     run: RunFacts = {**summary_mod.times_from_records(records), **facts}
-    summary = summary_mod.build(records, run, comparison, alpha=args.alpha)
+    summary = summary_mod.build(records, run, comparison, selection, alpha=args.alpha)
+    gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,
                          args.max_regressions, args.computed_by_mismatch, baseline.values(),
-                         records)
+                         records, whole_selection=gated)
     summary_mod.attach_gates(summary, checks)
     return summary, baseline, checks
 
 
 def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
-           out: Path, junit: bool) -> int:
+           out: Path, junit: bool, selection: Selection | None = None,
+           note: str | None = None) -> int:
     """Compares with the baseline, checks the gates, writes the report files and prints the
-    summary; the exit status."""
-    judged = judge(records, facts, args)
+    summary, with `note` when a gate is asked for; the exit status."""
+    judged = judge(records, facts, args, selection)
     if isinstance(judged, str):
         return fail(judged)
     summary, baseline, checks = judged
@@ -257,6 +292,8 @@ def report(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     if problem:
         lines.append(problem)
     lines += failure_lines(summary, records, baseline, out / PAGE)
+    if note and gated:
+        lines.append(note)
     if checks:
         lines.append(verdict_line(checks))
     print("\n".join(lines))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ..computed_by import ComputedBy, differences
 from ..jsonl import JsonlError
-from ..protocol import Fingerprint, language_differences
+from ..protocol import Fingerprint, language_differences, options_of
 from ..records import SCORED, Record, read_records
+from .rates import scored
 from .sections import BaselineFigures, Coverage, GateRow, RepeatFigures, Summary
 from .stats import mcnemar_exact, pct
 
@@ -38,7 +39,7 @@ def load_baseline(path: Path, wanted: dict[str, Fingerprint]) -> dict[str, Recor
         if "task_id" not in record or "outcome" not in record:
             raise BaselineError(f"--humanfix-baseline: {path} record {number} is not a humanfix "
                                 "result record (no task_id/outcome).")
-        other_language, mismatch = language_differences(record, wanted)
+        other_language, mismatch = language_differences(record, wanted, baseline=True)
         if other_language:
             raise BaselineError(
                 f"--humanfix-baseline: {path} holds {other_language} results ({record['task_id']})"
@@ -49,7 +50,7 @@ def load_baseline(path: Path, wanted: dict[str, Fingerprint]) -> dict[str, Recor
             raise BaselineError(
                 f"--humanfix-baseline: {path} was made under another protocol or dataset "
                 f"({'; '.join(mismatch)}); scores compare only under the same protocol. "
-                "Re-run the baseline with this run's options.")
+                f"Re-run the baseline with this run's options ({options_of(mismatch)}).")
         records[record["task_id"]] = record
     if not records:
         raise BaselineError(f"--humanfix-baseline: {path} holds no result records.")
@@ -62,7 +63,8 @@ class Comparison:
     improvements: list[str] = field(default_factory=list)  # not fixed in the baseline, fixed now
     both_fixed: int = 0
     both_unfixed: int = 0
-    unpaired: list[str] = field(default_factory=list)      # missing or an error on either side
+    # Missing, an error or a known failure on either side: what pass@1 leaves out.
+    unpaired: list[str] = field(default_factory=list)
 
     @property
     def paired(self) -> int:
@@ -80,17 +82,24 @@ class Comparison:
                 "test": "exact McNemar, one-sided (drop)"}
 
 
+def pairable(record: Record) -> bool:
+    """pass@1 scores the record, so the paired gates may pair it."""
+    return record["outcome"] in SCORED and scored(record)
+
+
 def compare(records: Iterable[Record], baseline: dict[str, Record]) -> Comparison:
     """Pairs each task's outcome now with its baseline outcome (the first sample's outcome
-    when several samples were drawn)."""
+    when several samples were drawn). A task pass@1 does not score on either side, a known
+    failure included (a listed flaky task passes one run and fails the next), is unpaired."""
     result = Comparison()
     for record in records:
         task_id = record["task_id"]
-        before = baseline.get(task_id, {}).get("outcome")
-        now = record["outcome"]
-        if before not in SCORED or now not in SCORED:
+        earlier = baseline.get(task_id)
+        if earlier is None or not (pairable(earlier) and pairable(record)):
             result.unpaired.append(task_id)
-        elif before == "fixed" and now != "fixed":
+            continue
+        before, now = earlier["outcome"], record["outcome"]
+        if before == "fixed" and now != "fixed":
             result.regressions.append(task_id)
         elif before != "fixed" and now == "fixed":
             result.improvements.append(task_id)

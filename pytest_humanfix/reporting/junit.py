@@ -14,6 +14,7 @@ from ..records import Record
 from .rates import item_timed_out
 from .sections import Summary
 from .summary import computed_by_text
+from .xmltext import xml_text
 
 if TYPE_CHECKING:
     import pytest
@@ -91,33 +92,44 @@ def repeat_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
+def known_failure_reason(outcome: str, reason: str) -> str:
+    """Why a known failure is an expected failure, in a run's item and in a merge's file."""
+    return f"known failure here ({outcome}): {reason}"
+
+
 def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool) -> Path:
     """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
     unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
-    harness error an error, and the summary's figures as suite properties."""
+    known failure an expected failure whatever its outcome, a harness error an error, and the
+    summary's figures as suite properties. Model text is made XML-safe as the run's is."""
     tasks = summary["tasks"]
     unfixed_failures = 0 if gated else tasks["unfixed"]
+    known = sum(bool(r.get("known_failure")) and r["outcome"] != "error" for r in records)
     suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
                        failures=str(unfixed_failures),
                        errors=str(tasks["errors"] + tasks["item_timeouts"]),
-                       skipped=str(tasks["unfixed"] - unfixed_failures),
+                       skipped=str(tasks["unfixed"] - unfixed_failures + known),
                        time=f"{summary['seconds']['total']:.3f}")
     properties = ET.SubElement(suite, "properties")
     for name, value in junit_properties(summary):
-        ET.SubElement(properties, "property", name=name, value=value)
+        ET.SubElement(properties, "property", name=name, value=xml_text(value))
     for record in records:
         case = ET.SubElement(suite, "testcase", classname="humanfix",
-                             name=item_name(record["task_id"], record["entry_point"]),
+                             name=xml_text(item_name(record["task_id"], record["entry_point"])),
                              time=f"{float(record.get('seconds') or 0):.3f}")
         if record["outcome"] == "error":
             ET.SubElement(case, "error", message="item timeout" if item_timed_out(record)
-                          else "harness error").text = record.get("error", "")
+                          else "harness error").text = xml_text(record.get("error", ""))
+        elif record.get("known_failure"):
+            ET.SubElement(case, "skipped", type="pytest.xfail",
+                          message=xml_text(known_failure_reason(record["outcome"],
+                                                           record["known_failure"])))
         elif record["outcome"] == "unfixed":
             detail = f"{record.get('failure', '')}\n{record.get('diff', '')}".strip()
             if gated:
                 ET.SubElement(case, "skipped", type="pytest.xfail", message="not fixed")
             else:
-                ET.SubElement(case, "failure", message="not fixed").text = detail
+                ET.SubElement(case, "failure", message="not fixed").text = xml_text(detail)
     path.parent.mkdir(parents=True, exist_ok=True)
     root = ET.Element("testsuites")
     root.append(suite)

@@ -13,7 +13,7 @@ from typing import Literal
 from .. import computed_by
 from ..dataset import task_number
 from ..jsonl import JsonlError
-from ..protocol import fingerprint_differences, record_fingerprint
+from ..protocol import fingerprint_differences, options_of, record_fingerprint
 from ..records import Record, Shard, latest_per_task, read_records
 from .sections import MergedShard
 
@@ -80,7 +80,7 @@ def check_same_run(first: ShardFile, other: ShardFile, accept_computed_by: bool)
             raise MergeError(
                 f"{other.name}, task {record['task_id']}: made under another model, protocol "
                 f"or dataset than {first.name} ({'; '.join(differences)}); merge only the "
-                "shards of one run.")
+                f"shards of one run, made with the same {options_of(differences)}.")
     compared: tuple[tuple[Literal["count", "selection"], str], ...] = (
         ("count", "shard count"), ("selection", "selection of tasks"))
     for key, what in compared:
@@ -96,7 +96,7 @@ def merge(paths: list[Path], accept_computed_by: bool = False
     when they do not make one whole run, or (unless `accept_computed_by`) when their replies
     were computed otherwise."""
     shards = [read_shard(path) for path in paths]
-    for other in shards[1:]:
+    for other in shards:  # the first too: each of its records against its first
         check_same_run(shards[0], other, accept_computed_by)
     holder: dict[str, ShardFile] = {}
     for shard in shards:

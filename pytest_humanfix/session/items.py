@@ -20,6 +20,7 @@ from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, i
 from ..agent.routing import GRAPHS
 from ..dataset import Task
 from ..records import EarlierRun, Record, TaskResult
+from ..reporting.junit import known_failure_reason
 from . import RUNNER, timeouts
 
 DIFF_LINES_SHOWN = 60
@@ -143,7 +144,7 @@ class TaskItem(pytest.Item):
         if known and self.result.outcome != "error":
             # Its reference solution cannot pass here (or not always): counted apart, never
             # scored, whatever this run's outcome.
-            pytest.xfail(f"known failure here ({self.result.outcome}): {known}")
+            pytest.xfail(known_failure_reason(self.result.outcome, known))
         if self.result.outcome == "unfixed":
             if self.config.stash[RUNNER].settings.gated:
                 # A gate decides the run; an unfixed task is an expected failure, so the exit

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..jsonl import JsonlError, rewrite_jsonl
-from ..protocol import Fingerprint, language_differences
+from ..protocol import Fingerprint, language_differences, options_of
 from ..records import SCORED, Record, read_records
 
 
@@ -51,8 +51,8 @@ def load_finished(path: Path, wanted: dict[str, Fingerprint],
         if mismatch:
             raise ResumeError(
                 f"--humanfix-resume: {path} record {number} ({task_id}) was made under another "
-                f"protocol: {'; '.join(mismatch)}. Resume with the same options, or write to "
-                "another file with --humanfix-jsonl.")
+                f"protocol: {'; '.join(mismatch)}. Resume with the same options "
+                f"({options_of(mismatch)}), or write to another file with --humanfix-jsonl.")
         if task_id in finished or (record.get("outcome") not in SCORED and task_id in rerun):
             continue
         if record.get("outcome") in SCORED:

@@ -9,6 +9,7 @@ import pytest
 from pytest_humanfix.protocol import (
     RunProtocol,
     fingerprint_differences,
+    options_of,
     record_fingerprint,
     record_language,
     run_fingerprint,
@@ -56,7 +57,7 @@ def test_a_record_from_before_prompt_strict_and_language_reads_as_made():
     assert record_fingerprint(old)["protocol"] == {
         "variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
         "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
-        "language": "python"}
+        "language": "python", "tests": "hidden", "agent": "repair", "chat_stop": "none"}
     assert fingerprint_differences(record_fingerprint(old), today) == []
     assert record_language(old) == "python"
 
@@ -84,3 +85,40 @@ def test_a_baseline_leaves_out_the_model_and_the_agent():
     assert "model" not in kept and kept["dataset_hash"] == "h"
     assert kept["protocol"] is not None and "agent" not in kept["protocol"]
     assert fingerprint["protocol"] is not None and fingerprint["protocol"]["agent"] == "tools"
+
+
+def fingerprint(settings: Settings) -> dict:
+    return run_fingerprint("m", RunProtocol.of(settings, "python").to_json(), "h")
+
+
+@pytest.mark.parametrize("there, here, line", [
+    # A field the run leaves out at its old value still meets the record's other value...
+    (Settings(agent="tools"), Settings(), "agent: 'tools' there, 'repair' here"),
+    (Settings(tests="plus"), Settings(), "tests: 'plus' there, 'hidden' here"),
+    (Settings(chat_stop="none"), Settings(), "chat_stop: 'none' there, 'code' here"),
+    # ...and the other way round: the record leaves it out, the run writes it.
+    (Settings(), Settings(agent="tools"), "agent: 'repair' there, 'tools' here"),
+    (Settings(), Settings(tests="plus"), "tests: 'hidden' there, 'plus' here"),
+    (Settings(), Settings(chat_stop="none"), "chat_stop: 'code' there, 'none' here"),
+])
+def test_every_field_of_either_side_is_compared(there, here, line):
+    found = record_fingerprint({"model": "m", "dataset_hash": "h",
+                                "protocol": RunProtocol.of(there, "python").to_json()})
+    assert fingerprint_differences(found, fingerprint(here)) == [line]
+    assert fingerprint_differences(found, fingerprint(there)) == []
+
+
+def test_a_late_field_with_no_old_value_is_refused_when_missing():
+    # Repair rounds without their temperatures: a record cannot tell what it was made under.
+    protocol = RunProtocol.of(Settings(iters=1), "python").to_json()
+    older = {key: value for key, value in protocol.items() if key != "round_temperature"}
+    found = record_fingerprint({"model": "m", "dataset_hash": "h", "protocol": older})
+    assert fingerprint_differences(found, fingerprint(Settings(iters=1))) == \
+        ["round_temperature: None there, [1.0] here"]
+
+
+def test_the_fix_names_the_option_of_each_differing_field():
+    lines = ["agent: 'tools' there, 'repair' here", "chat_stop: 'none' there, 'code' here",
+             "model: 'a' there, 'b' here", "max_new_tokens: 512 there, None here"]
+    assert options_of(lines) == ("--humanfix-agent, --humanfix-chat-stop, --humanfix-model, "
+                                 "--humanfix-max-new-tokens or --humanfix-max-length")

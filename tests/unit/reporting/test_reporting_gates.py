@@ -7,6 +7,7 @@ import json
 import pytest
 from reporting_records import record
 
+from pytest_humanfix.protocol import RunProtocol, run_fingerprint, without_model
 from pytest_humanfix.reporting.gates import (
     BaselineError,
     Comparison,
@@ -19,6 +20,7 @@ from pytest_humanfix.reporting.gates import (
     noise_note,
     verdict_line,
 )
+from pytest_humanfix.settings import Settings
 
 
 def test_compare_pairs_each_task_with_its_baseline_outcome():
@@ -118,3 +120,52 @@ def test_a_baseline_that_cannot_be_compared_is_refused_saying_why(tmp_path, line
     wanted = {"python": {"model": None, "protocol": None, "dataset_hash": None}}
     with pytest.raises(BaselineError, match=message):
         load_baseline(path, wanted)
+
+
+def made_with(settings):
+    return RunProtocol.of(settings, "python").to_json()
+
+
+def baseline_of(tmp_path, settings):
+    return write(tmp_path / "b.jsonl", record("Python/0", language="python", dataset_hash="h",
+                                              model="old", protocol=made_with(settings)))
+
+
+@pytest.mark.parametrize(("field", "made", "now", "option"), [
+    ("tests", Settings(tests="plus"), Settings(), "--humanfix-tests"),
+    ("tests", Settings(), Settings(tests="plus"), "--humanfix-tests"),
+    ("chat_stop", Settings(chat_stop="none"), Settings(), "--humanfix-chat-stop"),
+    ("chat_stop", Settings(), Settings(chat_stop="none"), "--humanfix-chat-stop"),
+])
+def test_a_baseline_made_with_other_tests_or_chat_stop_is_refused(tmp_path, field, made, now,
+                                                                  option):
+    wanted = {"python": without_model(run_fingerprint("new", made_with(now), "h"))}
+    with pytest.raises(BaselineError, match=f"another protocol or dataset \\({field}: ") as e:
+        load_baseline(baseline_of(tmp_path, made), wanted)
+    assert str(e.value).endswith(f"Re-run the baseline with this run's options ({option}).")
+    assert set(load_baseline(baseline_of(tmp_path, now), wanted)) == {"Python/0"}
+
+
+@pytest.mark.parametrize(("made", "now"), [(Settings(agent="tools"), Settings()),
+                                           (Settings(), Settings(agent="tools"))])
+def test_a_baseline_of_another_agent_is_compared_as_of_another_model(tmp_path, made, now):
+    # The gate compares what is evaluated, the model or the agent, under one protocol.
+    wanted = {"python": without_model(run_fingerprint("new", made_with(now), "h"))}
+    assert set(load_baseline(baseline_of(tmp_path, made), wanted)) == {"Python/0"}
+
+
+def test_a_known_failure_that_flips_is_left_out_of_the_paired_gates():
+    # Go/95-like: the listed task passed in the baseline and fails now (and one the other way).
+    baseline = {r["task_id"]: r for r in [
+        record("Go/95", known_failure="flaky"), record("Go/7", "unfixed", known_failure="x"),
+        *(record(f"Go/{n}") for n in range(3))]}
+    now = [record("Go/95", "unfixed", known_failure="flaky"), record("Go/7"),
+           *(record(f"Go/{n}") for n in range(3))]
+    comparison = compare(now, baseline)
+    assert (comparison.regressions, comparison.improvements) == ([], [])
+    assert comparison.unpaired == ["Go/95", "Go/7"] and comparison.both_fixed == 3
+    baseline_gate, most = check_gates(1.0, 3, None, comparison, 0.05, 0)
+    assert baseline_gate.passed and most.passed
+    # Listed on one side only (a list changed between the runs), it is still left out.
+    listed_before = compare([record("Go/95", "unfixed")], {"Go/95": baseline["Go/95"]})
+    assert listed_before.unpaired == ["Go/95"] and not listed_before.regressions

@@ -9,6 +9,7 @@ from reporting_records import record
 
 from pytest_humanfix.reporting.junit import junit_properties, write_junit
 from pytest_humanfix.reporting.summary import build, times_from_records
+from pytest_humanfix.reporting.xmltext import xml_text
 
 
 def summary_of(records):
@@ -60,3 +61,22 @@ def test_a_rebuilt_file_has_a_case_per_task_and_an_unfixed_task_fails_unless_gat
         "testsuite")
     assert (gated.get("failures"), gated.get("skipped")) == ("0", "1")
     assert gated.findall("testcase")[1].find("skipped").get("type") == "pytest.xfail"
+
+
+def test_text_xml_cannot_hold_shows_as_pytest_shows_it():
+    assert xml_text("a\x00b\x1bc\x7f\ud800\ufffe\t\n\r\U0001f600") == \
+        "a#x00b#x1Bc#x7F#xD800#xFFFE\t\n\r\U0001f600"
+    assert xml_text(3) == "3"
+
+
+def test_a_rebuilt_file_parses_whatever_the_records_hold(tmp_path):
+    records = [record("Python/0", "error", error="boom\x00\x08"),
+               record("Python/1", "unfixed", failure="\x1b[31mred", known_failure="flaky\x01")]
+    suite = ET.parse(write_junit(summary_of(records), records, tmp_path / "j.xml",
+                                 gated=False)).find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert cases[0].find("error").text == "boom#x00#x08"
+    assert cases[1].find("skipped").get("message") == \
+        "known failure here (unfixed): flaky#x01"
+    assert (suite.get("failures"), suite.get("skipped")) == ("0", "1")

@@ -3,8 +3,9 @@ model, under each layer (bwrap, process) and executor (fresh interpreter, warm f
 
 Every case asserts: the task is not fixed, the run goes on (the next task is scored normally),
 nothing outside the sandbox changed, no process is left behind, and the harness's own memory
-stays bounded. Where the process layer cannot prevent a case, it is an xfail (strict) naming
-the limit. Set HUMANFIX_BAD_INPUTS_TABLE=<file> to record what happened in each case, then
+stays bounded. Where the process layer cannot prevent a case, only the check it names is an
+xfail naming the limit, and a failure once that check holds. Set
+HUMANFIX_BAD_INPUTS_TABLE=<file> to record what happened in each case, then
 `python tests/unit/sandbox/test_bad_inputs.py <file>` prints the table.
 """
 
@@ -29,7 +30,7 @@ from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.jsonl import read_jsonl
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.choose import Choice, make_sandbox
-from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.environment import Limits, SandboxError
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.session.state import RunState
 from pytest_humanfix.settings import Settings
@@ -42,17 +43,10 @@ LIMITS = Limits(timeout=TIMEOUT, memory_bytes=768 << 20)
 
 CGROUPS, CGROUPS_WHY = open_cgroups()
 
-# (layer, executor); the warm executor needs cgroups, and says so where they are missing.
-CONFIGS = [
-    pytest.param(("bwrap", "fresh"), id="bwrap-fresh"),
-    pytest.param(("bwrap", "warm"), id="bwrap-warm", marks=pytest.mark.xfail(
-        CGROUPS is None, reason=f"warm executor needs writable cgroups: {CGROUPS_WHY}",
-        strict=True)),
-    pytest.param(("process", "fresh"), id="process-fresh"),
-    pytest.param(("process", "warm"), id="process-warm", marks=pytest.mark.xfail(
-        CGROUPS is None, reason=f"warm executor needs writable cgroups: {CGROUPS_WHY}",
-        strict=True)),
-]
+# (layer, executor); the warm executor needs cgroups, and says so where they are missing
+# (`warm_needs_cgroups`).
+CONFIGS = [pytest.param(config, id="-".join(config)) for config in
+           (("bwrap", "fresh"), ("bwrap", "warm"), ("process", "fresh"), ("process", "warm"))]
 
 
 def reply(body: str, before: str = "") -> str:
@@ -67,6 +61,7 @@ class Case:
     text: str  # the reply; {tok}, {home}, {port} are filled in per test
     process_limit: str | None = None  # why the process layer cannot prevent it
     needs_cgroups: str | None = None  # what only a cgroup bounds, where one is missing
+    limited: tuple[str, ...] = ()  # the checks (`test_bad_input`) the limit lets fail
 
 
 CASES = [
@@ -82,7 +77,8 @@ CASES = [
                               "        hog.append(bytearray(1 << 26))\n        hog[-1][::4096] = b'x' * (1 << 14)")),
     Case("fork bomb", reply("    import os\n    while True:\n        try:\n            os.fork()\n"
                             "        except OSError:\n            pass"),
-         needs_cgroups="root ignores RLIMIT_NPROC; only a pids cgroup bounds a fork bomb"),
+         needs_cgroups="root ignores RLIMIT_NPROC; only a pids cgroup bounds a fork bomb",
+         limited=("left",)),
     Case("gigabytes of output", reply("    import sys\n    block = 'x' * (1 << 20)\n"
                                       "    for _ in range(4096):\n        sys.stdout.write(block)\n"
                                       "        sys.stderr.write(block)")),
@@ -94,17 +90,17 @@ CASES = [
         "        try:\n            open(path, 'w').write('escaped')\n"
         "        except OSError as exc:\n            print(exc)\n    return None"),
         process_limit="the process layer runs as the harness's user: it may write where "
-                      "that user may (/tmp, the home folder)"),
+                      "that user may (/tmp, the home folder)", limited=("outside",)),
     Case("deleting a canary file in the home folder", reply(
         "    import os\n    os.remove('{home}/humanfix-canary-{tok}')\n    return None"),
         process_limit="the process layer runs as the harness's user: it may delete that "
-                      "user's files"),
+                      "user's files", limited=("outside",)),
     Case("reading the dataset's canonical solutions", reply(
         "    try:\n        if 'canonical_solution' in open('{dataset}').read():\n"
         "            print('ANSWERS-VISIBLE')\n    except OSError as exc:\n        print(exc)\n"
         "    return None"),
         process_limit="the process layer can read every file the harness's user can, the "
-                      "dataset's canonical solutions included"),
+                      "dataset's canonical solutions included", limited=("answers",)),
     Case("ignoring SIGTERM", reply("    import signal\n"
                                    "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                    "    while True:\n        pass")),
@@ -113,7 +109,7 @@ CASES = [
         "        if os.fork() == 0:\n            time.sleep(60)\n            open('/tmp/humanfix-late-{tok}', 'w')\n"
         "        os._exit(0)\n    time.sleep(0.2)\n    return None"),
         needs_cgroups="a process that leaves its session is reaped only through its cgroup "
-                      "(or the bwrap PID namespace)"),
+                      "(or the bwrap PID namespace)", limited=("left",)),
     Case("input()", reply("    return float(input())")),
     Case("unbounded recursion", reply("    return truncate_number(number + 1)")),
     Case("unbounded recursion with the limit lifted", reply(
@@ -227,16 +223,35 @@ def home_folder() -> Path:
     return Path.home().resolve()
 
 
+def warm_needs_cgroups(config: tuple[str, str],
+                       choice_for: Callable[[tuple[str, str]], Choice]) -> None:
+    """Without cgroups the warm executor refuses to start, saying why: an xfail naming that,
+    and nothing else of the test is run; should it start, the test goes on."""
+    if config[1] == "warm" and CGROUPS is None:
+        with pytest.raises(SandboxError, match="needs writable cgroups"):
+            choice_for(config)
+        pytest.xfail(f"warm executor needs writable cgroups: {CGROUPS_WHY}")
+
+
+def only_the_limit_fails(limit: str | None, failing: list[str]) -> None:
+    """The checks a named limit covers fail, as it says (an xfail naming it), and once they
+    hold the test fails, so that a limit gone is seen (a strict xfail's XPASS)."""
+    if limit is None:
+        assert not failing, "; ".join(failing)
+    elif failing:
+        pytest.xfail(f"{limit}: {'; '.join(failing)}")
+    else:
+        pytest.fail(f"[XPASS(strict)] {limit}: no longer so; take the limit off the case")
+
+
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: Path,
-                   choice_for, dataset: Path, subreaper, request: pytest.FixtureRequest) -> None:
+                   choice_for, dataset: Path, subreaper) -> None:
     limit = case.process_limit if config[0] == "process" else None
     if case.needs_cgroups and CGROUPS is None and config[0] == "process":
         limit = f"{case.needs_cgroups} ({CGROUPS_WHY})"
-    if limit:
-        request.applymarker(pytest.mark.xfail(reason=limit, strict=True,
-                                              raises=AssertionError))
+    warm_needs_cgroups(config, choice_for)
     choice = choice_for(config)  # the executor starts before the harness's memory is measured
     # Processes other tests of this worker left running are not this case's.
     before = living_descendants(resident_pids())
@@ -283,14 +298,23 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
             if present:
                 happened += f"; {problem}"
         record_row(case.name, config, happened)
-        assert result.outcome == "unfixed", happened
-        assert len(verdict["stdout"]) + len(verdict["stderr"]) < 64 << 10
-        assert next_result.outcome == "fixed", "the run did not go on after this case"
-        assert not changed, f"outside the sandbox: {changed}"
-        assert not left, f"{len(left)} process(es) left behind: {sorted(left)}"
-        assert not heard, f"the listener heard {heard!r}"
-        assert not answers_seen, "the candidate read the dataset's canonical solutions"
-        assert grown < MEMORY_GROWTH_LIMIT, f"the harness grew by {grown >> 20} MiB"
+        failed = {name: message for name, held, message in (
+            ("unfixed", result.outcome == "unfixed", happened),
+            ("output", len(verdict.get("stdout", "")) + len(verdict.get("stderr", "")) < 64 << 10,
+             "the output kept is not bounded"),
+            ("went on", next_result.outcome == "fixed", "the run did not go on after this case"),
+            ("outside", not changed, f"outside the sandbox: {changed}"),
+            ("left", not left, f"{len(left)} process(es) left behind: {sorted(left)}"),
+            ("network", not heard, f"the listener heard {heard!r}"),
+            ("answers", not answers_seen, "the candidate read the dataset's canonical solutions"),
+            ("memory", grown < MEMORY_GROWTH_LIMIT, f"the harness grew by {grown >> 20} MiB"),
+        ) if not held}
+        limited = case.limited if limit else ()
+        # Every check the limit does not name holds, whatever the layer...
+        only_the_limit_fails(None, [m for name, m in failed.items() if name not in limited])
+        # ...and those it names fail as it says.
+        if limit:
+            only_the_limit_fails(limit, [m for name, m in failed.items() if name in limited])
     finally:
         listener.close()
         for path in escapes:
@@ -300,13 +324,11 @@ def test_bad_input(case: Case, config: tuple[str, str], tasks: dict, tmp_path: P
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester, tasks: dict,
-                                      request: pytest.FixtureRequest,
+                                      choice_for,
                                       monkeypatch: pytest.MonkeyPatch, records_by_task) -> None:
     """The secret is in the pytest process's environment from its start (so it is in its
     /proc/<pid>/environ too); the candidate looks everywhere and must not find it."""
-    if config[0] == "process":
-        request.applymarker(pytest.mark.xfail(reason=PROC_LIMIT, strict=True,
-                                              raises=AssertionError))
+    warm_needs_cgroups(config, choice_for)
     secret = uuid.uuid4().hex
     replay = humanfix_pytester.path / "replay.jsonl"
     replay.write_text(
@@ -328,7 +350,8 @@ def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester
     record_row("secret in the pytest process's environment (pytester run)", config,
                f"unfixed: {hostile['verdict']['status']}; "
                + ("READ the secret from /proc" if seen else "secret not visible"))
-    assert not seen, "the candidate read the secret"
+    only_the_limit_fails(PROC_LIMIT if config[0] == "process" else None,
+                         ["the candidate read the secret"] if seen else [])
 
 
 def render_table(path: Path) -> str:

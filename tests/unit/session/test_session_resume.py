@@ -107,3 +107,31 @@ def test_an_old_record_without_the_later_protocol_fields_still_resumes(tmp_path)
     del row["language"]
     path = write(tmp_path / "r.jsonl", row)
     assert load_finished(path, WANTED, ["Python/0"]) == {"Python/0": row}
+
+
+# Each late field both ways: the record's setting away from the run's default, and the run's
+# away from the record's (where one side leaves the field out at its old value).
+SETTINGS_APART = [
+    ("agent", Settings(model="m", agent="tools"), Settings(model="m"), "--humanfix-agent"),
+    ("agent", Settings(model="m"), Settings(model="m", agent="tools"), "--humanfix-agent"),
+    ("tests", Settings(model="m", tests="plus"), Settings(model="m"), "--humanfix-tests"),
+    ("tests", Settings(model="m"), Settings(model="m", tests="plus"), "--humanfix-tests"),
+    ("chat_stop", Settings(model="m", chat_stop="none"), Settings(model="m"),
+     "--humanfix-chat-stop"),
+    ("chat_stop", Settings(model="m"), Settings(model="m", chat_stop="none"),
+     "--humanfix-chat-stop"),
+]
+
+
+@pytest.mark.parametrize(("field", "made", "now", "option"), SETTINGS_APART)
+def test_a_record_made_with_another_agent_tests_or_chat_stop_is_refused(tmp_path, field, made,
+                                                                         now, option):
+    protocol = RunProtocol.of(made, "python").to_json()
+    path = write(tmp_path / "r.jsonl", record("Python/0", "fixed", protocol=protocol))
+    wanted = {"python": run_fingerprint("m", RunProtocol.of(now, "python").to_json(), "hash")}
+    with pytest.raises(ResumeError, match=f"record 1 \\(Python/0\\).*protocol: {field}: ") as e:
+        load_finished(path, wanted, ["Python/0"])
+    assert f"Resume with the same options ({option})" in str(e.value)
+    # Made with the run's own settings, the same record resumes.
+    same = record("Python/0", "fixed", protocol=RunProtocol.of(now, "python").to_json())
+    assert load_finished(write(path, same), wanted, ["Python/0"]) == {"Python/0": same}
