@@ -95,7 +95,7 @@ class Settings:
         "each prompt leaves its own room; a prompt of N tokens or more gets an empty reply, as "
         "BigCode's left truncation leaves it (docs/agent.md, \"The length budget\"); excludes "
         "--humanfix-max-new-tokens", convert=to.positive_int, metavar="N")
-    seed: int = option(0, "random seed for sampling", convert=int, metavar="N")
+    seed: int = option(0, "random seed for sampling", convert=to.integer, metavar="N")
     prompt: str = option(
         "auto", "how the model is prompted: chat (its chat template, answered freely), primed "
         "(its chat template, the answer begun with the prompt base for the model to continue, "
@@ -200,13 +200,13 @@ class Settings:
         metavar="auto|warm|fresh")
     # Gates and resumption.
     fail_under: float | None = option(
-        None, "fail the run when pass@1 is below F (a fraction, e.g. 0.35)",
-        convert=to.non_negative_float, metavar="F")
+        None, "fail the run when pass@1 is below F, a fraction (0.35) or a percentage (35%); "
+        "a bare number above 1 is refused", convert=to.fraction, metavar="F")
     baseline: str | None = option(
         None, "results JSONL of an earlier run to compare with, task by task", metavar="PATH",
         path=True)
-    alpha: float = option(0.05, "significance level of the paired regression test",
-                          convert=to.positive_float, metavar="A")
+    alpha: float = option(0.05, "significance level of the paired regression test, a fraction "
+                          "(0.05) or a percentage (5%)", convert=to.level, metavar="A")
     computed_by_mismatch: str = option(
         "warn", "when the baseline's replies were computed otherwise than this run's (another "
         "engine, build, kernels, device, dtype or determinism): warn (one line under the gates) "
@@ -278,6 +278,18 @@ class Settings:
 
 OPTIONS = options_of(Settings)
 PATH_OPTIONS = frozenset(declared.name for declared in OPTIONS if declared.path)
+
+
+def fractions_read(config: pytest.Config) -> list[str]:
+    """How each fraction the user gave was read ("fail-under: 35% read as 0.35 (35%)"): the
+    terminal shows pass@1 as a percentage while the gates compare fractions."""
+    lines = []
+    for declared in OPTIONS:
+        found = given(config, declared) if declared.convert in to.FRACTIONS else None
+        if found is not None:
+            text = str(found[0])
+            lines.append(f"{declared.name}: {to.read_as(text, declared.convert(text))}")
+    return lines
 
 
 def _resolve_path(value: str, base: Path) -> str:
