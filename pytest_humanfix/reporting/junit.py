@@ -37,6 +37,7 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_agent_errors", str(tasks["agent_errors"])),
             ("humanfix_item_timeouts", str(tasks["item_timeouts"])),
             ("humanfix_flagged", str(tasks["flagged"])),
             ("humanfix_selected", str(covered["selected"])),

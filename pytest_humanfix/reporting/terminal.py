@@ -53,7 +53,9 @@ def summary_lines(summary: Summary) -> list[str]:
              f"computed by: {computed_by_text(summary)}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
-             f"errors {tasks['errors']} (harness faults, not scored)"
+             + (f"agent errors {tasks['agent_errors']} (the agent raised; scored not fixed), "
+                if tasks["agent_errors"] else "")
+             + f"errors {tasks['errors']} (harness faults, not scored)"
              + (f", item timeouts {tasks['item_timeouts']} (not scored)"
                 if tasks["item_timeouts"] else "")]
     lines.extend(coverage_lines(summary))
@@ -61,6 +63,7 @@ def summary_lines(summary: Summary) -> list[str]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
     lines.extend(item_timeout_lines(summary))
+    lines.extend(agent_error_lines(summary))
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     lines.extend(plus_lines(summary))
@@ -112,6 +115,16 @@ def item_timeout_lines(summary: Summary) -> list[str]:
             f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
             f"({failed['fixed']}/{failed['tasks']}) instead of "
             f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
+
+
+def agent_error_lines(summary: Summary) -> list[str]:
+    """The tasks a brought agent raised on, each with what it raised: no candidate there."""
+    rows = summary["agent_errors"]
+    if not rows:
+        return []
+    return [f"WARNING: the agent raised on {len(rows)} of {summary['tasks']['scored']} scored "
+            "task(s), scored not fixed (no candidate):",
+            *(f"  {row['task_id']}: {row['type']}: {row['message']}" for row in rows)]
 
 
 def bug_type_table(rows: list[BugTypeRow]) -> list[str]:

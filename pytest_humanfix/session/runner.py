@@ -346,4 +346,4 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         fixed_round=first.fixed_round, seconds=round(sum(r.seconds for r in results), 4),
         samples=[Sample.of(r) for r in results], flags=first.flags,
         plus_outcome=first.plus_outcome, plus_verdict=first.plus_verdict,
-        plus_failure=first.plus_failure)
+        plus_failure=first.plus_failure, agent_error=first.agent_error)
