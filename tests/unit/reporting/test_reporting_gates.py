@@ -62,7 +62,7 @@ def test_the_comparison_lists_tasks_in_natural_order_and_says_what_the_baseline_
     assert figures["change"] == pytest.approx(2 / 6 - 4 / 5)
     assert (figures["model"], figures["agent"], figures["run_ids"]) == \
         ("qwen", "agents.py:fix@0123456789ab", ["base-run"])
-    assert figures["computed_by"].startswith("llama.cpp b1")
+    assert figures["computed_by"] == "llama.cpp; b1"
 
 
 def summary_with_agent_errors(raised: int, scored: int) -> dict:
