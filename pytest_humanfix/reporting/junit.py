@@ -92,16 +92,43 @@ def repeat_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_repeat_detectable_drop", str(repeat["detectable_drop"]["drop"]))]
 
 
+GATES_CASE = "humanfix::gates"  # the test case a failed gate is, under classname humanfix
+
+
+def failed_gates(summary: Summary) -> str:
+    """The failed gates' reasons, as the failed test case's message ("" when none failed)."""
+    return "; ".join(row["reason"] for row in summary["gates"] if not row["passed"])
+
+
+def add_gate_failure(xml: LogXML, summary: Summary) -> None:
+    """A failed gate as a failed test case of pytest's own file, so that its failure count
+    agrees with the exit status; nothing when every gate held."""
+    from _pytest.reports import TestReport
+
+    message = failed_gates(summary)
+    if not message:
+        return
+    location = ("humanfix", None, "gates")
+    for when, outcome in (("call", "failed"), ("teardown", "passed")):
+        xml.pytest_runtest_logreport(TestReport(
+            GATES_CASE, location, {}, outcome,  # type: ignore[arg-type]
+            f"humanfix gate FAILED: {message}" if outcome == "failed" else None, when))
+
+
 def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool) -> Path:
     """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
     unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
-    harness error an error, and the summary's figures as suite properties."""
+    harness error an error, a failed gate a failed test case of its own, and the summary's
+    figures as suite properties."""
     tasks = summary["tasks"]
-    unfixed_failures = 0 if gated else tasks["unfixed"]
-    suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
-                       failures=str(unfixed_failures),
+    not_fixed = tasks["unfixed"] + tasks["agent_errors"]
+    unfixed_failures = 0 if gated else not_fixed
+    gate_message = failed_gates(summary)
+    suite = ET.Element("testsuite", name="humanfix",
+                       tests=str(len(records) + bool(gate_message)),
+                       failures=str(unfixed_failures + bool(gate_message)),
                        errors=str(tasks["errors"] + tasks["item_timeouts"]),
-                       skipped=str(tasks["unfixed"] - unfixed_failures),
+                       skipped=str(not_fixed - unfixed_failures),
                        time=f"{summary['seconds']['total']:.3f}")
     properties = ET.SubElement(suite, "properties")
     for name, value in junit_properties(summary):
@@ -119,6 +146,9 @@ def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool
                 ET.SubElement(case, "skipped", type="pytest.xfail", message="not fixed")
             else:
                 ET.SubElement(case, "failure", message="not fixed").text = detail
+    if gate_message:
+        case = ET.SubElement(suite, "testcase", classname="humanfix", name="gates", time="0.000")
+        ET.SubElement(case, "failure", message=f"humanfix gate FAILED: {gate_message}")
     path.parent.mkdir(parents=True, exist_ok=True)
     root = ET.Element("testsuites")
     root.append(suite)

@@ -223,6 +223,8 @@ def detail_lines(summary: Summary) -> list[str]:
                                              for s in summary["slowest"]))
     lines.extend(server_lines(summary))
     lines.extend(repeat_lines(summary["repeat_check"]))
+    if summary["baseline"]:
+        lines.append(baseline_change_line(summary["baseline"]))
     lines.extend(baseline_lines(summary["baseline"]))
     return lines
 
@@ -256,6 +258,17 @@ def repeat_lines(repeat: RepeatFigures | None) -> list[str]:
     lines += [f"repeat check failed on {row['task_id']}: {row['error']}"
               for row in repeat["errors"]]
     return lines
+
+
+def baseline_change_line(baseline: BaselineFigures) -> str:
+    """The baseline's pass@1, this run's change against it with the paired test's p-value,
+    and what the baseline was."""
+    runs = ", ".join(baseline["run_ids"]) or "not recorded"
+    return (f"against the baseline: pass@1 {interval(baseline['pass_at_1'])} there over "
+            f"{baseline['pass_at_1']['tasks']} task(s), change {100 * baseline['change']:+.1f} "
+            f"points (exact McNemar one-sided p={baseline['p_value']:.4g}); baseline model "
+            f"{baseline['model']}, agent {baseline['agent']}, run {runs}, computed by "
+            f"{baseline['computed_by']}")
 
 
 def baseline_lines(baseline: BaselineFigures | None) -> list[str]:

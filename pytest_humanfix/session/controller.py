@@ -354,6 +354,7 @@ class Controller:
                 xml.add_global_property(name, value)
         if xml is not None and self.verdict:
             xml.add_global_property("humanfix_gate", self.verdict)
+            junit.add_gate_failure(xml, summary)
         if self.records:
             try:
                 self.report_files = files.write_reports(
