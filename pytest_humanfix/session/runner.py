@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
 from ..agent.graph import repair, repair_graph
+from ..agent.loader import agent_name
 from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
 from ..computed_by import ComputedBy
@@ -277,7 +278,7 @@ class Runner:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
             # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
             if agent is not None:
-                return run_agent(agent, self.settings.agent, task,
+                return run_agent(agent, agent_name(self.settings.agent), task,
                                  lambda: OffClock(self.model()), sandbox, self.settings,
                                  plus=self.plus_grader(task))
             return repair(task, OffClock(self.model()), sandbox, RepairConfig.of(self.settings),
