@@ -87,6 +87,11 @@ class RunResult:
     attempt: int     # the number of the attempt it is recorded as (1: the first)
 
 
+class NoModel(RuntimeError):
+    """`ctx.model` was asked in a run that names no model: the agent raised it, unless it
+    catches it."""
+
+
 class ContractBroken(Exception):
     """The agent did what the contract does not allow; the message says what, and the fix."""
 
@@ -126,6 +131,10 @@ class ChatClient:
         """The whole reply: given `tools` (OpenAI's declarations), the calls it made, on an
         engine that serves them (a server, the controls, a replay)."""
         checked = _messages(messages)
+        if not self.spec:
+            raise NoModel("no model was named for this run, so ctx.model cannot answer: name "
+                          "one with --humanfix-model SPEC, or have the agent call its own "
+                          "model (and record its replies with ctx.model.record)")
         began = time.monotonic()
         try:
             if self._model is None:

@@ -20,6 +20,7 @@ from .terminal import (
     interval,
     item_timeout_lines,
     known_failure_lines,
+    model_text,
     plus_lines,
     repairs_text,
     repeat_lines,
@@ -64,7 +65,7 @@ def markdown(summary: Summary) -> str:
     run, tasks, rate = summary["run"], summary["tasks"], summary["pass_at_1"]
     protocol = " ".join(f"{k}={v}" for k, v in (run["protocol"] or {}).items())
     lines = [
-        f"## HumanEvalFix: `{run['model']}`", "",
+        f"## HumanEvalFix: `{model_text(run['model'])}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
         + (f"{tasks['agent_errors']} agent error(s) (the agent raised; scored not fixed), "

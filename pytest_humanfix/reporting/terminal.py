@@ -21,6 +21,11 @@ from .stats import pct
 from .summary import computed_by_text
 
 
+def model_text(model: str | None) -> str:
+    """The run's model as the reports name it: a brought agent may need none."""
+    return model if model is not None else "none named (the agent brings its own)"
+
+
 def interval(rate: Rate) -> str:
     low, high = rate["ci95"]
     return f"{pct(rate['value'])} [{pct(low)}, {pct(high)}]"
@@ -49,7 +54,7 @@ def summary_lines(summary: Summary) -> list[str]:
     """Model, pass@1, counts, the per-bug-type table (one per language when there are
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
-    lines = [f"model: {summary['run']['model']}",
+    lines = [f"model: {model_text(summary['run']['model'])}",
              f"computed by: {computed_by_text(summary)}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "

@@ -128,8 +128,8 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
     try:
         layout = choose_layout(settings)
         settings = dataclasses.replace(settings, serve=layout.serve)
-        if not settings.serve:  # under serve, serve.engine_model checks it
-            check_spec(settings.model or "", settings)
+        if settings.model and not settings.serve:  # under serve, serve.engine_model checks it
+            check_spec(settings.model, settings)
         if settings.repeat_with:
             try:
                 check_spec(settings.repeat_with, settings)
@@ -412,12 +412,18 @@ class Controller:
             lines.append(self.report_problem)
         for line in lines:
             terminalreporter.write_line(line)
-        # One line per distinct load failure, however many tasks and workers it stopped.
+        # One line per distinct load failure, however many tasks and workers it stopped; a
+        # brought agent that never asks the model is not stopped by it, and is not told so.
         failures = Counter(r["model_error"] for r in self.records.values()
-                           if r.get("model_error"))
+                           if r.get("model_error") and r["outcome"] == "error")
         for error, count in failures.items():
             terminalreporter.write_line(
                 f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
+        unasked = {r["model_error"] for r in self.records.values()
+                   if r.get("model_error") and r["model_error"] not in failures}
+        for error in unasked:
+            terminalreporter.write_line(f"WARNING: {error}; no task asked the model (the agent "
+                                        "answered without ctx.model), so none errored")
         if self.verdict:  # last, so a CI log ends with why the run passed or failed
             failed = "FAILED" in self.verdict
             terminalreporter.write_line(self.verdict, red=failed, green=not failed, bold=True)

@@ -172,7 +172,7 @@ class Runner:
         """Do the one-off work of a process before its first task's timer starts: load the
         model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
         `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
-        if self._model is None and self._model_error is None:
+        if self.settings.model and self._model is None and self._model_error is None:
             try:
                 self.model()
             except ModelLoadError:

