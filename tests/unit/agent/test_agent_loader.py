@@ -19,10 +19,10 @@ from pytest_humanfix.agent.loader import (
     agent_name,
     agent_of,
     conftest_agent,
+    identity,
     is_agent,
     is_brought,
     is_graph,
-    identity,
     load_agent,
     settle_agent,
 )

@@ -9,9 +9,9 @@ from reporting_records import record
 
 from pytest_humanfix.reporting.gates import (
     BaselineError,
-    agent_error_check,
     Comparison,
     GateCheck,
+    agent_error_check,
     check_gates,
     compare,
     completeness_check,
