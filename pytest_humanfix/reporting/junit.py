@@ -109,10 +109,11 @@ def add_gate_failure(xml: LogXML, summary: Summary) -> None:
     if not message:
         return
     location = ("humanfix", None, "gates")
-    for when, outcome in (("call", "failed"), ("teardown", "passed")):
-        xml.pytest_runtest_logreport(TestReport(
-            GATES_CASE, location, {}, outcome,  # type: ignore[arg-type]
-            f"humanfix gate FAILED: {message}" if outcome == "failed" else None, when))
+    # The call's failure, then the teardown that closes the test case.
+    xml.pytest_runtest_logreport(TestReport(GATES_CASE, location, {}, "failed",
+                                            f"humanfix gate FAILED: {message}", "call"))
+    xml.pytest_runtest_logreport(TestReport(GATES_CASE, location, {}, "passed", None,
+                                            "teardown"))
 
 
 def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool) -> Path:

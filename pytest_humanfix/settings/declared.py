@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -291,7 +291,8 @@ def fractions_read(config: pytest.Config) -> list[str]:
         found = given(config, declared) if declared.convert in to.FRACTIONS else None
         if found is not None:
             text = str(found[0])
-            lines.append(f"{declared.name}: {to.read_as(text, declared.convert(text))}")
+            value = cast(float, declared.convert(text))
+            lines.append(f"{declared.name}: {to.read_as(text, value)}")
     return lines
 
 
