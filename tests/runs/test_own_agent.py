@@ -515,11 +515,12 @@ RAISING = """
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+@pytest.mark.parametrize("xdist", [False, True], ids=["one process", "xdist"])
 def test_an_agent_that_raises_on_every_task_fails_the_gate_and_every_report_counts_it(
-        humanfix_pytester, records_by_task, workers):
+        humanfix_pytester, records_by_task, xdist):
     # No --humanfix-model: the brought agent alone activates the plugin.
     agent = agent_file(humanfix_pytester, RAISING)
+    workers = ["-n", "2"] if xdist else []
     result = humanfix_pytester.runpytest("--humanfix-agent", agent, "--humanfix-max", "5",
                                          "--humanfix-fail-under", "0", "-rx", *workers)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines[-15:]
