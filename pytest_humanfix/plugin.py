@@ -47,7 +47,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     layout = [config.stash[LAYOUT_NOTE]] if LAYOUT_NOTE in config.stash else []
     return [f"humanfix {note}"
-            for note in layout + runner.sandbox_choice.notes + runner.language_notes()]
+            for note in layout + runner.sandbox_choice.notes + runner.language_notes()
+            + settings_mod.fractions_read(config)]
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -164,6 +164,14 @@ class EarlierRun(TypedDict):
     finished_at: str | None
 
 
+class AgentError(TypedDict):
+    """A brought agent's own exception (`agent_error`): its type and its message's first line.
+    The task is scored not fixed, and counted apart from the unfixed and the harness errors."""
+
+    type: str
+    message: str
+
+
 class Record(TypedDict, total=False):
     """One line of the results JSONL, a task's record (docs/schema.md, "humanfix.jsonl"):
     `TaskResult.to_dict()` and what `Runner.record` adds of the run. Not total: records
@@ -195,6 +203,7 @@ class Record(TypedDict, total=False):
     plus_outcome: str | None
     plus_verdict: dict[str, Any] | None
     plus_failure: str
+    agent_error: AgentError
     plus_time_limit: PlusTimeLimit
     plus_known_failure: str
     run_id: str
@@ -271,6 +280,8 @@ class TaskResult:
     plus_outcome: str | None = None
     plus_verdict: dict[str, Any] | None = None
     plus_failure: str = ""
+    # A brought agent raised (agent/contract.py): no candidate, scored not fixed; None else.
+    agent_error: AgentError | None = None
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:
@@ -312,6 +323,8 @@ class TaskResult:
         if self.plus_outcome is None:  # a run without HumanEval+ writes the records it always did
             for key in ("plus_outcome", "plus_verdict", "plus_failure"):
                 del data[key]
+        if self.agent_error is None:  # written only where a brought agent raised
+            del data["agent_error"]
         return cast(Record, data)
 
     @classmethod
@@ -361,6 +374,13 @@ def read_records(path: Path, bad_lines: BadLines) -> list[Record]:
     """The records of a results JSONL: its JSON objects, taken for what the writer wrote
     (readers treat a missing field as a record of an earlier version)."""
     return cast(list[Record], read_jsonl(path, bad_lines))
+
+
+def natural_order(task_id: str) -> tuple[str, int, str]:
+    """A task id's place in a sorted list: Python/2 before Python/10, by language then
+    number (an id without a number after its slash sorts by its text)."""
+    language, _, number = task_id.rpartition("/")
+    return (language, int(number), "") if number.isdigit() else (language, -1, number)
 
 
 def latest_per_task(records: list[Record]) -> list[Record]:

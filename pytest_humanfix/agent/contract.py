@@ -18,7 +18,7 @@ from ..dataset import Task
 from ..languages import LANGUAGES
 from ..models.base import Generation, Message, Model
 from ..models.toolcalls import Tool, ToolCall
-from ..records import Attempt, TaskResult
+from ..records import AgentError, Attempt, TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from ..settings import Settings
 from . import prompts
@@ -87,6 +87,11 @@ class RunResult:
     attempt: int     # the number of the attempt it is recorded as (1: the first)
 
 
+class NoModel(RuntimeError):
+    """`ctx.model` was asked in a run that names no model: the agent raised it, unless it
+    catches it."""
+
+
 class ContractBroken(Exception):
     """The agent did what the contract does not allow; the message says what, and the fix."""
 
@@ -126,6 +131,10 @@ class ChatClient:
         """The whole reply: given `tools` (OpenAI's declarations), the calls it made, on an
         engine that serves them (a server, the controls, a replay)."""
         checked = _messages(messages)
+        if not self.spec:
+            raise NoModel("no model was named for this run, so ctx.model cannot answer: name "
+                          "one with --humanfix-model SPEC, or have the agent call its own "
+                          "model (and record its replies with ctx.model.record)")
         began = time.monotonic()
         try:
             if self._model is None:
@@ -280,6 +289,7 @@ def run_agent(agent: object, identity: str, task: Task, load_model: Callable[[],
         config=RepairConfig.of(settings), plus=plus)
     ctx = AgentContext(identity, task, chat, settings, repair_context, trajectory)
     failure = ""
+    raised: AgentError | None = None
     try:
         code = _invoke(agent, identity, ctx)
     except ContractBroken as exc:
@@ -287,6 +297,7 @@ def run_agent(agent: object, identity: str, task: Task, load_model: Callable[[],
     except Exception as exc:
         code = None
         failure = f"{identity} raised {_agent_traceback(exc)}"
+        raised = agent_error_of(exc)
     if trajectory.fault is not None:
         raise trajectory.fault
     failure = trajectory.violation or failure
@@ -297,12 +308,18 @@ def run_agent(agent: object, identity: str, task: Task, load_model: Callable[[],
         result = TaskResult(task_id=task.task_id, entry_point=task.entry_point,
                             bug_type=task.bug_type, outcome="unfixed",
                             failure=failure or f"{identity} gave up (it returned None).",
-                            attempts=trajectory.attempts)
+                            attempts=trajectory.attempts, agent_error=raised)
     else:
         attempts, index = _final(trajectory, str(code), task)
         result = graded(repair_context, attempts, index)
     result.seconds = round(time.monotonic() - started, 4)
     return result
+
+
+def agent_error_of(exc: Exception) -> AgentError:
+    """The exception as a record keeps it: its type and its message's first line."""
+    lines = str(exc).strip().splitlines()
+    return {"type": type(exc).__name__, "message": lines[0] if lines else ""}
 
 
 def _agent_traceback(exc: Exception) -> str:

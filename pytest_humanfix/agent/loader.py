@@ -2,13 +2,15 @@
 `--humanfix-agent module:callable` or `path/to/file.py:callable`, or the `humanfix_agent` fixture
 of a conftest.py. Each process finds it at start, before any task, so that an agent that cannot
 be imported is a one-line usage error, not 164 failed tasks; the name found is the protocol's
-`agent`, so records of two agents are never resumed as one.
+`agent`, by its place and content (`identity`), so records of two agents are never resumed
+as one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -22,6 +24,9 @@ import pytest
 from ..settings import BUILT_IN_AGENTS, Settings
 
 FIXTURE = "humanfix_agent"
+HASH_CHARS = 12  # of the sha256 of a brought agent's file, in its identity
+# The agents this process settled, by identity: the settings name an agent by it from then on.
+_SETTLED: dict[str, object] = {}
 
 
 class AgentLoadError(Exception):
@@ -94,11 +99,26 @@ def _find_file(spec: str, target: str, folders: Sequence[Path]) -> Path:
                          "the .py file that defines the agent, or module:callable.")
 
 
-@functools.cache
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    """An agent, the file that defines it (None for a module without one) and the module's
+    name where it was imported by name."""
+
+    agent: object
+    file: Path | None
+    module: str | None
+
+
 def load_agent(spec: str, folders: tuple[Path, ...]) -> object:
     """The agent `spec` names: a callable that takes the context, or a compiled LangGraph
     graph; a relative file path is looked for in `folders` in turn."""
+    return _load(spec, folders).agent
+
+
+@functools.cache
+def _load(spec: str, folders: tuple[Path, ...]) -> Loaded:
     target, _, name = spec.rpartition(":")
+    imported: str | None = None
     if target.endswith(".py") or "/" in target:
         file = _find_file(spec, target, folders)
         module, where = _module_of_file(spec, file), str(file)
@@ -113,6 +133,7 @@ def load_agent(spec: str, folders: tuple[Path, ...]) -> object:
             raise AgentLoadError(f"--humanfix-agent {spec}: importing {target} raised "
                                  f"{_where(exc)}; fix the module.") from None
         where = getattr(module, "__file__", None) or target
+        imported = target
     agent: object = module
     for part in name.split("."):
         if not hasattr(agent, part):
@@ -128,7 +149,32 @@ def load_agent(spec: str, folders: tuple[Path, ...]) -> object:
             f"--humanfix-agent {spec}: {name} in {where} is a {type(agent).__name__}, not an "
             "agent; name a function that takes the context and returns the code, or a "
             "compiled LangGraph graph.")
-    return agent
+    source = getattr(module, "__file__", None)
+    return Loaded(agent, Path(source).resolve() if source else None, imported)
+
+
+def identity(spec: str, folders: tuple[Path, ...], rootdir: Path) -> str:
+    """What the protocol's `agent` records of a brought agent: where it is, as the file
+    relative to the rootdir (else the module's name, else the absolute file), its callable,
+    and a hash of its file, e.g. `agents/mine.py:fix@3f2a9c01b7de`. However the path was
+    typed (relative, absolute, as a module), one source is one agent, and an edited one is
+    another, which --humanfix-resume then refuses."""
+    loaded = _load(spec, folders)
+    name = spec.rpartition(":")[2]
+    if loaded.file is None:  # a namespace package: no file to hash
+        return spec
+    digest = hashlib.sha256(loaded.file.read_bytes()).hexdigest()[:HASH_CHARS]
+    root = rootdir.resolve()
+    if loaded.file.is_relative_to(root):
+        where = loaded.file.relative_to(root).as_posix()
+    else:
+        where = loaded.module or str(loaded.file)
+    return f"{where}:{name}@{digest}"
+
+
+def agent_name(agent: str) -> str:
+    """An agent's identity without its hash, as messages name it."""
+    return agent.rpartition("@")[0] if is_brought(agent) and "@" in agent else agent
 
 
 def agent_folders(config: pytest.Config) -> tuple[Path, ...]:
@@ -144,6 +190,8 @@ def agent_of(config: pytest.Config, agent: str) -> object:
         raise AgentLoadError(f"{agent.removesuffix('::' + FIXTURE)} defines {FIXTURE}, but not "
                              "as a fixture: decorate it with @pytest.fixture and return the "
                              "agent from it.")
+    if agent in _SETTLED:
+        return _SETTLED[agent]
     return load_agent(agent, agent_folders(config)) if is_brought(agent) else None
 
 
@@ -159,10 +207,14 @@ def settle_agent(config: pytest.Config, settings: Settings) -> Settings:
     if fixture is not None:
         settings = dataclasses.replace(settings, agent=fixture)
     elif is_brought(settings.agent):
+        folders = agent_folders(config)
         try:
-            load_agent(settings.agent, agent_folders(config))
+            agent = load_agent(settings.agent, folders)
         except AgentLoadError as exc:
             raise pytest.UsageError(str(exc)) from None
+        settled = identity(settings.agent, folders, config.rootpath)
+        _SETTLED[settled] = agent
+        settings = dataclasses.replace(settings, agent=settled)
     if not is_brought(settings.agent):
         return settings
     if settings.prompt in ("completion", "primed"):

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..jsonl import JsonlError
 from ..protocol import fingerprint_differences, record_fingerprint, record_language, without_model
 from ..records import Record, latest_per_task, read_records
+from ..settings import converters
 from . import files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
@@ -34,11 +36,25 @@ MERGED_JSONL = "humanfix.jsonl"
 OWN_FOLDER = "humanfix-report"  # humanfix-report's files, beside the results file by default
 
 
+def checked(convert: Callable[[str], float]) -> Callable[[str], float]:
+    """An option converter as argparse's `type`: its message, not argparse's "invalid value"."""
+    def convert_text(text: str) -> float:
+        try:
+            return convert(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r} {exc}") from None
+
+    return convert_text
+
+
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, help="results JSONL of an earlier run")
-    parser.add_argument("--fail-under", type=float, help="gate: fail when pass@1 is below F")
-    parser.add_argument("--alpha", type=float, default=0.05,
-                        help="significance level of the paired regression test (default 0.05)")
+    parser.add_argument("--fail-under", type=checked(converters.fraction),
+                        help="gate: fail when pass@1 is below F, a fraction (0.35) or a "
+                             "percentage (35%%)")
+    parser.add_argument("--alpha", type=checked(converters.level), default=0.05,
+                        help="significance level of the paired regression test, a fraction or "
+                             "a percentage (default 0.05)")
     parser.add_argument("--max-regressions", type=int,
                         help="gate: fail when more than N tasks regress against the baseline")
     parser.add_argument("--computed-by-mismatch", choices=("warn", "error"), default="warn",

@@ -14,11 +14,13 @@ from .sections import BugTypeRow, Summary
 from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
+    baseline_change_line,
     baseline_lines,
     coverage_lines,
     interval,
     item_timeout_lines,
     known_failure_lines,
+    model_text,
     plus_lines,
     repairs_text,
     repeat_lines,
@@ -47,16 +49,33 @@ def bug_type_rows(rows: list[BugTypeRow]) -> list[str]:
               f"| {interval(row['pass_at_1'])} |" for row in rows)]
 
 
+def collapsed(title: str, rows: list[tuple[str, str]]) -> list[str]:
+    """A table of tasks and one line each, folded under its title (nothing without rows)."""
+    if not rows:
+        return []
+    return ["", f"<details><summary>{title}</summary>", "", "| task | why |", "|---|---|",
+            *(f"| {task} | {cell(why)} |" for task, why in rows), "", "</details>"]
+
+
+def cell(text: str) -> str:
+    """Text as one Markdown table cell: its pipes escaped, its code marks kept literal."""
+    return text.replace("|", "\\|").replace("`", "'") or "(no failure recorded)"
+
+
 def markdown(summary: Summary) -> str:
     run, tasks, rate = summary["run"], summary["tasks"], summary["pass_at_1"]
     protocol = " ".join(f"{k}={v}" for k, v in (run["protocol"] or {}).items())
     lines = [
-        f"## HumanEvalFix: `{run['model']}`", "",
+        f"## HumanEvalFix: `{model_text(run['model'])}`", "",
         f"**pass@1 {interval(rate)}** (95% Wilson interval), "
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
-        f"{tasks['errors']} harness error(s)"
+        + (f"{tasks['agent_errors']} agent error(s) (the agent raised; scored not fixed), "
+           if tasks["agent_errors"] else "")
+        + f"{tasks['errors']} harness error(s)"
         + (f", {tasks['item_timeouts']} stopped by the item timeout"
            if tasks["item_timeouts"] else ""),
+        *(["", f"**{baseline_change_line(baseline)}**"]
+          if (baseline := summary["baseline"]) else []),
         "", *(f"**{line}**\n" for line in coverage_lines(summary)),
         "| | |", "|---|---|",
         f"| protocol | {protocol} |",
@@ -106,6 +125,12 @@ def markdown(summary: Summary) -> str:
     if summary["errors"]:
         lines += ["", "Harness errors (not scored): "
                   + ", ".join(e["task_id"] for e in summary["errors"])]
+    lines += collapsed(f"The agent raised on {len(summary['agent_errors'])} task(s) (no "
+                       "candidate; scored not fixed)",
+                       [(row["task_id"], f"{row['type']}: {row['message']}")
+                        for row in summary["agent_errors"]])
+    lines += collapsed(f"Not fixed: {len(summary['unfixed'])} task(s)",
+                       [(row["task_id"], row["reason"]) for row in summary["unfixed"]])
     if summary["pass_at_1_if_timeouts_failed"]:
         lines += ["", *item_timeout_lines(summary)]
     for block in (server_lines(summary), repeat_lines(summary["repeat_check"]),

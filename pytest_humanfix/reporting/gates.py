@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..computed_by import ComputedBy, differences
+from ..computed_by import ComputedBy, describe, differences
 from ..jsonl import JsonlError
 from ..protocol import Fingerprint, language_differences, options_of
-from ..records import SCORED, Record, read_records
-from .rates import scored
+from ..records import SCORED, Record, natural_order, read_records
+from .rates import rate, scored
 from .sections import BaselineFigures, Coverage, GateRow, RepeatFigures, Summary
 from .stats import mcnemar_exact, pct
 
@@ -65,6 +65,9 @@ class Comparison:
     both_unfixed: int = 0
     # Missing, an error or a known failure on either side: what pass@1 leaves out.
     unpaired: list[str] = field(default_factory=list)
+    # The baseline's records of this run's tasks, and this run's: the two pass@1 compared.
+    before: list[Record] = field(default_factory=list)
+    now: list[Record] = field(default_factory=list)
 
     @property
     def paired(self) -> int:
@@ -75,11 +78,21 @@ class Comparison:
         return mcnemar_exact(len(self.regressions), len(self.improvements), "drop")
 
     def figures(self) -> BaselineFigures:
-        """The comparison as summary.json's `baseline` holds it."""
-        return {"regressions": list(self.regressions), "improvements": list(self.improvements),
+        """The comparison as summary.json's `baseline` holds it: the task lists by task id,
+        the baseline's pass@1 over this run's tasks and the change to this run's, and what
+        the baseline was (model, agent, runs, what computed its replies)."""
+        before, now = rate(self.before), rate(self.now)
+        first: Record = self.before[0] if self.before else {}
+        return {"regressions": sorted(self.regressions, key=natural_order),
+                "improvements": sorted(self.improvements, key=natural_order),
                 "both_fixed": self.both_fixed, "both_unfixed": self.both_unfixed,
-                "unpaired": list(self.unpaired), "paired": self.paired, "p_value": self.p_value,
-                "test": "exact McNemar, one-sided (drop)"}
+                "unpaired": sorted(self.unpaired, key=natural_order), "paired": self.paired,
+                "p_value": self.p_value, "test": "exact McNemar, one-sided (drop)",
+                "pass_at_1": before, "change": now["value"] - before["value"],
+                "model": first.get("model"),
+                "agent": (first.get("protocol") or {}).get("agent", "repair"),
+                "run_ids": sorted({str(r["run_id"]) for r in self.before if r.get("run_id")}),
+                "computed_by": describe(first_computed_by(self.before))}
 
 
 def pairable(record: Record) -> bool:
@@ -93,6 +106,9 @@ def compare(records: Iterable[Record], baseline: dict[str, Record]) -> Compariso
     failure included (a listed flaky task passes one run and fails the next), is unpaired."""
     result = Comparison()
     for record in records:
+        result.now.append(record)
+        if record["task_id"] in baseline:
+            result.before.append(baseline[record["task_id"]])
         task_id = record["task_id"]
         earlier = baseline.get(task_id)
         if earlier is None or not (pairable(earlier) and pairable(record)):
@@ -177,6 +193,9 @@ def gate_checks(summary: Summary, comparison: Comparison | None,
         mismatch = computed_by_check(baseline, records, computed_by_mismatch)
         if mismatch is not None:
             checks.append(mismatch)
+    raised = agent_error_check(summary) if checks else None
+    if raised is not None:
+        checks.append(raised)
     incomplete = completeness_check(summary["coverage"]) if whole_selection else None
     return [incomplete, *checks] if incomplete is not None else checks
 
@@ -203,6 +222,24 @@ def computed_by_check(baseline: Iterable[Record], records: Iterable[Record],
                      f"WARNING: the baseline was computed otherwise than this run ({what}): a "
                      "regression may be the computation's, not the model's "
                      "(--humanfix-computed-by-mismatch error makes this fail)")
+
+
+def agent_error_check(summary: Summary) -> GateCheck | None:
+    """A check naming the tasks a brought agent raised on, so that no gate holds silently over
+    them (they are scored not fixed); it fails when the agent raised on every scored task,
+    where nothing was evaluated, whatever floor the other gates set."""
+    count, scored = summary["tasks"]["agent_errors"], summary["tasks"]["scored"]
+    if not count:
+        return None
+    first = summary["agent_errors"][0]
+    said = f"{first['type']}: {first['message']}" if first["message"] else first["type"]
+    if count == scored:
+        return GateCheck("agent-errors", False,
+                         f"the agent raised on every one of the {scored} scored task(s) (first, "
+                         f"{first['task_id']}: {said}): no candidate was graded; fix the agent")
+    return GateCheck("agent-errors", True,
+                     f"the agent raised on {count} of {scored} scored task(s), scored not fixed "
+                     f"(first, {first['task_id']}: {said})")
 
 
 def completeness_check(coverage: Coverage | None) -> GateCheck | None:

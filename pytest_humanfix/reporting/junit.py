@@ -38,6 +38,7 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_fixed", str(tasks["fixed"])),
             ("humanfix_scored", str(tasks["scored"])),
             ("humanfix_errors", str(tasks["errors"])),
+            ("humanfix_agent_errors", str(tasks["agent_errors"])),
             ("humanfix_item_timeouts", str(tasks["item_timeouts"])),
             ("humanfix_flagged", str(tasks["flagged"])),
             ("humanfix_selected", str(covered["selected"])),
@@ -97,18 +98,46 @@ def known_failure_reason(outcome: str, reason: str) -> str:
     return f"known failure here ({outcome}): {reason}"
 
 
+GATES_CASE = "humanfix::gates"  # the test case a failed gate is, under classname humanfix
+
+
+def failed_gates(summary: Summary) -> str:
+    """The failed gates' reasons, as the failed test case's message ("" when none failed)."""
+    return "; ".join(row["reason"] for row in summary["gates"] if not row["passed"])
+
+
+def add_gate_failure(xml: LogXML, summary: Summary) -> None:
+    """A failed gate as a failed test case of pytest's own file, so that its failure count
+    agrees with the exit status; nothing when every gate held."""
+    from _pytest.reports import TestReport
+
+    message = failed_gates(summary)
+    if not message:
+        return
+    location = ("humanfix", None, "gates")
+    # The call's failure, then the teardown that closes the test case.
+    xml.pytest_runtest_logreport(TestReport(GATES_CASE, location, {}, "failed",
+                                            f"humanfix gate FAILED: {message}", "call"))
+    xml.pytest_runtest_logreport(TestReport(GATES_CASE, location, {}, "passed", None,
+                                            "teardown"))
+
+
 def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool) -> Path:
     """A JUnit file rebuilt from records, as a run writes it: one test case per task, an
     unfixed task a failure (an expected failure, skipped, when a gate decides the run), a
-    known failure an expected failure whatever its outcome, a harness error an error, and the
-    summary's figures as suite properties. Model text is made XML-safe as the run's is."""
+    known failure an expected failure whatever its outcome, a harness error an error, a failed
+    gate a failed test case of its own, and the summary's figures as suite properties. Model
+    text is made XML-safe as the run's is."""
     tasks = summary["tasks"]
-    unfixed_failures = 0 if gated else tasks["unfixed"]
+    not_fixed = tasks["unfixed"] + tasks["agent_errors"]
+    unfixed_failures = 0 if gated else not_fixed
     known = sum(bool(r.get("known_failure")) and r["outcome"] != "error" for r in records)
-    suite = ET.Element("testsuite", name="humanfix", tests=str(len(records)),
-                       failures=str(unfixed_failures),
+    gate_message = failed_gates(summary)
+    suite = ET.Element("testsuite", name="humanfix",
+                       tests=str(len(records) + bool(gate_message)),
+                       failures=str(unfixed_failures + bool(gate_message)),
                        errors=str(tasks["errors"] + tasks["item_timeouts"]),
-                       skipped=str(tasks["unfixed"] - unfixed_failures + known),
+                       skipped=str(not_fixed - unfixed_failures + known),
                        time=f"{summary['seconds']['total']:.3f}")
     properties = ET.SubElement(suite, "properties")
     for name, value in junit_properties(summary):
@@ -130,6 +159,9 @@ def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool
                 ET.SubElement(case, "skipped", type="pytest.xfail", message="not fixed")
             else:
                 ET.SubElement(case, "failure", message="not fixed").text = xml_text(detail)
+    if gate_message:
+        case = ET.SubElement(suite, "testcase", classname="humanfix", name="gates", time="0.000")
+        ET.SubElement(case, "failure", message=xml_text(f"humanfix gate FAILED: {gate_message}"))
     path.parent.mkdir(parents=True, exist_ok=True)
     root = ET.Element("testsuites")
     root.append(suite)

@@ -51,6 +51,12 @@ def harness_error(record: Record) -> bool:
     return record["outcome"] == "error" and not item_timed_out(record)
 
 
+def agent_raised(record: Record) -> bool:
+    """A brought agent raised on the task: scored not fixed, and counted apart from the
+    tasks it tried and did not fix (`tasks.agent_errors`)."""
+    return bool(record.get("agent_error")) and scored(record)
+
+
 def scored(record: Record) -> bool:
     """A record counts in pass@1: no harness error, and a task whose reference solution can
     pass here (a `known_failure` is counted apart)."""

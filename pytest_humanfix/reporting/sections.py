@@ -46,7 +46,8 @@ class TaskCounts(TypedDict):
     errors: int
     item_timeouts: int
     fixed: int
-    unfixed: int
+    unfixed: int  # not fixed, the tasks where a brought agent raised left out
+    agent_errors: int  # a brought agent raised: scored not fixed, counted apart
     flagged: int
     known_failures: int
 
@@ -135,6 +136,21 @@ class TaskMessage(TypedDict):
 
     task_id: str
     error: str
+
+
+class AgentErrorRow(TypedDict):
+    """A task a brought agent raised on, and what it raised."""
+
+    task_id: str
+    type: str
+    message: str
+
+
+class UnfixedRow(TypedDict):
+    """A task tried and not fixed, and why in one line: its first failure."""
+
+    task_id: str
+    reason: str
 
 
 class RepeatFigures(TypedDict):
@@ -265,6 +281,12 @@ class BaselineFigures(TypedDict):
     paired: int
     p_value: float
     test: str
+    pass_at_1: Rate  # the baseline's, over the tasks of this run it holds
+    change: float  # this run's pass@1 less the baseline's
+    model: str | None
+    agent: str
+    run_ids: list[str]
+    computed_by: str  # what computed the baseline's replies, in one line
 
 
 class GateRow(TypedDict):
@@ -296,6 +318,8 @@ class Summary(TypedDict):
     slowest: list[SlowTask]
     errors: list[TaskMessage]
     item_timeouts: list[TaskMessage]
+    agent_errors: list[AgentErrorRow]
+    unfixed: list[UnfixedRow]
     servers: dict[str, ServerLoad]
     servers_out: list[ServerOut]
     repeat_check: RepeatFigures | None

@@ -17,9 +17,10 @@ from importlib import metadata
 
 from ..computed_by import compared, describe
 from ..protocol import record_language
-from ..records import Record, Shard, TimeLimit, attempt_round
+from ..records import Record, Shard, TimeLimit, attempt_round, natural_order
 from .gates import Comparison, GateCheck
 from .rates import (
+    agent_raised,
     by_round,
     harness_error,
     if_timeouts_failed,
@@ -30,6 +31,7 @@ from .rates import (
     scored,
 )
 from .sections import (
+    AgentErrorRow,
     BugTypeRow,
     Computation,
     Coverage,
@@ -49,6 +51,7 @@ from .sections import (
     TaskCounts,
     TaskMessage,
     Timeouts,
+    UnfixedRow,
 )
 from .stats import detectable_drop, mean_pass_at_k, wilson_interval
 
@@ -202,9 +205,26 @@ def task_counts(records: list[Record]) -> TaskCounts:
             "errors": sum(harness_error(r) for r in records),
             "item_timeouts": sum(item_timed_out(r) for r in records),
             "fixed": sum(r["outcome"] == "fixed" for r in counted),
-            "unfixed": sum(r["outcome"] == "unfixed" for r in counted),
+            "unfixed": sum(r["outcome"] == "unfixed" and not agent_raised(r) for r in counted),
+            "agent_errors": sum(agent_raised(r) for r in counted),
             "flagged": sum(bool(r.get("flags")) for r in counted),
             "known_failures": sum(bool(r.get("known_failure")) for r in records)}
+
+
+def agent_errors(records: list[Record]) -> list[AgentErrorRow]:
+    """The scored tasks a brought agent raised on, by task id, with what it raised."""
+    return [{"task_id": r["task_id"], **r["agent_error"]}
+            for r in sorted(records, key=lambda r: natural_order(r["task_id"]))
+            if agent_raised(r)]
+
+
+def unfixed(records: list[Record]) -> list[UnfixedRow]:
+    """The scored tasks tried and not fixed, by task id, each with its first failure's line."""
+    return [{"task_id": r["task_id"],
+             "reason": next((line.strip() for line in (r.get("failure") or "").splitlines()
+                             if line.strip()), "")}
+            for r in sorted(records, key=lambda r: natural_order(r["task_id"]))
+            if scored(r) and r["outcome"] == "unfixed" and not agent_raised(r)]
 
 
 def by_bug_type(records: list[Record]) -> list[BugTypeRow]:
@@ -327,6 +347,8 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
         "item_timeouts": [{"task_id": r["task_id"], "error": r.get("error", "")}
                           for r in records if item_timed_out(r)],
+        "agent_errors": agent_errors(records),
+        "unfixed": unfixed(records),
         "servers": servers(records),
         "servers_out": servers_out(records),
         "repeat_check": repeat_check(

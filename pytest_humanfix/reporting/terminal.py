@@ -21,6 +21,11 @@ from .stats import pct
 from .summary import computed_by_text
 
 
+def model_text(model: str | None) -> str:
+    """The run's model as the reports name it: a brought agent may need none."""
+    return model if model is not None else "none named (the agent brings its own)"
+
+
 def interval(rate: Rate) -> str:
     low, high = rate["ci95"]
     return f"{pct(rate['value'])} [{pct(low)}, {pct(high)}]"
@@ -49,11 +54,13 @@ def summary_lines(summary: Summary) -> list[str]:
     """Model, pass@1, counts, the per-bug-type table (one per language when there are
     several) and the wall time."""
     tasks, rows = summary["tasks"], summary["by_bug_type"]
-    lines = [f"model: {summary['run']['model']}",
+    lines = [f"model: {model_text(summary['run']['model'])}",
              f"computed by: {computed_by_text(summary)}", pass_line(summary),
              *round_lines(summary),
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
-             f"errors {tasks['errors']} (harness faults, not scored)"
+             + (f"agent errors {tasks['agent_errors']} (the agent raised; scored not fixed), "
+                if tasks["agent_errors"] else "")
+             + f"errors {tasks['errors']} (harness faults, not scored)"
              + (f", item timeouts {tasks['item_timeouts']} (not scored)"
                 if tasks["item_timeouts"] else "")]
     lines.extend(coverage_lines(summary))
@@ -61,6 +68,7 @@ def summary_lines(summary: Summary) -> list[str]:
         lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
                      "pass@1 covers the scored tasks only.")
     lines.extend(item_timeout_lines(summary))
+    lines.extend(agent_error_lines(summary))
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     lines.extend(plus_lines(summary))
@@ -112,6 +120,16 @@ def item_timeout_lines(summary: Summary) -> list[str]:
             f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
             f"({failed['fixed']}/{failed['tasks']}) instead of "
             f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
+
+
+def agent_error_lines(summary: Summary) -> list[str]:
+    """The tasks a brought agent raised on, each with what it raised: no candidate there."""
+    rows = summary["agent_errors"]
+    if not rows:
+        return []
+    return [f"WARNING: the agent raised on {len(rows)} of {summary['tasks']['scored']} scored "
+            "task(s), scored not fixed (no candidate):",
+            *(f"  {row['task_id']}: {row['type']}: {row['message']}" for row in rows)]
 
 
 def bug_type_table(rows: list[BugTypeRow]) -> list[str]:
@@ -210,6 +228,8 @@ def detail_lines(summary: Summary) -> list[str]:
                                              for s in summary["slowest"]))
     lines.extend(server_lines(summary))
     lines.extend(repeat_lines(summary["repeat_check"]))
+    if summary["baseline"]:
+        lines.append(baseline_change_line(summary["baseline"]))
     lines.extend(baseline_lines(summary["baseline"]))
     return lines
 
@@ -243,6 +263,17 @@ def repeat_lines(repeat: RepeatFigures | None) -> list[str]:
     lines += [f"repeat check failed on {row['task_id']}: {row['error']}"
               for row in repeat["errors"]]
     return lines
+
+
+def baseline_change_line(baseline: BaselineFigures) -> str:
+    """The baseline's pass@1, this run's change against it with the paired test's p-value,
+    and what the baseline was."""
+    runs = ", ".join(baseline["run_ids"]) or "not recorded"
+    return (f"against the baseline: pass@1 {interval(baseline['pass_at_1'])} there over "
+            f"{baseline['pass_at_1']['tasks']} task(s), change {100 * baseline['change']:+.1f} "
+            f"points (exact McNemar one-sided p={baseline['p_value']:.4g}); baseline model "
+            f"{baseline['model']}, agent {baseline['agent']}, run {runs}, computed by "
+            f"{baseline['computed_by']}")
 
 
 def baseline_lines(baseline: BaselineFigures | None) -> list[str]:

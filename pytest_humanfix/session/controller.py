@@ -131,8 +131,8 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
     try:
         layout = choose_layout(settings)
         settings = dataclasses.replace(settings, serve=layout.serve)
-        if not settings.serve:  # under serve, serve.engine_model checks it
-            check_spec(settings.model or "", settings)
+        if settings.model and not settings.serve:  # under serve, serve.engine_model checks it
+            check_spec(settings.model, settings)
         if settings.repeat_with:
             try:
                 check_spec(settings.repeat_with, settings)
@@ -363,6 +363,7 @@ class Controller:
                 xml.add_global_property(name, value)
         if xml is not None and self.verdict:
             xml.add_global_property("humanfix_gate", self.verdict)
+            junit.add_gate_failure(xml, summary)
         if self.records:
             try:
                 self.report_files = files.write_reports(
@@ -421,12 +422,18 @@ class Controller:
             lines.append(self.report_problem)
         for line in lines:
             terminalreporter.write_line(line)
-        # One line per distinct load failure, however many tasks and workers it stopped.
+        # One line per distinct load failure, however many tasks and workers it stopped; a
+        # brought agent that never asks the model is not stopped by it, and is not told so.
         failures = Counter(r["model_error"] for r in self.records.values()
-                           if r.get("model_error"))
+                           if r.get("model_error") and r["outcome"] == "error")
         for error, count in failures.items():
             terminalreporter.write_line(
                 f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
+        unasked = {r["model_error"] for r in self.records.values()
+                   if r.get("model_error") and r["model_error"] not in failures}
+        for error in unasked:
+            terminalreporter.write_line(f"WARNING: {error}; no task asked the model (the agent "
+                                        "answered without ctx.model), so none errored")
         for line in failure_lines(summary, self.records.values(), self.baseline or {},
                                   Path(self.runner.settings.report_dir) / PAGE):
             terminalreporter.write_line(line, red=True)

@@ -34,12 +34,25 @@ class HumanfixDirectory(pytest.Directory):
             yield TaskItem.from_parent(self, name=task.item_name, task=task)
 
 
+def no_diff(result: TaskResult) -> str:
+    """What stands for the diff where it is empty: the agent made no candidate, or its
+    candidate is the buggy code."""
+    raised = result.agent_error
+    if raised is not None:
+        said = f"{raised['type']}: {raised['message']}" if raised["message"] else raised["type"]
+        return f"(no candidate: the agent raised {said})"
+    if not result.code:
+        return "(no candidate)"
+    return "(the candidate is the buggy code, unchanged)"
+
+
 def failure_report(task: Task, result: TaskResult) -> str:
-    diff = result.diff.splitlines() or ["(the candidate is the buggy code, unchanged)"]
+    diff = result.diff.splitlines() or [no_diff(result)]
     if len(diff) > DIFF_LINES_SHOWN:
         diff = diff[:DIFF_LINES_SHOWN] + [f"... {len(diff) - DIFF_LINES_SHOWN} more diff lines"]
     return "\n".join([
-        f"{task.task_id} {task.entry_point} [{task.bug_type}]: not fixed",
+        f"{task.task_id} {task.entry_point} [{task.bug_type}]: "
+        + ("the agent raised" if result.agent_error else "not fixed"),
         "first failure:",
         *("    " + line for line in (result.failure or "?").splitlines()),
         "diff of the candidate against the buggy code:",

@@ -32,7 +32,7 @@ def choose_layout(settings: Settings, environ: MutableMapping[str, str] = os.env
     nvidia-smi lists GPUs (a CUDA_VISIBLE_DEVICES alone does not make a GPU present)."""
     if settings.serve:
         return Layout(True, "as --humanfix-serve asks")
-    if resolve_spec(settings.model or "").kind != "transformers":
+    if not settings.model or resolve_spec(settings.model).kind != "transformers":
         return Layout(False, "")
     if settings.in_process:
         return Layout(False, "as --humanfix-in-process asks")
@@ -52,7 +52,8 @@ def run_devices(settings: Settings, environ: MutableMapping[str, str] = os.envir
     none under a shared engine's layout, where the engines hold the GPUs."""
     if choose_layout(settings, environ, list_gpus).serve:
         return []
-    if not settings.devices and resolve_spec(settings.model or "").kind != "transformers":
+    if not settings.devices and (not settings.model
+                                 or resolve_spec(settings.model).kind != "transformers"):
         return []
     return requested_or_visible(settings, environ, list_gpus)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
 from ..agent.graph import repair, repair_graph
+from ..agent.loader import agent_name
 from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
 from ..computed_by import ComputedBy
@@ -181,7 +182,7 @@ class Runner:
         """Do the one-off work of a process before its first task's timer starts: load the
         model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
         `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
-        if self._model is None and self._model_error is None:
+        if self.settings.model and self._model is None and self._model_error is None:
             try:
                 self.model()
             except ModelLoadError:
@@ -287,7 +288,7 @@ class Runner:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
             # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
             if agent is not None:
-                return run_agent(agent, self.settings.agent, task,
+                return run_agent(agent, agent_name(self.settings.agent), task,
                                  lambda: OffClock(self.model()), sandbox, self.settings,
                                  plus=self.plus_grader(task))
             return repair(task, OffClock(self.model()), sandbox, RepairConfig.of(self.settings),
@@ -356,4 +357,4 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         fixed_round=first.fixed_round, seconds=round(sum(r.seconds for r in results), 4),
         samples=[Sample.of(r) for r in results], flags=first.flags,
         plus_outcome=first.plus_outcome, plus_verdict=first.plus_verdict,
-        plus_failure=first.plus_failure)
+        plus_failure=first.plus_failure, agent_error=first.agent_error)

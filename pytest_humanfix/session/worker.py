@@ -21,8 +21,8 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     sent: WorkerInput = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
     device, endpoint = sent["device"], sent["endpoint"]
     try:
-        if endpoint is None:  # a shared engine's model was checked by the controller
-            check_spec(settings.model or "", settings)
+        if settings.model and endpoint is None:  # a shared engine's: checked by the controller
+            check_spec(settings.model, settings)
         # The collector needs the tasks: a bad dataset fails here, not per item.
         workload = Workload.load(settings)
         # The warm executor imports the prelude while this worker collects; only one asked for

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from .converters import BUILT_IN_AGENTS
-from .declared import HUB_PLUS_DATASET, OPTIONS, PATH_OPTIONS, Settings, user_cache_dir
+from .declared import (
+    HUB_PLUS_DATASET,
+    OPTIONS,
+    PATH_OPTIONS,
+    Settings,
+    fractions_read,
+    user_cache_dir,
+)
 from .options import Option, add_options as _add_options
 
 
@@ -15,4 +22,4 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 __all__ = ["BUILT_IN_AGENTS", "HUB_PLUS_DATASET", "OPTIONS", "PATH_OPTIONS", "Option",
-           "Settings", "add_options", "user_cache_dir"]
+           "Settings", "add_options", "fractions_read", "user_cache_dir"]

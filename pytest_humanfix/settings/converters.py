@@ -11,32 +11,82 @@ from collections.abc import Callable
 BUILT_IN_AGENTS = ("repair", "tools")
 
 
+def _number(text: str, kind: type[int] | type[float], takes: str) -> float:
+    """`text` as an int or a float, or ValueError saying what the option takes (Python's own
+    "invalid literal" names neither the option nor the form)."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"must be {takes}") from None
+
+
+def integer(text: str) -> int:
+    return int(_number(text, int, "a whole number, e.g. 0"))
+
+
 def positive_int(text: str) -> int:
-    value = int(text)
+    value = int(_number(text, int, "a whole number of 1 or more"))
     if value < 1:
         raise ValueError("must be 1 or more")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    value = int(text)
+    value = int(_number(text, int, "a whole number of 0 or more"))
     if value < 0:
         raise ValueError("must be 0 or more")
     return value
 
 
 def positive_float(text: str) -> float:
-    value = float(text)
+    value = _number(text, float, "a number more than 0, e.g. 2.5")
     if not value > 0:
         raise ValueError("must be more than 0")
     return value
 
 
 def non_negative_float(text: str) -> float:
-    value = float(text)
+    value = _number(text, float, "a number of 0 or more, e.g. 0.5")
     if not value >= 0:
         raise ValueError("must be 0 or more")
     return value
+
+
+def _fraction(text: str, low_open: bool) -> float:
+    """A fraction written as one (0.35) or as a percentage (35%); a bare number above 1 is
+    refused, as the user most likely meant a percentage and a gate read as 35 would never
+    hold."""
+    written = text.strip()
+    percent = written.endswith("%")
+    form = "a fraction, e.g. 0.35, or a percentage, e.g. 35%"
+    value = _number(written.removesuffix("%").strip(), float, form)
+    if percent:
+        value /= 100
+    elif value > 1:
+        raise ValueError(f"is not a fraction: write {value / 100:g} or {written}%")
+    if not ((0 < value < 1) if low_open else (0 <= value <= 1)):
+        bounds = "more than 0 and less than 1 (0% < A < 100%)" if low_open else \
+            "from 0 to 1 (0% to 100%)"
+        raise ValueError(f"must be a fraction {bounds}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A fraction from 0 to 1, e.g. a pass@1 floor: 0.35 or 35%."""
+    return _fraction(text, low_open=False)
+
+
+def level(text: str) -> float:
+    """A significance level, strictly between 0 and 1: 0.05 or 5%."""
+    return _fraction(text, low_open=True)
+
+
+FRACTIONS = (fraction, level)
+
+
+def read_as(text: str, value: float) -> str:
+    """How a fraction option's text was read, for the run's header line."""
+    return f"{text.strip()} read as {value:g} ({100 * value:g}%)"
 
 
 def temperatures(text: str) -> tuple[float, ...]:

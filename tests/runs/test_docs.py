@@ -380,7 +380,8 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
     """Runs that write the fields the docs' commands do not: repair rounds, samples, a repeat
     check, HumanEval+, a shard, a baseline, reruns, a reference solution that cannot pass, a
     fleet with a server out of rotation, a model that cannot load, the tools agent under BigCode's
-    length budget, a weak-test fix and a task whose reference solution fails HumanEval+."""
+    length budget, a weak-test fix, a task whose reference solution fails HumanEval+, and a
+    brought agent, without a model, that raises on one task of two."""
     from openai_stub import StubServer
 
     root = tmp_path_factory.mktemp("schema")
@@ -389,6 +390,9 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
     weak = plus_replay_file(dataset, checkout / "weak.jsonl")
     cpp = dataset.with_name(dataset.name.replace("-python.", "-cpp."))
     dead = "http://127.0.0.1:9/v1"
+    (checkout / "raising.py").write_text(
+        "def agent(ctx):\n    if ctx.task.task_id == 'Python/1':\n"
+        "        raise KeyError('plan')\n    return ctx.task.buggy_code\n", encoding="utf-8")
     with StubServer() as stub:
         runs = [
             ["--humanfix-model", f"replay:{replies}", "--humanfix-max", "3", "-n", "2",
@@ -409,6 +413,8 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
             ["--humanfix-model", f"replay:{weak}", "--humanfix-task", "Python/13,Python/22",
              "--humanfix-tests", "plus",
              "--humanfix-report-dir=weak"],
+            ["--humanfix-agent", "raising.py:agent", "--humanfix-max", "2",
+             "--humanfix-report-dir=raising"],
         ]
         for args in runs:
             done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=checkout,
@@ -475,6 +481,7 @@ def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs)
         {key for record in records for key in record if record[key]}
     assert any(a.get("server") for record in records for a in record["attempts"])
     assert any(record["outcome"] == "error" for record in records)
+    assert any(record.get("agent_error") for record in records)
     assert all(any(summary.get(key) for summary in summaries) for key in
                ("baseline", "plus", "repeat_check", "repairs", "servers", "servers_out"))
     assert any(summary["plus"]["weak_test_fixes"] and summary["plus"]["known_failures"]

@@ -47,15 +47,15 @@ def test_canonical_holds_fail_under_0_9(humanfix_pytester):
                                                "skipped": 0}
 
 
-def test_canonical_fails_fail_under_above_one(humanfix_pytester):
+def test_a_fail_under_above_one_is_refused_before_any_task(humanfix_pytester):
+    # A gate no run can hold, most likely a percentage without its sign: refused at the start,
+    # not after every task has run.
     result = humanfix_pytester.runpytest("--humanfix-model", "canonical", *BASE,
                                          "--humanfix-fail-under", "1.01")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=TASKS)
-    assert humanfix_section(result)[-1] == (
-        f"humanfix gate FAILED: pass@1 1.0000 over {TASKS} scored task(s) is under "
-        "--humanfix-fail-under 1.01")
-    assert junit_property(humanfix_pytester, "humanfix_gate").startswith("humanfix gate FAILED")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --humanfix-fail-under / humanfix_fail_under: '1.01' is "
+                                 "not a fraction: write 0.0101 or 1.01%"])
+    assert not (humanfix_pytester.path / "reports" / "humanfix.jsonl").exists()
 
 
 def test_buggy_fails_fail_under_with_unfixed_tasks_as_expected_failures(humanfix_pytester):
@@ -67,11 +67,14 @@ def test_buggy_fails_fail_under_with_unfixed_tasks_as_expected_failures(humanfix
     assert humanfix_section(result)[-1].startswith(
         "humanfix gate FAILED: pass@1 0.0000 over 4 scored task(s) is under")
     result.stdout.fnmatch_lines(["XFAIL *Python_0_has_close_elements - not fixed"])
-    assert junit_counts(humanfix_pytester) == {"tests": TASKS, "failures": 0, "errors": 0,
+    # The failed gate is JUnit's one failure, as the exit status says; the tasks are skipped.
+    assert junit_counts(humanfix_pytester) == {"tests": TASKS + 1, "failures": 1, "errors": 0,
                                                "skipped": TASKS}
     root = ET.parse(humanfix_pytester.path / "reports" / "junit.xml").getroot()
     messages = [s.get("message") for s in root.iter("skipped")]
     assert all(m.startswith("not fixed") for m in messages) and len(messages) == TASKS
+    [failure] = root.iter("failure")
+    assert failure.get("message") == junit_property(humanfix_pytester, "humanfix_gate")
 
 
 def test_buggy_holds_fail_under_zero(humanfix_pytester):

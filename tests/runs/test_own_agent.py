@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,9 @@ def test_a_brought_agent_runs_under_xdist_and_two_agents_compare_with_the_gate(
     assert any(line.startswith("humanfix gates held:") for line in result.outlines)
     records = records_by_task()
     for record in records.values():
-        assert record["protocol"]["agent"] == MINIMAL and record["outcome"] == "fixed"
+        # The example lies outside the pytester rootdir: its absolute file, and its source.
+        assert record["protocol"]["agent"].startswith(MINIMAL + "@")
+        assert record["outcome"] == "fixed"
         [attempt] = record["attempts"]
         assert (attempt["prompt"], attempt["engine"], attempt["status"], attempt["tests"]) == \
             ("chat", "control", "passed", "test")
@@ -418,7 +421,8 @@ def test_the_ini_key_names_the_agent_relative_to_the_ini_file(humanfix_pytester,
                                          "Python/0", f"--humanfix-report-dir={sub}")
     result.assert_outcomes(passed=1)
     record = json.loads((sub / "humanfix.jsonl").read_text())
-    assert record["protocol"]["agent"] == "agents.py:agent" and record["outcome"] == "fixed"
+    assert record["protocol"]["agent"].startswith("agents.py:agent@")
+    assert record["outcome"] == "fixed"
 
 
 def test_a_graph_that_ends_without_code_is_its_failure(tasks):
@@ -501,3 +505,112 @@ def test_code_the_agent_did_not_run_is_graded_on_its_latest_reply_not_run(tasks)
     assert [(a.status, a.round, a.temperature) for a in result.attempts] == \
         [("failed", 0, 0.0), ("graded", 1, 0.5)]
     assert (result.outcome, result.final_attempt, result.fixed_round) == ("fixed", 1, 1)
+
+
+# Agent failures, agents with their own model, and an agent's identity.
+
+RAISING = """
+    def agent(ctx):
+        raise ValueError("my model is down")
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["one process", "xdist"])
+def test_an_agent_that_raises_on_every_task_fails_the_gate_and_every_report_counts_it(
+        humanfix_pytester, records_by_task, xdist):
+    # No --humanfix-model: the brought agent alone activates the plugin.
+    agent = agent_file(humanfix_pytester, RAISING)
+    workers = ["-n", "2"] if xdist else []
+    result = humanfix_pytester.runpytest("--humanfix-agent", agent, "--humanfix-max", "5",
+                                         "--humanfix-fail-under", "0", "-rx", *workers)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines[-15:]
+    records = records_by_task()
+    assert [r["agent_error"] for r in records.values()] == \
+        [{"type": "ValueError", "message": "my model is down"}] * 5
+    assert {r["outcome"] for r in records.values()} == {"unfixed"}
+    assert {r["model"] for r in records.values()} == {None}
+    reports = humanfix_pytester.path / "reports"
+    summary = json.loads((reports / "summary.json").read_text())
+    assert (summary["tasks"]["agent_errors"], summary["tasks"]["unfixed"],
+            summary["tasks"]["errors"]) == (5, 0, 0)
+    assert [row["task_id"] for row in summary["agent_errors"]] == \
+        [f"Python/{n}" for n in range(5)]
+    assert summary["gate_failed"]
+    assert any(line.startswith("fixed 0, not fixed 0, agent errors 5 (the agent raised; scored "
+                               "not fixed), errors 0") for line in result.outlines)
+    assert "model: none named (the agent brings its own)" in result.outlines
+    [verdict] = [line for line in result.outlines if line.startswith("humanfix gate")]
+    assert verdict.startswith("humanfix gate FAILED: the agent raised on every one of the 5 "
+                              "scored task(s) (first, Python/0: ValueError: my model is down)")
+    assert "5 agent error(s)" in (reports / "summary.md").read_text()
+    # No report calls the buggy code a candidate.
+    assert any("(no candidate: the agent raised ValueError: my model is down)" in line
+               for line in result.outlines)
+    assert not any("the candidate is the buggy code" in line for line in result.outlines)
+    suite = ET.parse(reports / "junit.xml").find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["humanfix_agent_errors"] == "5"
+    # The failed gate is the one failure, as the exit status says.
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("6", "1", "5")
+    [gate] = [case for case in suite.iter("testcase") if case.get("name") == "gates"]
+    assert gate.find("failure").get("message").startswith("humanfix gate FAILED: the agent")
+
+
+def test_an_agent_with_its_own_model_runs_without_one_and_ctx_model_says_so(
+        humanfix_pytester, records_by_task):
+    agent = agent_file(humanfix_pytester, """
+        def agent(ctx):
+            if ctx.task.task_id == "Python/1":
+                return ctx.model.chat([{"role": "user", "content": ctx.task.prompt}])
+            return ctx.task.buggy_code.replace("elem - elem2", "abs(elem - elem2)")
+    """)
+    result = humanfix_pytester.runpytest("--humanfix-agent", agent, "--humanfix-task",
+                                         "Python/0,Python/1")
+    result.assert_outcomes(passed=1, failed=1)
+    records = records_by_task()
+    assert records["Python/0"]["outcome"] == "fixed"
+    assert records["Python/1"]["agent_error"]["type"] == "NoModel"
+    assert "name one with --humanfix-model SPEC" in records["Python/1"]["agent_error"]["message"]
+
+
+def test_a_named_model_that_cannot_load_is_no_failure_above_no_error(humanfix_pytester):
+    agent = agent_file(humanfix_pytester, """
+        def agent(ctx):
+            return ctx.task.buggy_code.replace("elem - elem2", "abs(elem - elem2)")
+    """)
+    result = humanfix_pytester.runpytest(
+        "--humanfix-agent", agent, "--humanfix-task", "Python/0", "--humanfix-model",
+        "openai:nothing", "--humanfix-base-url", "http://127.0.0.1:9/v1")
+    # Either refused at the start (a server checked before any task), or run by the agent,
+    # which never asked the model: never a load failure told above "errors 0".
+    if result.ret == pytest.ExitCode.USAGE_ERROR:
+        return
+    result.assert_outcomes(passed=1)
+    assert not any("MODEL LOAD FAILED" in line for line in result.outlines)
+    assert any(line.startswith("WARNING: model 'openai:nothing' failed to load")
+               and "no task asked the model" in line for line in result.outlines)
+
+
+def test_an_agent_is_resumed_however_its_path_is_typed_and_refused_once_edited(
+        humanfix_pytester, read_records):
+    agent = agent_file(humanfix_pytester, """
+        def agent(ctx):
+            return ctx.task.buggy_code
+    """)
+    humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-agent", agent,
+                                "--humanfix-max", "2")
+    [first, _] = read_records()
+    absolute = f"{humanfix_pytester.path / 'agents.py'}:agent"
+    result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-agent",
+                                         absolute, "--humanfix-max", "3", "--humanfix-resume")
+    assert any(line.startswith("resumed: 2 task(s)") for line in result.outlines)
+    records = read_records()
+    assert len(records) == 3
+    assert {r["protocol"]["agent"] for r in records} == {first["protocol"]["agent"]}
+    (humanfix_pytester.path / "agents.py").write_text(
+        "def agent(ctx):\n    return None\n", encoding="utf-8")
+    result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-agent",
+                                         agent, "--humanfix-max", "3", "--humanfix-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"agent: {first['protocol']['agent']!r} there, 'agents.py:agent@" in \
+        "\n".join(result.errlines)

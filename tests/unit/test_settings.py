@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.settings import OPTIONS, PATH_OPTIONS, Option, Settings
+from pytest_humanfix.settings import OPTIONS, PATH_OPTIONS, Option, Settings, fractions_read
 
 # A value as a user would write it, for each option without a default to convert back.
 SAMPLES = {
@@ -122,7 +122,9 @@ def given(option: Option, where: str) -> object:
 
 @pytest.mark.parametrize("option", OPTIONS, ids=lambda option: option.name)
 def test_the_command_line_and_the_ini_file_give_the_same_value(option: Option, tmp_path):
-    needed = {"humanfix_repeat_check": "1"} if option.name == "repeat-with" else {}
+    # What an option needs beside it: the check it names, the model an engine serves.
+    needed = {"repeat-with": {"humanfix_repeat_check": "1"},
+              "serve": {"humanfix_model": "buggy"}}.get(option.name, {})
     by_cli = Settings.from_config(FakeConfig(
         tmp_path, cli={option.dest: given(option, "cli"), **needed}))
     by_ini = Settings.from_config(FakeConfig(
@@ -166,3 +168,33 @@ def test_a_bad_value_names_the_option_and_what_it_takes(tmp_path):
     with pytest.raises(pytest.UsageError) as raised:
         Settings.from_config(FakeConfig(tmp_path, cli={"humanfix_max": "0"}))
     assert str(raised.value) == "--humanfix-max / humanfix_max: '0' must be 1 or more"
+
+
+@pytest.mark.parametrize(("dest", "text", "says"), [
+    ("humanfix_fail_under", "35", "--humanfix-fail-under / humanfix_fail_under: '35' is not a "
+                                  "fraction: write 0.35 or 35%"),
+    ("humanfix_alpha", "5", "--humanfix-alpha / humanfix_alpha: '5' is not a fraction: write "
+                            "0.05 or 5%"),
+])
+def test_a_gate_value_in_the_wrong_unit_is_a_usage_error_before_any_task(tmp_path, dest, text,
+                                                                          says):
+    with pytest.raises(pytest.UsageError) as raised:
+        Settings.from_config(FakeConfig(tmp_path, cli={dest: text}))
+    assert str(raised.value) == says
+
+
+def test_the_fractions_given_are_told_as_read(tmp_path):
+    config = FakeConfig(tmp_path, cli={"humanfix_fail_under": "35%"},
+                        ini={"humanfix_alpha": "0.1"})
+    settings = Settings.from_config(config)
+    assert (settings.fail_under, settings.alpha) == (pytest.approx(0.35), 0.1)
+    assert fractions_read(config) == ["fail-under: 35% read as 0.35 (35%)",
+                                      "alpha: 0.1 read as 0.1 (10%)"]
+    assert fractions_read(FakeConfig(tmp_path)) == []  # nothing given, nothing told
+
+
+def test_an_engine_to_serve_needs_a_model_and_a_brought_agent_alone_activates(tmp_path):
+    with pytest.raises(pytest.UsageError, match="name it with --humanfix-model SPEC"):
+        Settings.from_config(FakeConfig(tmp_path, cli={"humanfix_serve": True}))
+    assert Settings(agent="agents.py:fix").active  # an agent that calls its own model
+    assert not Settings(agent="repair").active and Settings(model="buggy").active

@@ -4,6 +4,7 @@ way it cannot be loaded is an error that says what to do."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import textwrap
 from pathlib import Path
@@ -15,8 +16,10 @@ from pytest_humanfix.agent.loader import (
     FIXTURE,
     AgentLoadError,
     agent_folders,
+    agent_name,
     agent_of,
     conftest_agent,
+    identity,
     is_agent,
     is_brought,
     is_graph,
@@ -33,7 +36,8 @@ def isolated_imports(monkeypatch: pytest.MonkeyPatch):
     imported for the first time here must stay the one its classes come from)."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield
-    for name in [n for n in sys.modules if n.startswith(("humanfix_agent_", "helper_of_"))]:
+    for name in [n for n in sys.modules
+                 if n.startswith(("humanfix_agent_", "helper_of_", "loader_ident_pkg"))]:
         del sys.modules[name]
 
 
@@ -214,4 +218,46 @@ def test_settle_refuses_the_repeat_check_for_a_brought_agent(tmp_path):
     with pytest.raises(pytest.UsageError, match="leave the repeat check out"):
         settle_agent(config(tmp_path), settings)
     fine = Settings(model="canonical", agent="loader_agent_g.py:fix")
-    assert settle_agent(config(tmp_path), fine) is fine
+    assert settle_agent(config(tmp_path), fine).agent.startswith("loader_agent_g.py:fix@")
+
+
+def sha12(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def test_an_agent_is_its_file_under_the_rootdir_and_its_source_however_it_was_typed(
+        tmp_path, monkeypatch):
+    package = tmp_path / "loader_ident_pkg"
+    package.mkdir()
+    path = agent_file(package, "agent_h.py", "def fix(ctx):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    expected = f"loader_ident_pkg/agent_h.py:fix@{sha12(path)}"
+    for typed in ("loader_ident_pkg/agent_h.py:fix", f"{path}:fix",
+                  "./loader_ident_pkg/agent_h.py:fix", "loader_ident_pkg.agent_h:fix"):
+        assert identity(typed, (tmp_path,), tmp_path) == expected, typed
+    # Outside the rootdir: the module's name where it was imported by one, else the file.
+    elsewhere = tmp_path / "root"
+    elsewhere.mkdir()
+    assert identity("loader_ident_pkg.agent_h:fix", (tmp_path,), elsewhere) == \
+        f"loader_ident_pkg.agent_h:fix@{sha12(path)}"
+    assert identity(f"{path}:fix", (), elsewhere) == f"{path}:fix@{sha12(path)}"
+
+
+def test_an_edited_agent_is_another_agent(tmp_path):
+    path = agent_file(tmp_path, "loader_agent_i.py", "def fix(ctx):\n    return None\n")
+    before = identity("loader_agent_i.py:fix", (tmp_path,), tmp_path)
+    path.write_text("def fix(ctx):\n    return 'changed'\n", encoding="utf-8")
+    after = identity("loader_agent_i.py:fix", (tmp_path,), tmp_path)
+    assert before != after and after == f"loader_agent_i.py:fix@{sha12(path)}"
+    assert agent_name(after) == "loader_agent_i.py:fix" and agent_name("repair") == "repair"
+
+
+def test_settled_the_settings_name_the_agent_by_identity_and_it_is_found_by_it(tmp_path):
+    path = agent_file(tmp_path, "loader_agent_j.py", "def fix(ctx):\n    return 'code'\n")
+    settled = settle_agent(config(tmp_path / "sub"),
+                           Settings(model="canonical", agent=f"{path}:fix"))
+    assert settled.agent == f"{path}:fix@{sha12(path)}"  # rootdir tmp_path/sub: outside it
+    rooted = config(tmp_path)
+    settled = settle_agent(rooted, Settings(model="canonical", agent=f"{path}:fix"))
+    assert settled.agent == f"loader_agent_j.py:fix@{sha12(path)}"
+    assert agent_of(rooted, settled.agent)(None) == "code"

@@ -12,6 +12,7 @@ from pytest_humanfix.reporting.gates import (
     BaselineError,
     Comparison,
     GateCheck,
+    agent_error_check,
     check_gates,
     compare,
     completeness_check,
@@ -38,11 +39,50 @@ def test_the_comparisons_figures_hold_the_counts_the_p_value_and_the_test():
     comparison = Comparison(regressions=["a", "b", "c"], improvements=[], both_fixed=2)
     figures = comparison.figures()
     assert list(figures) == ["regressions", "improvements", "both_fixed", "both_unfixed",
-                             "unpaired", "paired", "p_value", "test"]
+                             "unpaired", "paired", "p_value", "test", "pass_at_1", "change",
+                             "model", "agent", "run_ids", "computed_by"]
     assert figures["p_value"] == pytest.approx(0.125)
     assert figures["paired"] == 5
     figures["regressions"].append("z")
     assert comparison.regressions == ["a", "b", "c"]  # the summary holds a copy
+
+
+def test_the_comparison_lists_tasks_in_natural_order_and_says_what_the_baseline_was():
+    ids = ["Python/10", "Python/2", "Python/100", "Python/1"]
+    baseline = {t: record(t, run_id="base-run", model="qwen",
+                          protocol={"agent": "agents.py:fix@0123456789ab"},
+                          computed_by={"engine": "llama.cpp", "version": "b1"}) for t in ids}
+    baseline["Python/7"] = record("Python/7", "unfixed", run_id="base-run")
+    now = [record(t, "unfixed") for t in ids] + [record("Python/7"), record("Python/3")]
+    figures = compare(now, baseline).figures()
+    assert figures["regressions"] == ["Python/1", "Python/2", "Python/10", "Python/100"]
+    assert figures["improvements"] == ["Python/7"] and figures["unpaired"] == ["Python/3"]
+    # The baseline's pass@1 over this run's tasks it holds (4 of 5 fixed), and the change to
+    # this run's (2 of 6 fixed).
+    assert figures["pass_at_1"]["value"] == pytest.approx(4 / 5)
+    assert figures["pass_at_1"]["tasks"] == 5
+    assert figures["change"] == pytest.approx(2 / 6 - 4 / 5)
+    assert (figures["model"], figures["agent"], figures["run_ids"]) == \
+        ("qwen", "agents.py:fix@0123456789ab", ["base-run"])
+    assert figures["computed_by"] == "llama.cpp; b1"
+
+
+def summary_with_agent_errors(raised: int, scored: int) -> dict:
+    return {"tasks": {"agent_errors": raised, "scored": scored},
+            "agent_errors": [{"task_id": f"Python/{n}", "type": "ValueError",
+                              "message": "no model"} for n in range(raised)]}
+
+
+def test_the_agent_raising_is_named_by_the_gates_and_fails_them_when_it_raised_on_all():
+    assert agent_error_check(summary_with_agent_errors(0, 5)) is None
+    some = agent_error_check(summary_with_agent_errors(2, 5))
+    assert some.passed and some.reason == (
+        "the agent raised on 2 of 5 scored task(s), scored not fixed (first, Python/0: "
+        "ValueError: no model)")
+    every = agent_error_check(summary_with_agent_errors(5, 5))
+    assert not every.passed and "every one of the 5 scored task(s)" in every.reason
+    assert "humanfix gate FAILED: the agent raised on every one" in verdict_line(
+        [GateCheck("fail-under", True, "held"), every])
 
 
 def test_fail_under_holds_at_the_floor_and_never_over_no_task():

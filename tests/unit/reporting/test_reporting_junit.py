@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 
 from reporting_records import record
 
-from pytest_humanfix.reporting.junit import junit_properties, write_junit
-from pytest_humanfix.reporting.summary import build, times_from_records
+from pytest_humanfix.reporting.gates import GateCheck
+from pytest_humanfix.reporting.junit import add_gate_failure, junit_properties, write_junit
+from pytest_humanfix.reporting.summary import attach_gates, build, times_from_records
 from pytest_humanfix.reporting.xmltext import xml_text
 
 
@@ -80,3 +81,61 @@ def test_a_rebuilt_file_parses_whatever_the_records_hold(tmp_path):
     assert cases[1].find("skipped").get("message") == \
         "known failure here (unfixed): flaky#x01"
     assert (suite.get("failures"), suite.get("skipped")) == ("0", "1")
+
+
+def gate_failed_summary(records):
+    summary = summary_of(records)
+    attach_gates(summary, [GateCheck("fail-under", False, "pass@1 0.0000 is under 0.35"),
+                           GateCheck("complete", True, "held")])
+    return summary
+
+
+def test_a_failed_gate_is_a_failed_case_and_agent_errors_count_as_not_fixed(tmp_path):
+    records = [record("Python/0", "unfixed", failure="raised",
+                      agent_error={"type": "ValueError", "message": "boom"}),
+               record("Python/1", "unfixed", failure="no")]
+    summary = gate_failed_summary(records)
+    assert summary["tasks"]["agent_errors"] == 1 and summary["tasks"]["unfixed"] == 1
+    assert dict(junit_properties(summary))["humanfix_agent_errors"] == "1"
+    suite = ET.parse(write_junit(summary, records, tmp_path / "j.xml", gated=True)).find(
+        "testsuite")
+    # Under a gate the two not fixed are expected failures; the failed gate is the failure.
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "2")
+    gate = suite.findall("testcase")[-1]
+    assert (gate.get("classname"), gate.get("name")) == ("humanfix", "gates")
+    assert gate.find("failure").get("message") == \
+        "humanfix gate FAILED: pass@1 0.0000 is under 0.35"
+    held = summary_of(records)
+    attach_gates(held, [GateCheck("fail-under", True, "held")])
+    suite = ET.parse(write_junit(held, records, tmp_path / "h.xml", gated=True)).find(
+        "testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "0")
+
+
+def test_a_failed_gate_is_a_failed_case_in_pytests_own_file(tmp_path):
+    from _pytest.junitxml import LogXML
+
+    path = tmp_path / "junit.xml"
+    xml = LogXML(str(path), None)
+    xml.pytest_sessionstart()
+    add_gate_failure(xml, gate_failed_summary([record("Python/0", "unfixed")]))
+    xml.pytest_sessionfinish()
+    suite = ET.parse(path).find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+    [case] = suite.findall("testcase")
+    assert (case.get("classname"), case.get("name")) == ("humanfix", "gates")
+    assert case.find("failure").get("message") == \
+        "humanfix gate FAILED: pass@1 0.0000 is under 0.35"
+
+
+def test_no_case_is_added_to_pytests_file_when_the_gates_held(tmp_path):
+    from _pytest.junitxml import LogXML
+
+    path = tmp_path / "junit.xml"
+    xml = LogXML(str(path), None)
+    xml.pytest_sessionstart()
+    summary = summary_of([record("Python/0")])
+    attach_gates(summary, [GateCheck("fail-under", True, "held")])
+    add_gate_failure(xml, summary)
+    xml.pytest_sessionfinish()
+    assert ET.parse(path).find("testsuite").get("tests") == "0"

@@ -99,7 +99,8 @@ def test_the_summary_of_one_fixed_task():
                                       tokens={"prompt": 3, "completion": 1})],
                               {"started_at": None, "ended_at": None, "wall_seconds": None})
     assert built["tasks"] == {"total": 1, "scored": 1, "errors": 0, "item_timeouts": 0,
-                              "fixed": 1, "unfixed": 0, "flagged": 0, "known_failures": 0}
+                              "fixed": 1, "unfixed": 0, "agent_errors": 0, "flagged": 0,
+                              "known_failures": 0}
     assert built["tokens"] == {"prompt": 3, "completion": 1, "total": 4,
                                "per_task": {"mean": 4.0, "median": 4.0, "max": 4.0}}
     assert built["seconds"] == {"total": 2.0,

@@ -32,9 +32,19 @@ def test_the_failure_report_names_the_task_its_first_failure_and_the_diff():
 
 
 def test_the_failure_report_of_an_unchanged_candidate_says_so():
-    report = failure_report(TASK, result())
+    report = failure_report(TASK, result(code="def f():\n    return 0\n"))
     assert "    ?" in report.splitlines()
     assert report.endswith("(the candidate is the buggy code, unchanged)")
+
+
+def test_the_failure_report_never_calls_the_buggy_code_a_candidate_where_there_was_none():
+    assert failure_report(TASK, result()).endswith("(no candidate)")
+    raised = failure_report(TASK, result(
+        failure="agents.py:agent raised ValueError: no idea", agent_error={
+            "type": "ValueError", "message": "no idea"}))
+    assert raised.splitlines()[0] == "Python/0 f [operator misuse]: the agent raised"
+    assert raised.endswith("(no candidate: the agent raised ValueError: no idea)")
+    assert "buggy code, unchanged" not in raised
 
 
 def test_a_long_diff_is_cut_and_says_how_much_is_left_out():

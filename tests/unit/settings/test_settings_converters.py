@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_humanfix.settings import converters
+from pytest_humanfix.settings import OPTIONS, converters
 
 
 @pytest.mark.parametrize(("convert", "text", "value"), [
@@ -39,10 +39,67 @@ def test_numbers_out_of_range_say_the_range(convert, text, says):
     assert str(raised.value) == says
 
 
-@pytest.mark.parametrize("convert", [converters.positive_int, converters.non_negative_int])
-def test_an_int_option_refuses_a_fraction(convert):
-    with pytest.raises(ValueError, match="invalid literal for int"):
-        convert("1.5")
+@pytest.mark.parametrize(("convert", "says"), [
+    (converters.positive_int, "must be a whole number of 1 or more"),
+    (converters.non_negative_int, "must be a whole number of 0 or more"),
+    (converters.integer, "must be a whole number, e.g. 0"),
+])
+@pytest.mark.parametrize("text", ["1.5", "two", ""])
+def test_an_int_option_refuses_what_is_no_whole_number_saying_so(convert, says, text):
+    with pytest.raises(ValueError) as raised:
+        convert(text)
+    assert str(raised.value) == says
+    assert raised.value.__suppress_context__  # not Python's "invalid literal for int()"
+
+
+@pytest.mark.parametrize(("convert", "says"), [
+    (converters.positive_float, "must be a number more than 0, e.g. 2.5"),
+    (converters.non_negative_float, "must be a number of 0 or more, e.g. 0.5"),
+])
+def test_a_number_option_refuses_text_saying_what_it_takes(convert, says):
+    with pytest.raises(ValueError) as raised:
+        convert("fast")
+    assert str(raised.value) == says
+
+
+def test_an_integer_takes_any_whole_number():
+    assert converters.integer(" -3 ") == -3
+
+
+@pytest.mark.parametrize(("convert", "text", "value"), [
+    (converters.fraction, "0.35", 0.35),
+    (converters.fraction, "35%", 0.35),
+    (converters.fraction, " 35 % ", 0.35),
+    (converters.fraction, "0", 0.0),
+    (converters.fraction, "1", 1.0),
+    (converters.fraction, "100%", 1.0),
+    (converters.level, "0.05", 0.05),
+    (converters.level, "5%", 0.05),
+])
+def test_a_fraction_is_taken_as_one_or_as_a_percentage(convert, text, value):
+    assert convert(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("convert", "text", "says"), [
+    (converters.fraction, "35", "is not a fraction: write 0.35 or 35%"),
+    (converters.level, "5", "is not a fraction: write 0.05 or 5%"),
+    (converters.fraction, "150%", "must be a fraction from 0 to 1 (0% to 100%)"),
+    (converters.fraction, "-0.1", "must be a fraction from 0 to 1 (0% to 100%)"),
+    (converters.fraction, "nan", "must be a fraction from 0 to 1 (0% to 100%)"),
+    (converters.level, "0", "must be a fraction more than 0 and less than 1 (0% < A < 100%)"),
+    (converters.level, "1", "must be a fraction more than 0 and less than 1 (0% < A < 100%)"),
+    (converters.fraction, "a third", "must be a fraction, e.g. 0.35, or a percentage, e.g. 35%"),
+    (converters.level, "%", "must be a fraction, e.g. 0.35, or a percentage, e.g. 35%"),
+])
+def test_a_fraction_out_of_range_names_the_range_and_the_fix(convert, text, says):
+    with pytest.raises(ValueError) as raised:
+        convert(text)
+    assert str(raised.value) == says
+
+
+def test_how_a_fraction_was_read_is_told_in_both_units():
+    assert converters.read_as("35%", 0.35) == "35% read as 0.35 (35%)"
+    assert converters.read_as("0.05", 0.05) == "0.05 read as 0.05 (5%)"
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -159,3 +216,20 @@ def test_a_flag_refused_says_true_or_false(text):
     with pytest.raises(ValueError, match="^must be true or false$"):
         converters.flag(text)
 
+
+
+PYTHON_SAYS = ("invalid literal", "could not convert", "object has no attribute")
+# Free-form options (ids, arguments) take "@@ nonsense"; these are what they refuse.
+NONSENSE = {"task": " , ", "devices": " , ", "engine-args": "--name 'unclosed"}
+
+
+@pytest.mark.parametrize("declared", [o for o in OPTIONS if o.convert is not str],
+                         ids=lambda o: o.name)
+def test_every_option_refuses_nonsense_saying_what_it_takes(declared):
+    # What the user sees is "--humanfix-<name> / humanfix_<name>: '<text>' <message>": the
+    # message must read after the text and say what is taken, never Python's own words.
+    with pytest.raises(ValueError) as raised:
+        declared.convert(NONSENSE.get(declared.name, "@@ nonsense"))
+    message = str(raised.value)
+    assert message.split()[0] in ("must", "is", "has", "names", "cannot"), message
+    assert not any(words in message for words in PYTHON_SAYS), message
