@@ -4,7 +4,11 @@ and pytest-html reuse them. What each line says: docs/reports.md.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 from ..protocol import RecordedProtocol
+from ..records import Record
 from .gates import noise_note
 from .sections import (
     BaselineFigures,
@@ -289,3 +293,17 @@ def baseline_lines(baseline: BaselineFigures | None) -> list[str]:
     ]
 
 
+
+
+def model_error_lines(records: Iterable[Record]) -> list[str]:
+    """One line per distinct load failure, however many tasks and workers it stopped; a
+    brought agent that never asks the model is not stopped by it, and is told so."""
+    records = list(records)
+    failures = Counter(r["model_error"] for r in records
+                       if r.get("model_error") and r["outcome"] == "error")
+    lines = [f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}"
+             for error, count in failures.items()]
+    unasked = {str(r["model_error"]) for r in records
+               if r.get("model_error") and r["model_error"] not in failures}
+    return lines + [f"WARNING: {error}; no task asked the model (the agent answered without "
+                    "ctx.model), so none errored" for error in sorted(unasked)]

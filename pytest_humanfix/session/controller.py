@@ -7,7 +7,6 @@ the terminal, JUnit, the report files and the gates all read (docs/reports.md).
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -422,18 +421,8 @@ class Controller:
             lines.append(self.report_problem)
         for line in lines:
             terminalreporter.write_line(line)
-        # One line per distinct load failure, however many tasks and workers it stopped; a
-        # brought agent that never asks the model is not stopped by it, and is not told so.
-        failures = Counter(r["model_error"] for r in self.records.values()
-                           if r.get("model_error") and r["outcome"] == "error")
-        for error, count in failures.items():
-            terminalreporter.write_line(
-                f"MODEL LOAD FAILED ({count} task(s) errored without retrying): {error}", red=True)
-        unasked = {r["model_error"] for r in self.records.values()
-                   if r.get("model_error") and r["model_error"] not in failures}
-        for error in unasked:
-            terminalreporter.write_line(f"WARNING: {error}; no task asked the model (the agent "
-                                        "answered without ctx.model), so none errored")
+        for line in terminal.model_error_lines(self.records.values()):
+            terminalreporter.write_line(line, red=line.startswith("MODEL LOAD FAILED"))
         for line in failure_lines(summary, self.records.values(), self.baseline or {},
                                   Path(self.runner.settings.report_dir) / PAGE):
             terminalreporter.write_line(line, red=True)

@@ -61,8 +61,8 @@ RECIPES = [recipe for block in BLOCKS if (recipe := recipe_of(block))]
 def substituted(command: str, values: dict[str, str]) -> str:
     """`command` with each variable's value: `${{ name }}` (GitHub), `${name}` and `$name`."""
     for name, value in values.items():
-        command = command.replace("${{ %s }}" % name, value).replace("${%s}" % name, value)
-        command = re.sub(r"\$%s\b" % re.escape(name), value, command)
+        command = command.replace("${{ " + name + " }}", value).replace("${" + name + "}", value)
+        command = re.sub(r"\$" + re.escape(name) + r"\b", value, command)
     return command
 
 
@@ -98,7 +98,7 @@ def commands_of(recipe: Recipe) -> list[str]:
     commands = []
     for command in recipe.block.commands:
         names = [name for name in recipe.values if re.search(
-            r"\$(\{\{ )?\{?%s\b" % re.escape(name), command)]
+            r"\$(\{\{ )?\{?" + re.escape(name) + r"\b", command)]
         for combination in itertools.product(*(recipe.values[name] for name in names)):
             commands.append(with_control(substituted(command, dict(zip(names, combination,
                                                                        strict=True))),
