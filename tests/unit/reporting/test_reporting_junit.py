@@ -60,3 +60,20 @@ def test_a_rebuilt_file_has_a_case_per_task_and_an_unfixed_task_fails_unless_gat
         "testsuite")
     assert (gated.get("failures"), gated.get("skipped")) == ("0", "1")
     assert gated.findall("testcase")[1].find("skipped").get("type") == "pytest.xfail"
+
+
+def test_the_cost_is_a_suite_property_and_each_tasks_a_test_case_property(tmp_path):
+    records = [record("Python/0", tokens={"prompt": 90, "completion": 10}, replies=1,
+                      sandbox_runs=1, seconds=2.0),
+               record("Python/1", "unfixed", tokens={"prompt": 250, "completion": 50},
+                      replies=3, sandbox_runs=4, seconds=6.0)]
+    summary = summary_of(records)
+    properties = dict(junit_properties(summary))
+    assert properties["humanfix_cost_tokens"] == "400"
+    assert properties["humanfix_cost_per_task_replies"] == "2.0000"
+    assert properties["humanfix_cost_per_fix_sandbox_runs"] == "5.0000"
+    path = write_junit(summary, records, tmp_path / "junit.xml", gated=False)
+    cases = ET.parse(path).getroot().iter("testcase")
+    by_case = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in cases]
+    assert by_case[1] == {"prompt_tokens": "250", "completion_tokens": "50", "tokens": "300",
+                          "replies": "3", "sandbox_runs": "4", "seconds": "6.0000"}
