@@ -134,20 +134,20 @@ def name(one: Side) -> str:
 
 
 def lines(compared: SideBySide) -> list[str]:
-    """The comparison as summary.md and the terminal say it: a table of each run's whole spend,
-    the matched-cost rows, the discordant tasks and the test."""
+    """The comparison as compare.md and summary.md say it: a table of each run's fixes and
+    whole spend (`rates.cost`), the matched-cost rows, the discordant tasks and the test."""
     out = ["| run | fixed | replies | tokens | seconds | tokens per fix | seconds per fix |",
            "|---|---:|---:|---:|---:|---:|---:|"]
     for one in compared["runs"]:
-        end, per_fix = one["curve"][-1], one["cost"]["per_fix"]
-        out.append(f"| {name(one)} | {end['fixed']}/{compared['tasks']} | {end['replies']} | "
-                   f"{end['tokens']:,} | {end['seconds']:.0f} | "
+        total, per_fix = one["cost"]["total"], one["cost"]["per_fix"]
+        out.append(f"| {name(one)} | {one['curve'][-1]['fixed']}/{compared['tasks']} | "
+                   f"{total['replies']:.0f} | {total['tokens']:,.0f} | {total['seconds']:.0f} | "
                    + (f"{per_fix['tokens']:,.0f} | {per_fix['seconds']:.1f} |" if per_fix
                       else "- | - |"))
     out += ["", "At matched cost (each run within the rounds where its spend reaches the "
             "other's whole):", ""]
     for row in compared["matched"]:
-        unit = "tokens" if row["measure"] == "tokens" else "s"
+        unit = "tokens" if row["measure"] == "tokens" else "s of generation and execution"
         out.append(f"- {row['measure']}: {row['run']} within {row['round']} round(s) fixed "
                    f"{row['fixed']} for {row['spent']:,.0f} {unit}, against {row['other_fixed']}"
                    f" for {row['other_spent']:,.0f} {unit}"
@@ -169,11 +169,14 @@ def render(compared: SideBySide) -> str:
     x_ticks = chart._ticks(0.0, float(most_tokens or 1))
     y_ticks = chart._ticks(0.0, float(compared["tasks"] or 1), integer=True)
 
+    # The axes reach the largest value, past the last round tick when it lies beyond.
+    x_top, y_top = max(x_ticks[-1], most_tokens, 1), max(y_ticks[-1], compared["tasks"], 1)
+
     def x(tokens: float) -> float:
-        return x0 + (x1 - x0) * tokens / x_ticks[-1]
+        return x0 + (x1 - x0) * tokens / x_top
 
     def y(fixed: float) -> float:
-        return y1 - (y1 - y0) * fixed / y_ticks[-1]
+        return y1 - (y1 - y0) * fixed / y_top
 
     title = f"tasks fixed against tokens spent, over {compared['tasks']} task(s)"
     body = [chart._label(width / 2, 22, title, size=chart.FONT + 2),

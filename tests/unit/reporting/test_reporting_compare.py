@@ -153,3 +153,17 @@ def test_a_baseline_of_another_agent_puts_the_two_side_by_side_in_the_summary():
     same_agent = run("resample", dict(zip(TASKS, [0] * 8)), [100] * 4)
     assert build(now, times_from_records([]), baseline=same_agent)["agents"] is None
     assert build(now, times_from_records([]))["agents"] is None
+
+
+def test_every_point_of_the_chart_lies_inside_its_frame():
+    # 8,600 tokens: the last round tick (8,000) falls short of the largest spend.
+    compared = compare.side_by_side(
+        run("repair", dict(zip(TASKS, [0, 0, 1] + [None] * 5)), [100, 300, 500, 700]),
+        run("resample", dict(zip(TASKS, [0] * 8)), [100] * 4))
+    svg = ET.fromstring(compare.render(compared))
+    frame = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.get("stroke")][0]
+    left, top = float(frame.get("x")), float(frame.get("y"))
+    right, bottom = left + float(frame.get("width")), top + float(frame.get("height"))
+    for circle in svg.iter("{http://www.w3.org/2000/svg}circle"):
+        assert left <= float(circle.get("cx")) <= right
+        assert top <= float(circle.get("cy")) <= bottom
