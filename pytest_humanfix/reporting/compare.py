@@ -52,7 +52,8 @@ def comparable(record: Record) -> Fingerprint:
     fingerprint = record_fingerprint(record)
     protocol = {k: v for k, v in (fingerprint.get("protocol") or {}).items()
                 if k not in MAY_DIFFER}
-    return {**fingerprint, "protocol": cast(RecordedProtocol, protocol)}
+    return Fingerprint(model=fingerprint.get("model"), dataset_hash=fingerprint.get("dataset_hash"),
+                       protocol=cast(RecordedProtocol, protocol))
 
 
 def curve(records: list[Record]) -> list[RoundSpend]:
