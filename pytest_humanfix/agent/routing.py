@@ -10,7 +10,16 @@ from typing import Any
 
 from .context import RepairRuntime, RepairState
 from .nodes import (
-    call, check, execute, finish, propose, reflect, reflect_call, resample, sample_again)
+    call,
+    check,
+    execute,
+    finish,
+    propose,
+    reflect,
+    reflect_call,
+    resample,
+    sample_again,
+)
 
 
 def after_check(state: RepairState, runtime: RepairRuntime) -> str:

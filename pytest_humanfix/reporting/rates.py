@@ -164,7 +164,8 @@ def task_cost(record: Record) -> Spent:
 def _per(total: Spent, count: int) -> Spent | None:
     if not count:
         return None
-    return cast(Spent, {name: value / count for name, value in total.items()})
+    figures = cast(dict[str, float], total)
+    return cast(Spent, {name: value / count for name, value in figures.items()})
 
 
 def cost(records: list[Record]) -> Cost:
