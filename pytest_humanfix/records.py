@@ -105,6 +105,8 @@ class RecordedSample(TypedDict, total=False):
     flags: list[str]
     fixed_round: int | None
     plus_outcome: str | None
+    replies: int
+    sandbox_runs: int
 
 
 class RepeatCheck(TypedDict, total=False):
@@ -193,6 +195,8 @@ class Record(TypedDict, total=False):
     fixed_round: int | None
     seconds: float
     tokens: dict[str, int]  # prompt, completion
+    replies: int
+    sandbox_runs: int
     n: int
     n_fixed: int
     samples: list[RecordedSample]
@@ -282,6 +286,10 @@ class TaskResult:
     plus_failure: str = ""
     # A brought agent raised (agent/contract.py): no candidate, scored not fixed; None else.
     agent_error: AgentError | None = None
+    # The programs the task asked the sandbox to run on its tests, every sample's (a timeout
+    # run again counts once; HumanEval+ and the repeat check are not counted): its cost in
+    # executions, beside `tokens` and `replies` (reporting/rates.py, `task_cost`).
+    sandbox_runs: int = 0
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:
@@ -306,6 +314,13 @@ class TaskResult:
         return sum(a.completion_tokens for a in self.attempts)
 
     @property
+    def replies(self) -> int:
+        """The model's replies: the attempts, every sample's."""
+        if self.samples:
+            return sum(s.replies for s in self.samples)
+        return len(self.attempts)
+
+    @property
     def n(self) -> int:
         return len(self.samples) or 1
 
@@ -319,6 +334,7 @@ class TaskResult:
         """The task's part of its record, as JSON-able builtins."""
         data = asdict(self)
         data["tokens"] = {"prompt": self.prompt_tokens, "completion": self.completion_tokens}
+        data["replies"] = self.replies
         data["n"], data["n_fixed"] = self.n, self.n_fixed
         if self.plus_outcome is None:  # a run without HumanEval+ writes the records it always did
             for key in ("plus_outcome", "plus_verdict", "plus_failure"):
@@ -352,6 +368,8 @@ class Sample:
     flags: list[str] = field(default_factory=list)
     fixed_round: int | None = None  # as TaskResult's; None in records written before it
     plus_outcome: str | None = None  # as TaskResult's
+    replies: int = 0  # as TaskResult's; 0 in records written before they were kept
+    sandbox_runs: int = 0
 
     @classmethod
     def of(cls, result: TaskResult) -> Sample:
@@ -359,7 +377,8 @@ class Sample:
                    error=result.error, prompt_tokens=result.prompt_tokens,
                    completion_tokens=result.completion_tokens, seconds=result.seconds,
                    flags=result.flags, fixed_round=result.fixed_round,
-                   plus_outcome=result.plus_outcome)
+                   plus_outcome=result.plus_outcome, replies=result.replies,
+                   sandbox_runs=result.sandbox_runs)
 
 
 def _known(kind: type, data: Mapping[str, object]) -> dict[str, Any]:

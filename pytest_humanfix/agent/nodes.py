@@ -1,7 +1,7 @@
 """The repair agent's nodes: each takes the state and the runtime and returns the state's
 update. `propose` and `call` ask the model, `check` reads the reply's code, `execute` runs it,
-`reflect` and `reflect_call` tell the model what happened, `finish` grades (docs/agent.md,
-"The repair loop")."""
+`reflect` and `reflect_call` tell the model what happened, `sample_again` begins a resampling
+round, `finish` grades (docs/agent.md, "The repair loop")."""
 
 from __future__ import annotations
 
@@ -205,6 +205,13 @@ def reflect_call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
                 {"role": "tool", "tool_call_id": call_id, "content": result}]
     return {"messages": messages, "attempts": _replace_last(attempts, feedback=result),
             "round": state["round"] + 1, "resamples": 0}
+
+
+def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    """The resampling agent's next round: the first prompt again, unchanged and told nothing,
+    sampled at the round's temperature; the model's seed for it is drawn per reply, so a rerun
+    draws the same samples (models/base.py, `sample_seed`)."""
+    return {"round": state["round"] + 1, "resamples": 0}
 
 
 def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:

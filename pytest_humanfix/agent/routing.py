@@ -1,4 +1,4 @@
-"""The repair agents' graphs written down once, as data: what follows each node, and the
+"""The built-in agents' graphs written down once, as data: what follows each node, and the
 routers that choose after `check` and `execute` (`GRAPHS`, by --humanfix-agent). agent/graph.py
 compiles them with LangGraph or walks them as plain calls (docs/agent.md)."""
 
@@ -9,7 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from .context import RepairRuntime, RepairState
-from .nodes import call, check, execute, finish, propose, reflect, reflect_call, resample
+from .nodes import (
+    call,
+    check,
+    execute,
+    finish,
+    propose,
+    reflect,
+    reflect_call,
+    resample,
+    sample_again,
+)
 
 
 def after_check(state: RepairState, runtime: RepairRuntime) -> str:
@@ -29,6 +39,14 @@ def after_call_check(state: RepairState, runtime: RepairRuntime) -> str:
     """A reply without a call is the model's last word; a call goes on as a round's reply."""
     if not state["attempts"][-1].tool_calls:
         return "finish"
+    return after_check(state, runtime)
+
+
+def after_sample_check(state: RepairState, runtime: RepairRuntime) -> str:
+    """The resampling agent asks no reply again: a repeat or a rejected reply costs its round,
+    as any other sample that did not pass, so that each round is one reply."""
+    if state["attempts"][-1].status in ("rejected", "repeat"):
+        return "reflect" if state["rounds_left"] > 0 else "finish"
     return after_check(state, runtime)
 
 
@@ -54,9 +72,10 @@ class Graph:
 
 
 def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router) -> Graph:
-    """Both agents are one loop: ask, check, execute, and reflect or finish; they differ in how
-    a reply is asked for (`ask`), how what happened goes back to the model (`reflect_node`),
-    and what may follow the check (`check_router`)."""
+    """The built-in agents are one loop: ask, check, execute, and reflect or finish; they differ
+    in how a reply is asked for (`ask`), how what happened goes back to the model
+    (`reflect_node`; for `resample`, nothing does) and what may follow the check
+    (`check_router`)."""
     return Graph(ask_name, {
         ask_name: ask, "check": check, "execute": execute, "resample": resample,
         "reflect": reflect_node, "finish": finish}, {
@@ -72,4 +91,5 @@ def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Rout
 GRAPHS: dict[str, Graph] = {
     "repair": repair_loop("propose", propose, reflect, after_check),
     "tools": repair_loop("call", call, reflect_call, after_call_check),
+    "resample": repair_loop("propose", propose, sample_again, after_sample_check),
 }

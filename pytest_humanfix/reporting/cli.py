@@ -1,7 +1,7 @@
 """`humanfix-report`: the end-of-run summary, files and gates rebuilt from a results JSONL
 (`humanfix-report RESULTS.jsonl`), the shards of a run joined into one (`merge`), several
-runs' pass@1 by repair round on one chart (`rounds`), and a run's page (`view`). Usage:
-docs/reports.md and docs/beyond.md ("merge").
+runs' pass@1 by repair round on one chart (`rounds`), a run's page (`view`), and two agents at
+equal cost (`compare`). Usage: docs/reports.md and docs/beyond.md ("merge").
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..jsonl import JsonlError
 from ..protocol import fingerprint_differences, record_fingerprint, record_language, without_model
 from ..records import Record, latest_per_task, read_records
 from ..settings import converters
-from . import files, rates, summary as summary_mod, terminal
+from . import compare as compare_mod, files, rates, summary as summary_mod, terminal
 from .chart import write_rounds_chart
 from .gates import (
     BaselineError,
@@ -128,6 +128,44 @@ def parse_view_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def parse_compare_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="humanfix-report compare",
+        description="Two runs of the same tasks side by side at matched cost (pass@1 within k "
+                    "rounds against the tokens and seconds spent, the tasks only one fixes with "
+                    "an exact McNemar test, the cost of a fix), written to DIR/compare.json, "
+                    "compare.md and compare.svg. Refuses runs of other tasks, model, dataset or "
+                    "protocol (but for the agent, its rounds and temperatures). Exit status 2 on "
+                    "bad input.")
+    parser.add_argument("first", type=Path, help="results JSONL of the first run (A)")
+    parser.add_argument("second", type=Path, help="results JSONL of the second run (B)")
+    parser.add_argument("--out", type=Path, default=Path("."),
+                        help="folder for compare.json, compare.md and compare.svg (default .)")
+    return parser.parse_args(argv)
+
+
+def main_compare(args: argparse.Namespace) -> int:
+    runs = [load_results(path) for path in (args.first, args.second)]
+    for records in runs:
+        if isinstance(records, str):
+            return fail(records)
+    first, second = (r for r in runs if not isinstance(r, str))
+    try:
+        compared = compare_mod.side_by_side(first, second,
+                                            compare_mod.labels_of((args.first, args.second)))
+    except compare_mod.CompareError as exc:
+        return fail(f"{args.first} and {args.second} do not compare: {exc}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = compare_mod.lines(compared)
+    (args.out / "compare.json").write_text(json.dumps(compared, indent=2) + "\n",
+                                           encoding="utf-8")
+    (args.out / "compare.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    chart = compare_mod.write_chart(compared, args.out / "compare.svg")
+    print("\n".join([*text, "", f"wrote {args.out / 'compare.json'}, {args.out / 'compare.md'}, "
+                     f"{chart}"]))
+    return 0
+
+
 def fail(message: str) -> int:
     print(f"humanfix-report: {message}", file=sys.stderr)
     return 2
@@ -141,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         return main_rounds(parse_rounds_args(argv[1:]))
     if argv[:1] == ["view"]:
         return main_view(parse_view_args(argv[1:]))
+    if argv[:1] == ["compare"]:
+        return main_compare(parse_compare_args(argv[1:]))
     args = parse_args(argv)
     records = load_results(args.results)
     if isinstance(records, str):
@@ -276,7 +316,8 @@ def judge(records: list[Record], facts: RunFacts, args: argparse.Namespace,
     if args.max_regressions is not None and comparison is None:
         return "--max-regressions needs --baseline."
     run: RunFacts = {**summary_mod.times_from_records(records), **facts}
-    summary = summary_mod.build(records, run, comparison, selection, alpha=args.alpha)
+    summary = summary_mod.build(records, run, comparison, selection, alpha=args.alpha,
+                                baseline=list(baseline.values()) if baseline else None)
     gated = args.fail_under is not None or comparison is not None
     checks = gate_checks(summary, comparison, args.fail_under, args.alpha,
                          args.max_regressions, args.computed_by_mismatch, baseline.values(),

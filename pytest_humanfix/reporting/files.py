@@ -10,12 +10,14 @@ from pathlib import Path
 
 from ..records import Record
 from .chart import write_chart
+from .compare import lines as compare_lines
 from .sections import BugTypeRow, Summary
 from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
     baseline_change_line,
     baseline_lines,
+    cost_text,
     coverage_lines,
     interval,
     item_timeout_lines,
@@ -90,6 +92,7 @@ def markdown(summary: Summary) -> str:
         f"{summary['tokens']['per_task']['mean']:.0f} per task |",
         f"| seconds | {summary['seconds']['total']:.1f} total, "
         f"{summary['seconds']['per_task']['mean']:.2f} per task |",
+        f"| cost | {cost_text(summary['cost']).removeprefix('cost ')} |",
         "| versions | " + ", ".join(f"{k} {v}" for k, v in run["versions"].items() if v) + " |",
     ]
     if summary["samples"] > 1:
@@ -137,6 +140,9 @@ def markdown(summary: Summary) -> str:
                   baseline_lines(summary["baseline"])):
         if block:
             lines += ["", *(f"- {line}" for line in block)]
+    if summary["agents"]:
+        lines += ["", "## Against the baseline's agent at equal cost", "",
+                  *compare_lines(summary["agents"])]
     if summary["gates"]:
         lines += ["", *(f"- gate {g['name']}: {'held' if g['passed'] else '**FAILED**'}: "
                         f"{g['reason']}" for g in summary["gates"])]

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..dataset import item_name
 from ..records import Record
-from .rates import item_timed_out
-from .sections import Summary
+from .rates import item_timed_out, task_cost
+from .sections import Spent, Summary
 from .summary import computed_by_text
 from .xmltext import xml_text
 
@@ -52,8 +52,30 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
             *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
               for row in summary["by_language"]),
             *plus_properties(summary),
+            *cost_properties(summary),
             *round_properties(summary),
             *repeat_properties(summary)]
+
+
+def spent_properties(spent: Spent, prefix: str) -> list[tuple[str, str]]:
+    """Each figure of what was spent, named `prefix` and the figure (rates.task_cost)."""
+    return [(f"{prefix}{name}", f"{value:.4f}" if isinstance(value, float) else str(value))
+            for name, value in spent.items()]
+
+
+def cost_properties(summary: Summary) -> list[tuple[str, str]]:
+    """The cost per task and per fixed task (none for a run that fixed nothing)."""
+    cost = summary["cost"]
+    return [*spent_properties(cost["total"], "humanfix_cost_"),
+            *(spent_properties(cost["per_task"], "humanfix_cost_per_task_")
+              if cost["per_task"] else []),
+            *(spent_properties(cost["per_fix"], "humanfix_cost_per_fix_")
+              if cost["per_fix"] else [])]
+
+
+def task_properties(record: Record) -> list[tuple[str, str]]:
+    """A test case's cost properties: what its task spent."""
+    return spent_properties(task_cost(record), "")
 
 
 def plus_properties(summary: Summary) -> list[tuple[str, str]]:
@@ -146,6 +168,9 @@ def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool
         case = ET.SubElement(suite, "testcase", classname="humanfix",
                              name=xml_text(item_name(record["task_id"], record["entry_point"])),
                              time=f"{float(record.get('seconds') or 0):.3f}")
+        case_properties = ET.SubElement(case, "properties")
+        for name, value in task_properties(record):
+            ET.SubElement(case_properties, "property", name=name, value=value)
         if record["outcome"] == "error":
             ET.SubElement(case, "error", message="item timeout" if item_timed_out(record)
                           else "harness error").text = xml_text(record.get("error", ""))

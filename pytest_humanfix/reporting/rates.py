@@ -1,12 +1,15 @@
 """Which records pass@1 counts, and pass@1 itself: over the run, within k repair rounds, had
-the item timeouts failed, and on HumanEval+. `summary.build` puts these figures in summary.json;
-docs/reports.md ("pass@1 by round") and docs/schema.md ("summary.json") say what each means.
+the item timeouts failed, and on HumanEval+; and what the tasks cost. `summary.build` puts these
+figures in summary.json; docs/reports.md ("pass@1 by round", "Cost") and docs/schema.md
+("summary.json") say what each means.
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..records import Record, graded_round
-from .sections import IfTimeoutsFailed, PlusFigures, Rate, RoundRate
+from .sections import Cost, IfTimeoutsFailed, PlusFigures, Rate, RoundRate, Spent
 from .stats import mean_pass_at_k, wilson_interval
 
 
@@ -148,3 +151,34 @@ def plus(records: list[Record]) -> PlusFigures | None:
                             "reason": r["plus_known_failure"]}
                            for r in records if r.get("plus_known_failure")],
     }
+
+
+def task_cost(record: Record) -> Spent:
+    """What one task spent: its tokens, the model's replies, the programs it ran in the sandbox
+    and its seconds (every sample's). Records written before `replies` was kept count their
+    attempts (the first sample's); before `sandbox_runs`, none."""
+    tokens = record.get("tokens") or {}
+    prompt, completion = int(tokens.get("prompt", 0)), int(tokens.get("completion", 0))
+    replies = record.get("replies")
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "tokens": prompt + completion,
+            "replies": len(record.get("attempts") or []) if replies is None else int(replies),
+            "sandbox_runs": int(record.get("sandbox_runs") or 0),
+            "seconds": float(record.get("seconds") or 0.0)}
+
+
+def _per(total: Spent, count: int) -> Spent | None:
+    if not count:
+        return None
+    figures = cast(dict[str, float], total)
+    return cast(Spent, {name: value / count for name, value in figures.items()})
+
+
+def cost(records: list[Record]) -> Cost:
+    """The run's spend: the sum of `task_cost` over every record (errors spent too), per task
+    run, and per task fixed, the price of a fix."""
+    spent = [cast(dict[str, float], task_cost(r)) for r in records]
+    total = cast(Spent, {name: sum(c[name] for c in spent) for name in Spent.__annotations__})
+    fixed = sum(r["outcome"] == "fixed" for r in records if scored(r))
+    return {"tasks": len(records), "fixed": fixed, "total": total,
+            "per_task": _per(total, len(records)), "per_fix": _per(total, fixed)}

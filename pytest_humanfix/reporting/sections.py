@@ -5,7 +5,7 @@ is described in docs/schema.md ("summary.json"), which tests/test_docs.py holds 
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired only from evaluated
 # annotations, and tests compare the summary with these types at run time.
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ..computed_by import ComputedBy
 from ..protocol import RecordedProtocol
@@ -270,6 +270,28 @@ class RunSection(TypedDict):
     merged: NotRequired[list[MergedShard]]
 
 
+class Spent(TypedDict):
+    """What tasks spent (`rates.task_cost`): tokens, replies, sandbox runs and seconds."""
+
+    prompt_tokens: float
+    completion_tokens: float
+    tokens: float
+    replies: float
+    sandbox_runs: float
+    seconds: float
+
+
+class Cost(TypedDict):
+    """The run's spend (`rates.cost`): in all, per task run, and per task fixed (None when none
+    is)."""
+
+    tasks: int
+    fixed: int
+    total: Spent
+    per_task: Spent | None
+    per_fix: Spent | None
+
+
 class BaselineFigures(TypedDict):
     """The paired comparison with a baseline (`gates.Comparison`)."""
 
@@ -287,6 +309,55 @@ class BaselineFigures(TypedDict):
     agent: str
     run_ids: list[str]
     computed_by: str  # what computed the baseline's replies, in one line
+
+
+Measure = Literal["tokens", "seconds"]
+
+
+class RoundSpend(TypedDict):
+    """A run within `round` rounds: the tasks fixed by then, and the replies, tokens and seconds
+    (the attempts' generation and execution) its rounds 0 to `round` spent."""
+
+    round: int
+    fixed: int
+    replies: int
+    tokens: int
+    seconds: float
+
+
+class Side(TypedDict):
+    label: str
+    agent: str
+    iters: int
+    curve: list[RoundSpend]
+    cost: Cost
+
+
+class Matched(TypedDict):
+    """Run `run` within `round` rounds, the first round at which its spend in `measure`
+    reaches the other run's whole spend (`reached` false: it never does; its last round)."""
+
+    measure: Measure
+    run: str
+    round: int
+    fixed: int
+    spent: float
+    other_fixed: int
+    other_spent: float
+    reached: bool
+
+
+class SideBySide(TypedDict):
+    """Two runs at equal cost (`compare.side_by_side`; docs/reports.md)."""
+
+    tasks: int
+    runs: list[Side]
+    matched: list[Matched]
+    only_first: list[str]
+    only_second: list[str]
+    both_fixed: int
+    neither: int
+    p_value: float
 
 
 class GateRow(TypedDict):
@@ -314,6 +385,7 @@ class Summary(TypedDict):
     known_failures: list[KnownFailure]
     tokens: Tokens
     seconds: Seconds
+    cost: Cost
     timeouts: Timeouts
     slowest: list[SlowTask]
     errors: list[TaskMessage]
@@ -324,5 +396,6 @@ class Summary(TypedDict):
     servers_out: list[ServerOut]
     repeat_check: RepeatFigures | None
     baseline: BaselineFigures | None
+    agents: SideBySide | None
     gates: list[GateRow]
     gate_failed: bool

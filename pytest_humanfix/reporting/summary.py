@@ -18,10 +18,12 @@ from importlib import metadata
 from ..computed_by import compared, describe
 from ..protocol import record_language
 from ..records import Record, Shard, TimeLimit, attempt_round, natural_order
+from .compare import against_baseline
 from .gates import Comparison, GateCheck
 from .rates import (
     agent_raised,
     by_round,
+    cost,
     harness_error,
     if_timeouts_failed,
     item_timed_out,
@@ -304,7 +306,8 @@ def run_section(records: list[Record], facts: RunFacts) -> RunSection:
 
 
 def build(records: list[Record], run: RunFacts, comparison: Comparison | None = None,
-          selection: Selection | None = None, alpha: float = DEFAULT_ALPHA) -> Summary:
+          selection: Selection | None = None, alpha: float = DEFAULT_ALPHA,
+          baseline: list[Record] | None = None) -> Summary:
     """The content of summary.json. `run` holds what records do not (`run_section`);
     `selection` which tasks were selected and why some did not run (`coverage`); `alpha` the
     paired gate's level, at which a repeat check's flip rate is turned into power. The gates,
@@ -342,6 +345,7 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "tokens": {"prompt": prompt, "completion": sum(tokens) - prompt, "total": sum(tokens),
                    "per_task": _spread([float(t) for t in tokens])},
         "seconds": {"total": sum(seconds), "per_task": _spread(seconds)},
+        "cost": cost(records),
         "timeouts": timeouts(records),
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
         "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
@@ -354,6 +358,8 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "repeat_check": repeat_check(
             records, comparison.paired if comparison is not None else len(counted), alpha),
         "baseline": comparison.figures() if comparison is not None else None,
+        # A baseline of another agent: the two at equal cost (docs/reports.md).
+        "agents": against_baseline(records, baseline),
         "gates": [],
         "gate_failed": False,
     }

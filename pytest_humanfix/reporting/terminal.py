@@ -13,11 +13,13 @@ from .gates import noise_note
 from .sections import (
     BaselineFigures,
     BugTypeRow,
+    Cost,
     Rate,
     Repairs,
     RepeatFigures,
     RoundRate,
     Share,
+    Spent,
     Summary,
     TaskCounts,
 )
@@ -227,6 +229,7 @@ def detail_lines(summary: Summary) -> list[str]:
     lines.append(f"tokens: {tokens['total']} ({tokens['prompt']} prompt, {tokens['completion']} "
                  f"completion), {tokens['per_task']['mean']:.0f} per task; seconds: "
                  f"{seconds['total']:.1f} in tasks, {seconds['per_task']['mean']:.2f} per task")
+    lines.append(cost_text(summary["cost"]))
     if summary["slowest"]:
         lines.append("slowest: " + ", ".join(f"{s['task_id']} {float(s['seconds'] or 0):.2f}s"
                                              for s in summary["slowest"]))
@@ -236,6 +239,19 @@ def detail_lines(summary: Summary) -> list[str]:
         lines.append(baseline_change_line(summary["baseline"]))
     lines.extend(baseline_lines(summary["baseline"]))
     return lines
+
+
+def spent_text(spent: Spent) -> str:
+    return (f"{spent['tokens']:,.0f} tokens ({spent['prompt_tokens']:,.0f} prompt, "
+            f"{spent['completion_tokens']:,.0f} completion), {spent['replies']:.1f} replies, "
+            f"{spent['sandbox_runs']:.1f} sandbox runs, {spent['seconds']:.1f} s")
+
+
+def cost_text(cost: Cost) -> str:
+    """The run's cost per task and per fixed task, as the terminal and summary.md say it."""
+    per_task, per_fix = cost["per_task"], cost["per_fix"]
+    return ("cost per task: " + (spent_text(per_task) if per_task else "no task")
+            + "; per fixed task: " + (spent_text(per_fix) if per_fix else "no task fixed"))
 
 
 def server_lines(summary: Summary) -> list[str]:

@@ -39,6 +39,7 @@ class TaskSandbox:
     sandbox: Sandbox
     limit: float
     lock: Path = field(default=RERUN_LOCK)
+    runs: int = 0  # the programs run, each once however often it ran: the task's sandbox_runs
 
     @property
     def layer(self) -> Layer:
@@ -46,6 +47,7 @@ class TaskSandbox:
 
     def run(self, program: str, timeout: float | None = None) -> Verdict:
         limit = timeout or self.limit
+        self.runs += 1
         try:
             verdict = self.sandbox.run(program, limit)
         except ExecutionLost as exc:

@@ -353,8 +353,9 @@ class Controller:
         comparison = compare(records, self.baseline) if self.baseline is not None else None
         run = self.run_facts()
         selection = self.selection(session)
-        self.summary = summary = summary_mod.build(records, run, comparison, selection,
-                                                   alpha=self.runner.settings.alpha)
+        self.summary = summary = summary_mod.build(
+            records, run, comparison, selection, alpha=self.runner.settings.alpha,
+            baseline=list(self.baseline.values()) if self.baseline is not None else None)
         summary_mod.attach_gates(summary, self.check_gates(session, summary, comparison))
         xml = junit.junit_writer(self.config)
         if xml is not None and self.records:

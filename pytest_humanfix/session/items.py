@@ -20,7 +20,7 @@ from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, i
 from ..agent.routing import GRAPHS
 from ..dataset import Task
 from ..records import EarlierRun, Record, TaskResult
-from ..reporting.junit import known_failure_reason
+from ..reporting.junit import known_failure_reason, task_properties
 from . import RUNNER, timeouts
 
 DIFF_LINES_SHOWN = 60
@@ -124,6 +124,7 @@ class TaskItem(pytest.Item):
             ("task_id", self.task.task_id),
             ("bug_type", self.task.bug_type),
             ("outcome", self.result.outcome),
+            *task_properties(self.humanfix_record),
         ])
         if self.result.outcome == "error":
             kind = "item timeout" if self.result.item_timeout else "harness error"

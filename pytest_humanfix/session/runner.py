@@ -288,11 +288,15 @@ class Runner:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
             # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
             if agent is not None:
-                return run_agent(agent, agent_name(self.settings.agent), task,
-                                 lambda: OffClock(self.model()), sandbox, self.settings,
-                                 plus=self.plus_grader(task))
-            return repair(task, OffClock(self.model()), sandbox, RepairConfig.of(self.settings),
-                          langgraph=self.uses_langgraph, plus=self.plus_grader(task))
+                result = run_agent(agent, agent_name(self.settings.agent), task,
+                                   lambda: OffClock(self.model()), sandbox, self.settings,
+                                   plus=self.plus_grader(task))
+            else:
+                result = repair(task, OffClock(self.model()), sandbox,
+                                RepairConfig.of(self.settings), langgraph=self.uses_langgraph,
+                                plus=self.plus_grader(task))
+            result.sandbox_runs = sandbox.runs
+            return result
         except (ModelLoadError, SandboxError) as exc:
             error = str(exc)
         except Exception as exc:  # a harness bug must not pass for "not fixed"
@@ -356,5 +360,6 @@ def combine_samples(results: list[TaskResult]) -> TaskResult:
         attempts=first.attempts, final_attempt=first.final_attempt,
         fixed_round=first.fixed_round, seconds=round(sum(r.seconds for r in results), 4),
         samples=[Sample.of(r) for r in results], flags=first.flags,
+        sandbox_runs=sum(r.sandbox_runs for r in results),
         plus_outcome=first.plus_outcome, plus_verdict=first.plus_verdict,
         plus_failure=first.plus_failure, agent_error=first.agent_error)

@@ -78,17 +78,21 @@ class Settings:
         "tools API, each call runs its code on the tests the variant allows, and a reply "
         "without a call ends the repair; --humanfix-iters counts the calls after the first; "
         "needs a server: --humanfix-serve, or openai:<model> on a server that serves tool "
-        "calls), or your own: module:callable or path/to/file.py:callable, a function that "
-        "takes the context and returns the code, or a compiled LangGraph graph "
-        "(docs/own-agent.md; a conftest.py's humanfix_agent fixture overrides it)",
-        convert=to.agent, metavar="repair|tools|MODULE:CALLABLE")
+        "calls), resample (each round after the greedy first attempt is a fresh sample of the "
+        "first prompt at --humanfix-round-temperature, told nothing: the baseline an agent's "
+        "rounds should beat at the same cost), or your own: module:callable or "
+        "path/to/file.py:callable, a function that takes the context and returns the code, or a "
+        "compiled LangGraph graph (docs/own-agent.md; a conftest.py's humanfix_agent fixture "
+        "overrides it)",
+        convert=to.agent, metavar="repair|tools|resample|MODULE:CALLABLE")
     samples: int = option(1, "independent attempts per task, for pass@k", convert=to.positive_int,
                           metavar="N")
     temperature: float = option(0.0, "sampling temperature; 0 is greedy",
                                 convert=to.non_negative_float, metavar="T")
     round_temperature: tuple[float, ...] = option(
-        (1.0,), "sampling temperature of each repair round, as a comma list: round k takes the "
-        "k-th value and later rounds the last; the first attempt keeps --humanfix-temperature",
+        (1.0,), "sampling temperature of each repair (or resample) round, as a comma list: round "
+        "k takes the k-th value and later rounds the last; the first attempt keeps "
+        "--humanfix-temperature",
         convert=to.temperatures, metavar="T[,T...]")
     resample_temperature: tuple[float, ...] = option(
         (1.2,), "when a reply repeats code that already failed, ask again before the round "

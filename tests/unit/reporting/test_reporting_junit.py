@@ -139,3 +139,20 @@ def test_no_case_is_added_to_pytests_file_when_the_gates_held(tmp_path):
     add_gate_failure(xml, summary)
     xml.pytest_sessionfinish()
     assert ET.parse(path).find("testsuite").get("tests") == "0"
+
+
+def test_the_cost_is_a_suite_property_and_each_tasks_a_test_case_property(tmp_path):
+    records = [record("Python/0", tokens={"prompt": 90, "completion": 10}, replies=1,
+                      sandbox_runs=1, seconds=2.0),
+               record("Python/1", "unfixed", tokens={"prompt": 250, "completion": 50},
+                      replies=3, sandbox_runs=4, seconds=6.0)]
+    summary = summary_of(records)
+    properties = dict(junit_properties(summary))
+    assert properties["humanfix_cost_tokens"] == "400"
+    assert properties["humanfix_cost_per_task_replies"] == "2.0000"
+    assert properties["humanfix_cost_per_fix_sandbox_runs"] == "5.0000"
+    path = write_junit(summary, records, tmp_path / "junit.xml", gated=False)
+    cases = ET.parse(path).getroot().iter("testcase")
+    by_case = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in cases]
+    assert by_case[1] == {"prompt_tokens": "250", "completion_tokens": "50", "tokens": "300",
+                          "replies": "3", "sandbox_runs": "4", "seconds": "6.0000"}

@@ -102,3 +102,26 @@ def test_plus_names_weak_test_fixes_and_leaves_known_failures_out_of_pass_at_1_p
     assert figures["weak_test_fixes"] == [{"task_id": "b", "failure": "x != y"}]
     assert figures["known_failures"] == [{"task_id": "c", "outcome": "unfixed",
                                           "plus_outcome": "unfixed", "reason": "slow"}]
+
+
+def test_the_cost_sums_every_record_and_divides_by_tasks_and_by_fixes():
+    records = [record("a", "fixed", tokens={"prompt": 300, "completion": 100}, replies=2,
+                      sandbox_runs=3, seconds=4.0),
+               record("b", "unfixed", tokens={"prompt": 500, "completion": 300}, replies=4,
+                      sandbox_runs=5, seconds=8.0),
+               record("c", "error", error="boom", tokens={"prompt": 100, "completion": 0},
+                      replies=1, sandbox_runs=0, seconds=3.0)]
+    cost = rates.cost(records)
+    assert (cost["tasks"], cost["fixed"]) == (3, 1)
+    assert cost["total"] == {"prompt_tokens": 900, "completion_tokens": 400, "tokens": 1300,
+                             "replies": 7, "sandbox_runs": 8, "seconds": 15.0}
+    assert cost["per_task"]["tokens"] == pytest.approx(1300 / 3)
+    assert cost["per_fix"]["replies"] == 7 and cost["per_fix"]["seconds"] == 15.0
+
+
+def test_an_older_record_counts_its_attempts_as_replies_and_no_fix_has_no_price():
+    old = record("a", "unfixed", attempts=[{}, {}, {}], seconds=2.0)
+    assert rates.task_cost(old) == {"prompt_tokens": 0, "completion_tokens": 0, "tokens": 0,
+                                    "replies": 3, "sandbox_runs": 0, "seconds": 2.0}
+    assert rates.cost([old])["per_fix"] is None
+    assert rates.cost([])["per_task"] is None

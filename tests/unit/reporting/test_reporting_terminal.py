@@ -98,3 +98,20 @@ def test_servers_are_listed_for_a_fleet_and_when_one_is_taken_out():
     assert terminal.server_lines(summary) == [
         "servers: http://a 1 request(s), 1.00s mean, http://b 1 request(s), 3.00s mean",
         "server out of rotation: http://b: down"]
+
+
+def test_the_cost_line_says_what_a_task_and_a_fix_cost_and_summary_md_says_the_same():
+    from pytest_humanfix.reporting.files import markdown
+
+    summary = summary_of([
+        record("a", tokens={"prompt": 900, "completion": 100}, replies=2, sandbox_runs=2,
+               seconds=3.0),
+        record("b", "unfixed", tokens={"prompt": 1800, "completion": 200}, replies=4,
+               sandbox_runs=3, seconds=5.0)])
+    line = ("cost per task: 1,500 tokens (1,350 prompt, 150 completion), 3.0 replies, 2.5 sandbox "
+            "runs, 4.0 s; per fixed task: 3,000 tokens (2,700 prompt, 300 completion), 6.0 "
+            "replies, 5.0 sandbox runs, 8.0 s")
+    assert line in terminal.detail_lines(summary)
+    assert line.removeprefix("cost ") in markdown(summary)
+    assert terminal.cost_text(summary_of([record("a", "unfixed")])["cost"]).endswith(
+        "per fixed task: no task fixed")

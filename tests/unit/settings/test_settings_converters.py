@@ -196,7 +196,7 @@ def test_an_agent_refused_says_the_forms_taken(text):
     with pytest.raises(ValueError) as raised:
         converters.agent(text)
     assert str(raised.value) == \
-        "must be repair, tools, module:callable or path/to/file.py:callable"
+        "must be repair, tools, resample, module:callable or path/to/file.py:callable"
 
 
 def test_the_built_in_agents_are_repair_and_tools():

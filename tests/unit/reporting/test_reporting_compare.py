@@ -1,0 +1,169 @@
+"""`humanfix-report compare` on constructed runs: each wins where its fixes cost less, the
+matched-cost rows find the round where one run's spend reaches the other's, and runs that do
+not compare are refused with the reason."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+from reporting_records import record
+
+from pytest_humanfix.reporting import compare
+from pytest_humanfix.reporting.cli import main
+from pytest_humanfix.reporting.stats import mcnemar_exact
+
+PROTOCOL = {"variant": "tests", "iters": 3, "samples": 1, "temperature": 0.0,
+            "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
+            "language": "python", "round_temperature": [1.0], "resample_temperature": [1.2]}
+
+
+def attempt(round: int, tokens: int, seconds: float = 1.0) -> dict[str, Any]:
+    return {"round": round, "prompt_tokens": tokens - 10, "completion_tokens": 10,
+            "generate_seconds": seconds, "execute_seconds": 0.0}
+
+
+def run(agent: str, fixed_in: dict[str, int | None], tokens: list[int],
+        **protocol: Any) -> list[dict]:
+    """A run over tasks t0..: a task fixed in round k made k + 1 attempts, one left unfixed
+    made 4; round k's reply cost tokens[k]."""
+    records = []
+    for task, made in fixed_in.items():
+        attempts = [attempt(k, tokens[k]) for k in range(4 if made is None else made + 1)]
+        records.append(record(
+            task, "unfixed" if made is None else "fixed", fixed_round=made, attempts=attempts,
+            tokens={"prompt": sum(a["prompt_tokens"] for a in attempts),
+                    "completion": sum(a["completion_tokens"] for a in attempts)},
+            replies=len(attempts), sandbox_runs=len(attempts), seconds=float(len(attempts)),
+            model="qwen-coder", dataset_hash="abc",
+            protocol={**PROTOCOL, **({"agent": agent} if agent != "repair" else {}),
+                      **protocol}))
+    return records
+
+
+TASKS = [f"t{n}" for n in range(8)]
+
+
+def test_sampling_wins_where_its_rounds_are_cheaper_and_fix_more():
+    # Repair's rounds carry the conversation: each costs more than the last.
+    repair = run("repair", dict(zip(TASKS, [0, 0, 1, None, None, None, None, None])),
+                 [100, 300, 500, 700])
+    resample = run("resample", dict(zip(TASKS, [0, 0, 1, 1, 2, 3, None, None])),
+                   [100, 100, 100, 100])
+    compared = compare.side_by_side(repair, resample, ("repair", "resample"))
+    assert [p["fixed"] for p in compared["runs"][0]["curve"]] == [2, 3, 3, 3]
+    assert [p["fixed"] for p in compared["runs"][1]["curve"]] == [2, 4, 5, 6]
+    assert compared["only_first"] == [] and compared["only_second"] == ["t3", "t4", "t5"]
+    assert compared["p_value"] == mcnemar_exact(0, 3, "two-sided") == 0.25
+    by = {(row["measure"], row["run"]): row for row in compared["matched"]}
+    # Repair spent 2*100 + 400 + 5*1600 = 8,600 tokens; resampling never spends as much
+    # (2*100 + 2*200 + 300 + 400 + 2*400 = 2,100), and fixes 6 for it.
+    tokens = by["tokens", "resample"]
+    assert (tokens["fixed"], tokens["spent"], tokens["reached"]) == (6, 2100, False)
+    assert (tokens["other_fixed"], tokens["other_spent"]) == (3, 8600)
+    # Repair reaches resampling's whole spend within round 1 (2*100 + 6*400 = 2,600).
+    assert by["tokens", "repair"]["round"] == 1 and by["tokens", "repair"]["fixed"] == 3
+    assert compared["runs"][1]["cost"]["per_fix"]["tokens"] < \
+        compared["runs"][0]["cost"]["per_fix"]["tokens"]
+
+
+def test_repair_wins_where_its_feedback_fixes_what_samples_do_not():
+    repair = run("repair", dict(zip(TASKS, [0, 0, 1, 1, 1, 2, 2, None])), [100, 200, 300, 400])
+    resample = run("resample", dict(zip(TASKS, [0, 0, None, None, None, None, None, 3])),
+                   [100, 100, 100, 100])
+    compared = compare.side_by_side(resample, repair, ("resample", "repair"))
+    assert compared["only_second"] == ["t2", "t3", "t4", "t5", "t6"]
+    assert compared["only_first"] == ["t7"]
+    assert compared["p_value"] == pytest.approx(mcnemar_exact(1, 5, "two-sided"))
+    by = {(row["measure"], row["run"]): row for row in compared["matched"]}
+    # Resampling spends 2*100 + 6*400 = 2,600; repair reaches it within round 2 (2*100 +
+    # 3*300 + 3*600 = 2,900) and has fixed 7 by then, against resampling's 3.
+    row = by["tokens", "repair"]
+    assert (row["round"], row["fixed"], row["other_fixed"], row["reached"]) == (2, 7, 3, True)
+    assert by["seconds", "repair"]["fixed"] == 7
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda records: records[:-1], "other tasks"),
+    (lambda records: [{**r, "dataset_hash": "other"} for r in records], "dataset_hash"),
+    (lambda records: [{**r, "model": "qwen-coder-1.5b"} for r in records], "model"),
+    (lambda records: [{**r, "protocol": {**r["protocol"], "variant": "docs"}}
+                      for r in records], "variant: 'docs' there, 'tests' here"),
+    (lambda records: [{**r, "n": 4} for r in records], "several samples"),
+])
+def test_runs_that_do_not_compare_are_refused_with_the_reason(change, reason):
+    repair = run("repair", dict(zip(TASKS, [0, 1, None, None, None, None, None, None])),
+                 [100] * 4)
+    other = change(run("resample", dict(zip(TASKS, [0] * 8)), [100] * 4))
+    with pytest.raises(compare.CompareError, match=reason):
+        compare.side_by_side(repair, other)
+
+
+def test_the_agent_its_rounds_and_temperatures_may_differ():
+    repair = run("repair", {"t0": 0}, [100] * 4)
+    other = run("resample", {"t0": None}, [100] * 4, iters=5, round_temperature=[0.8])
+    assert compare.side_by_side(repair, other)["only_first"] == ["t0"]
+
+
+def write(path, records) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_the_command_writes_the_table_the_json_and_the_chart(tmp_path, capsys):
+    write(tmp_path / "a.jsonl", run("repair", dict(zip(TASKS, [0, 1] + [None] * 6)), [100] * 4))
+    write(tmp_path / "b.jsonl", run("resample", dict(zip(TASKS, [0, 2, 3] + [None] * 5)),
+                                    [100] * 4))
+    assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                 "--out", str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out
+    assert "| a.jsonl (repair, 3 rounds) | 2/8 |" in said
+    assert "| b.jsonl (resample, 3 rounds) | 3/8 |" in said
+    assert "p = 1." in said  # t2 only: one discordant task tells nothing
+    saved = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert saved["only_second"] == ["t2"]
+    svg = ET.parse(tmp_path / "out" / "compare.svg").getroot()
+    circles = [c for c in svg.iter("{http://www.w3.org/2000/svg}circle")]
+    assert [c.get("data-fixed") for c in circles] == ["1", "2", "2", "2", "1", "1", "2", "3"]
+
+
+def test_the_command_refuses_runs_that_do_not_compare(tmp_path, capsys):
+    write(tmp_path / "a.jsonl", run("repair", {"t0": 0, "t1": 1}, [100] * 4))
+    write(tmp_path / "b.jsonl", run("resample", {"t0": 0}, [100] * 4))
+    assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "do not compare: the runs are of other tasks (1 in one only: t1)" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_baseline_of_another_agent_puts_the_two_side_by_side_in_the_summary():
+    from pytest_humanfix.reporting.files import markdown
+    from pytest_humanfix.reporting.summary import build, times_from_records
+
+    baseline = run("repair", dict(zip(TASKS, [0, 1] + [None] * 6)), [100] * 4)
+    now = run("resample", dict(zip(TASKS[:4], [0, 2, 3, None])), [100] * 4)
+    summary = build(now, times_from_records([]), baseline=baseline)
+    agents = summary["agents"]
+    # Over this run's four tasks: the baseline's other tasks are left out.
+    assert agents["tasks"] == 4 and agents["only_second"] == ["t2"]
+    assert [one["label"] for one in agents["runs"]] == ["baseline", "this run"]
+    assert "## Against the baseline's agent at equal cost" in markdown(summary)
+    same_agent = run("resample", dict(zip(TASKS, [0] * 8)), [100] * 4)
+    assert build(now, times_from_records([]), baseline=same_agent)["agents"] is None
+    assert build(now, times_from_records([]))["agents"] is None
+
+
+def test_every_point_of_the_chart_lies_inside_its_frame():
+    # 8,600 tokens: the last round tick (8,000) falls short of the largest spend.
+    compared = compare.side_by_side(
+        run("repair", dict(zip(TASKS, [0, 0, 1] + [None] * 5)), [100, 300, 500, 700]),
+        run("resample", dict(zip(TASKS, [0] * 8)), [100] * 4))
+    svg = ET.fromstring(compare.render(compared))
+    frame = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.get("stroke")][0]
+    left, top = float(frame.get("x")), float(frame.get("y"))
+    right, bottom = left + float(frame.get("width")), top + float(frame.get("height"))
+    for circle in svg.iter("{http://www.w3.org/2000/svg}circle"):
+        assert left <= float(circle.get("cx")) <= right
+        assert top <= float(circle.get("cy")) <= bottom
