@@ -87,8 +87,9 @@ def first_failure(verdict: Verdict) -> str:
         again = "; re-run alone, it timed out again" if verdict.rerun else ""
         return f"timed out after {verdict.seconds:.1f} s ({limit}{again})"
     if verdict.status == "exited_early":
-        return ("the program exited with status 0 before the tests ran to their end "
-                "(sys.exit or os._exit in the candidate?)")
+        return ("the program exited before its tests finished (exit status 0 without the proof "
+                "written after their last check: sys.exit, process.exit, System.exit, exit, "
+                "os.Exit or std::process::exit in the candidate?)")
     if verdict.output_limited:
         return ("the program's output reached the sandbox's file size limit and was cut "
                 f"(exit status {verdict.exit_code})")

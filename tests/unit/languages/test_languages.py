@@ -15,6 +15,7 @@ from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, pa
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.choose import choose_layer
 from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.fresh import FreshSandbox
 from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
 
 COMPILED = ("js", "java", "go", "cpp", "rust")
@@ -39,6 +40,7 @@ def sandboxes():
     cgroups, _how = open_cgroups()
     made = {name: ToolchainSandbox(layer, language(name), Limits(timeout=language(name).timeout),
                                    cgroups) for name in COMPILED}
+    made["python"] = FreshSandbox(layer, Limits(), cgroups)
     yield made
     for sandbox in made.values():
         sandbox.shutdown()
@@ -107,6 +109,25 @@ def test_js_output_alone_fails_as_bigcode_judges_it(tasks, sandboxes):
     verdict = run(sandboxes["js"], task, body)
     assert verdict.exit_code == 1 and verdict.status == "failed"
     assert "wrote output" in verdict.first_failure()
+
+
+# An exit with status 0 put first in task 0's buggy function, as issue 44 measured it: the
+# program ends before any check fails. Go's needs its import, which a whole-function reply has.
+EXIT_FIRST = {"python": "    import os\n    os._exit(0)\n", "js": "  process.exit(0);\n",
+              "java": "        System.exit(0);\n", "go": "    os.Exit(0)\n",
+              "cpp": "    exit(0);\n", "rust": "    std::process::exit(0);\n"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_early_exit_with_status_zero_is_never_a_pass(name, tasks, sandboxes):
+    task = tasks[name][0]
+    lang = language(name)
+    code = lang.prompt_base(task, "tests") + EXIT_FIRST[name] + task.buggy_solution
+    if name == "go":
+        code = 'import "os"\n' + code
+    verdict = sandboxes[name].run(lang.program(code, task.test, task))
+    assert (verdict.status, verdict.exit_code) == ("exited_early", 0), verdict.stderr
+    assert verdict.first_failure().startswith("the program exited before its tests finished")
 
 
 def test_rust_tasks_that_need_rand_04_cannot_compile_here(tasks, sandboxes):
