@@ -41,9 +41,9 @@ class Cpp(Language):
     tools = (("g++", "g++"),)
     flag_rules = (
         ("exit", r"\b(?:exit|_exit|_Exit|quick_exit|abort|terminate|kill|raise|longjmp|system|"
-                 r"execv\w*|execl\w*)\s*\("),
+                 r"execv\w*|execl\w*)(?=\s*\()"),
         ("environment", r"\b(?:getenv|secure_getenv|environ)\b|/proc/"),
-        ("around the tests", r"\b(?:atexit|at_quick_exit|set_terminate|signal|sigaction)\s*\("
+        ("around the tests", r"\b(?:atexit|at_quick_exit|set_terminate|signal|sigaction)(?=\s*\()"
                              r"|__attribute__\s*\(\(\s*(?:constructor|destructor)"))
     # A macro over a name the tests use (assert, main, the entry point); `#undef NDEBUG`
     # only turns asserts on (CPP/94's reference solution has it).

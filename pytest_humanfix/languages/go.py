@@ -68,7 +68,7 @@ class Go(Language):
                  r"log\s*\.\s*Fatal\w*)\b"),
         ("environment", r"\b(?:os|syscall)\s*\.\s*(?:Getenv|Environ|LookupEnv)\b|/proc/"),
         # Tests, TestMain or an init of its own, the testing package, unsafe, linkname.
-        ("around the tests", r"(?m)^\s*func\s+(?:(?:Test|Benchmark|Fuzz|Example)\w*|init)\s*\("
+        ("around the tests", r"(?m)^\s*func\s+(?:(?:Test|Benchmark|Fuzz|Example)\w*|init)(?=\s*\()"
                              r"|\btesting\s*\.|\bunsafe\s*\.|go:linkname"))
     known_failures = {
         "Go/27": "the prompt imports \"strings\", which the reference solution does not use, and "

@@ -43,7 +43,7 @@ class Java(Language):
     failure_pattern = r"error:|Exception|AssertionError"
     tools = (("javac", "default-jdk-headless"), ("java", "default-jdk-headless"))
     flag_rules = (
-        ("exit", r"\b(?:System\s*\.\s*exit|halt)\s*\(|\bgetRuntime\s*\(\s*\)\s*\.\s*exit\b"),
+        ("exit", r"\b(?:System\s*\.\s*exit|halt)(?=\s*\()|\bgetRuntime\s*\(\s*\)\s*\.\s*exit\b"),
         ("environment", r"\bgetenv\b|/proc/"),
         ("around the tests", r"\b(?:addShutdownHook|setDefaultUncaughtExceptionHandler|"
                              r"setUncaughtExceptionHandler|setSecurityManager|setAccessible|"

@@ -38,7 +38,7 @@ class JavaScript(Language):
                              r"\s*\(\s*console\b"),
         ("around the tests", r"\bprocess\s*" + MEMBER
                              + r"(?:on|once|stdout|stderr|binding|dlopen|chdir)\b"),
-        ("around the tests", r"\b(?:eval|Function)\s*\(|\bglobalThis\b|\bglobal\s*\."),
+        ("around the tests", r"\b(?:eval|Function)(?=\s*\()|\bglobalThis\b|\bglobal\s*\."),
         ("around the tests", r"\brequire\s*\(\s*['\"`](?:node:)?(?:child_process|fs|vm|"
                              r"worker_threads|module|inspector|process)\b"))
 
