@@ -11,10 +11,8 @@ import pytest
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
 from pytest_humanfix.languages.base import before_closing_brace
-from pytest_humanfix.languages.go import CACHE, go_env
-from pytest_humanfix.languages.go import DRIVER_NAME as GO_DRIVER_NAME
-from pytest_humanfix.languages.java import DRIVER as JAVA_DRIVER
-from pytest_humanfix.languages.java import DRIVER_CLASS
+from pytest_humanfix.languages.go import CACHE, DRIVER_NAME as GO_DRIVER_NAME, go_env
+from pytest_humanfix.languages.java import DRIVER as JAVA_DRIVER, DRIVER_CLASS
 from pytest_humanfix.languages.javascript import DRIVER as JS_DRIVER
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
