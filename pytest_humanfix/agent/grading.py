@@ -90,9 +90,10 @@ def graded(ctx: RepairContext, attempts: list[Attempt], index: int) -> TaskResul
 def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:
     """How a candidate that passed may have defeated the tests: read from its code, else shown
     by the guard of its graded run (`guard`), or, where that run had none, by a second run of
-    the tests with the entry point's return values guarded."""
-    if ctx.task.language != "python":  # the checks read Python code and run Python guards
-        return []
+    the tests with the entry point's return values guarded. Other languages' code is read
+    for the flags of their own (`Language.flags`); their tests hold no guard."""
+    if ctx.task.language != "python":
+        return LANGUAGES[ctx.task.language].flags(code, ctx.task.test)
     flags = suspicion_flags(code, ctx.task.test)
     if not flags:
         if guard is None:

@@ -1,9 +1,10 @@
 """Fixes that defeat the tests rather than fix the function: `suspicion_flags` reads the
 candidate's syntax tree (nothing runs) for an object equal to everything, writes to `builtins`
-or the test's globals, frame or gc walking, patching what the test calls, reading the test's
-source. The hidden tests run under a type guard in the graded run itself (`guarded_tests`): a run
-it stops runs again unguarded, and a pass then is flagged. No canonical solution may trip a rule,
-or the flag would be worthless. See docs/trust.md#fixes-that-defeat-the-tests-are-flagged.
+or the test's globals, frame or gc walking, an exit, patching what the test calls, reading the
+test's source. The hidden tests run under a type guard in the graded run itself
+(`guarded_tests`): a run it stops runs again unguarded, and a pass then is flagged. No
+canonical solution may trip a rule, or the flag would be worthless. See
+docs/trust.md#fixes-that-defeat-the-tests-are-flagged.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ FRAME_NAMES = frozenset({"_getframe", "currentframe", "f_back", "f_globals", "f_
                          "getouterframes", "getinnerframes", "settrace", "setprofile",
                          "extract_stack", "walk_stack", "format_stack", "print_stack"})
 GC_NAMES = frozenset({"get_objects", "get_referrers", "get_referents"})
+# Names through which a program ends before its tests do: the nonce written after them proves
+# they finished, and a fix that exits after forging it (frame walking) shows one of these.
+EXIT_NAMES = frozenset({"exit", "_exit", "quit", "abort", "SystemExit", "kill", "killpg"})
 # Names through which a program reads the source of the test it runs in.
 SOURCE_NAMES = frozenset({"__file__", "__loader__", "__spec__", "linecache", "getsource",
                           "getsourcelines", "getsourcefile", "co_filename", "getlines"})
@@ -201,6 +205,8 @@ def _flags(code: str, test_names: frozenset[str], depth: int = 0) -> Iterator[st
                 yield f"frame walking: {name}"
             elif name in GC_NAMES:
                 yield f"gc walking: {name}"
+            elif name in EXIT_NAMES:
+                yield f"exit: {name}"
             elif name in SOURCE_NAMES:
                 yield f"reads the test source: {name}"
             elif name == "globals" and isinstance(where, ast.Name):

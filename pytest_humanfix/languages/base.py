@@ -5,6 +5,7 @@ the languages run by a toolchain, the commands and the Debian packages they come
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,9 @@ from ..sandbox.toolchain import Step
 
 # The toolchain binaries are looked up where the sandbox's PATH looks (never a user's ~/.cargo).
 SANDBOX_PATH = SAFE_ENV["PATH"]
+# In every language: code that names the harness's own files and variables.
+HARNESS_RULE = ("names the harness", r"(?i)humanfix\w*")
+IDENTIFIER = r"[A-Za-z_$][\w$]*"
 
 
 class Language:
@@ -37,6 +41,10 @@ class Language:
     # Tasks whose reference solution cannot pass on this machine's toolchain, or whose tests
     # cannot tell it from the buggy one, with why: counted apart, never scored.
     known_failures: dict[str, str] = {}
+    # What `flags` looks for: (kind, pattern) pairs, and a pattern whose one group is a name
+    # the code defines (a macro, a class), flagged where the tests use that name.
+    flag_rules: tuple[tuple[str, str], ...] = ()
+    definitions = ""
 
     def __repr__(self) -> str:
         return f"<language {self.name}>"
@@ -46,12 +54,34 @@ class Language:
         return task.prompt if variant == "docs" else task.declaration
 
     def program(self, code: str, tests: str, task: Task) -> str:
-        """The source BigCode runs for a candidate `code` (prompt base and body) and `tests`."""
-        return self.assemble(code, task) + "\n\n" + tests + "\n"
+        """The source BigCode runs for a candidate `code` (prompt base and body) and `tests`,
+        with the test driver that proves the tests finished (`finish`)."""
+        return self.assemble(code, task) + "\n\n" + self.finish(tests) + "\n"
 
     def assemble(self, code: str, task: Task) -> str:
         """BigCode's per-language changes to a generation before the tests are appended."""
         return code
+
+    def flags(self, code: str, tests: str) -> list[str]:
+        """How a candidate `code` that passed may have got around `tests`: an exit, a
+        redefined assert, the environment that holds the proof that the tests finished, a
+        way around the test framework; read from the text as written, comments and strings
+        included, once each (docs/trust.md#fixes-that-defeat-the-tests-are-flagged)."""
+        found = [f"{kind}: {' '.join(match.group(0).split())}"
+                 for kind, pattern in (*self.flag_rules, HARNESS_RULE)
+                 for match in re.finditer(pattern, code)]
+        used = set(re.findall(IDENTIFIER, tests))
+        for name in re.findall(self.definitions, code) if self.definitions else ():
+            if "assert" in name.lower() or name == "NDEBUG":
+                found.append(f"redefined assert: {name}")
+            elif name in used:
+                found.append(f"redefines what the tests use: {name}")
+        return list(dict.fromkeys(found))
+
+    def finish(self, tests: str) -> str:
+        """The tests and, after their last check, the test driver's proof that they finished
+        (sandbox.toolchain.FINISHED_NAME); Python's is child.py's nonce."""
+        return tests
 
     def missing(self) -> list[str]:
         """One line per missing toolchain binary, naming the Debian package that installs it."""
@@ -73,6 +103,19 @@ class Language:
 
     def prepare(self, box: Path, cache: Path) -> None:
         """Nothing per execution for most languages."""
+
+
+def before_closing_brace(tests: str, depth: int, driver: str) -> str:
+    """`driver` put before the `depth`-th closing brace from the end of `tests` (C++'s main, a
+    Rust test function in its module), where nothing but blanks follows each; the tests as
+    they are where they do not end so (a run of them then proves nothing: an early exit)."""
+    cut = len(tests)
+    for _ in range(depth):
+        head = tests[:cut].rstrip()
+        if not head.endswith("}"):
+            return tests
+        cut = len(head) - 1
+    return tests[:cut] + driver + tests[cut:]
 
 
 def which(binary: str) -> str | None:

@@ -1,13 +1,14 @@
-"""C++: BigCode's include helper before the candidate, `g++ -std=c++11 test.cpp -lcrypto
--lssl`, then the binary (docs/languages.md#execution)."""
+"""C++: BigCode's include helper before the candidate, the tests' main with the proof that the
+tests finished before its closing brace, `g++ -std=c++11 test.cpp -lcrypto -lssl`, then the
+binary (docs/languages.md#execution)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..dataset import Task
-from ..sandbox.toolchain import Step
-from .base import Language, tool
+from ..sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE, Step
+from .base import Language, before_closing_brace, tool
 
 # BigCode's IMPORT_HELPER["cpp"], in its order.
 INCLUDE_HELPER = (
@@ -17,6 +18,16 @@ INCLUDE_HELPER = (
     "#include<deque>", "#include<boost/any.hpp>", "#include<string>", "#include<climits>",
     "#include<cstring>", "#include<iostream>", "#include<sstream>", "#include<fstream>",
 )
+
+# The end of the tests' main, after its last assert (stdio.h and stdlib.h are in the helper).
+DRIVER = f"""
+    ;if (const char* humanfix_secret = getenv("{FINISHED_VARIABLE}")) {{
+        if (FILE* humanfix_proof = fopen("{FINISHED_NAME}", "w")) {{
+            fputs(humanfix_secret, humanfix_proof);
+            fclose(humanfix_proof);
+        }}
+    }}
+"""
 
 
 class Cpp(Language):
@@ -28,6 +39,15 @@ class Cpp(Language):
     source_name = "test.cpp"
     failure_pattern = r"error:|Assertion .* failed|terminate called"
     tools = (("g++", "g++"),)
+    flag_rules = (
+        ("exit", r"\b(?:exit|_exit|_Exit|quick_exit|abort|terminate|kill|raise|longjmp|system|"
+                 r"execv\w*|execl\w*)(?=\s*\()"),
+        ("environment", r"\b(?:getenv|secure_getenv|environ)\b|/proc/"),
+        ("around the tests", r"\b(?:atexit|at_quick_exit|set_terminate|signal|sigaction)(?=\s*\()"
+                             r"|__attribute__\s*\(\(\s*(?:constructor|destructor)"))
+    # A macro over a name the tests use (assert, main, the entry point); `#undef NDEBUG`
+    # only turns asserts on (CPP/94's reference solution has it).
+    definitions = r"#\s*(?:define|undef(?!\s+NDEBUG\b))\s+(\w+)"
     known_failures = {
         "CPP/23": "the tests call strlen with a string literal, which picks the C library's "
                   "strlen(const char*) (declared by the include helper's <cstring>) over the "
@@ -36,6 +56,9 @@ class Cpp(Language):
     def assemble(self, code: str, task: Task) -> str:
         # A main the model wrote would clash with the test's.
         return ("\n".join(INCLUDE_HELPER) + "\n" + code.split("int main")[0]).strip()
+
+    def finish(self, tests: str) -> str:
+        return before_closing_brace(tests, 1, DRIVER)
 
     def steps(self, cache: Path) -> list[Step]:
         return [Step((tool("g++"), "-std=c++11", self.source_name, "-o", "test", "-lcrypto",

@@ -1,8 +1,9 @@
 """Go: BigCode's assembly (the task's `test_setup`, the helper imports the code uses and does
-not import itself, the candidate, the tests) in main_test.go, built with `go test -c` in GOPATH
-mode against Debian's testify (no module proxy), then the test binary. The worker's build cache
-is warmed once with testify compiled; each execution builds in its own copy of it, since `go`
-must write to its cache (docs/languages.md#execution)."""
+not import itself, the candidate, the tests) in main_test.go, beside our TestMain, which proves
+the tests finished, built with `go test -c` in GOPATH mode against Debian's testify (no module
+proxy), then the test binary. The worker's build cache is warmed once with testify compiled;
+each execution builds in its own copy of it, since `go` must write to its cache
+(docs/languages.md#execution)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from ..dataset import Task
 from ..sandbox.environment import Limits
-from ..sandbox.toolchain import Step
+from ..sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE, Step
 from .base import SANDBOX_PATH, Language, threads_allowed, tool
 
 # BigCode's IMPORT_HELPER["go"]: packages added to the imports when the code uses them.
@@ -32,6 +33,25 @@ func TestWarm(t *testing.T) {
 }
 """
 
+# A file of its own beside the program, so the program stays BigCode's: m.Run returns only once
+# every test ran to its end, never after an os.Exit.
+DRIVER_NAME = "humanfix_finished_test.go"
+DRIVER = f"""package main
+
+import (
+    "os"
+    "testing"
+)
+
+func TestMain(m *testing.M) {{
+    code := m.Run()
+    if secret, ok := os.LookupEnv("{FINISHED_VARIABLE}"); ok && code == 0 {{
+        os.WriteFile("{FINISHED_NAME}", []byte(secret), 0o600)
+    }}
+    os.Exit(code)
+}}
+"""
+
 
 class Go(Language):
     name = "go"
@@ -43,6 +63,13 @@ class Go(Language):
     source_name = "main_test.go"
     failure_pattern = r"\.go:\d+:\d+:|Error:|panic:|--- FAIL"
     tools = (("go", "golang-go"),)
+    flag_rules = (
+        ("exit", r"\b(?:os\s*\.\s*Exit|syscall\s*\.\s*Exit|runtime\s*\.\s*Goexit|"
+                 r"log\s*\.\s*Fatal\w*)\b"),
+        ("environment", r"\b(?:os|syscall)\s*\.\s*(?:Getenv|Environ|LookupEnv)\b|/proc/"),
+        # Tests, TestMain or an init of its own, the testing package, unsafe, linkname.
+        ("around the tests", r"(?m)^\s*func\s+(?:(?:Test|Benchmark|Fuzz|Example)\w*|init)(?=\s*\()"
+                             r"|\btesting\s*\.|\bunsafe\s*\.|go:linkname"))
     known_failures = {
         "Go/27": "the prompt imports \"strings\", which the reference solution does not use, and "
                  "Go refuses to compile an unused import",
@@ -76,7 +103,8 @@ class Go(Language):
         return setup + imports + code
 
     def steps(self, cache: Path) -> list[Step]:
-        return [Step((tool("go"), "test", "-c", "-o", "main.test", self.source_name), "compile"),
+        return [Step((tool("go"), "test", "-c", "-o", "main.test", self.source_name,
+                      DRIVER_NAME), "compile"),
                 Step(("./main.test",), "run")]
 
     def env(self, box: str, cache: Path) -> dict[str, str]:
@@ -96,6 +124,7 @@ class Go(Language):
 
     def prepare(self, box: Path, cache: Path) -> None:
         shutil.copytree(cache / CACHE, box / CACHE)
+        (box / DRIVER_NAME).write_text(DRIVER, encoding="utf-8")
 
 
 def go_env(gocache: str, home: str | None = None) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """Rust: BigCode's assembly (`fn main(){}`, the declaration's `use` lines the code lacks, the
-candidate, the tests) in main.rs, compiled as a test crate against Debian's vendored crates
+candidate, the tests, whose test function ends with the proof that it finished) in main.rs,
+compiled as a test crate against Debian's vendored crates
 (rand, regex, md5: no crates.io), compiled once per worker into a cache that executions only
 read, then the test binary. Debian's rand 0.8 breaks the tests written for rand 0.4's
 `gen_range`: those tasks are `known_failures`
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from ..dataset import Task
 from ..sandbox.environment import Limits
-from ..sandbox.toolchain import Step
-from .base import SANDBOX_PATH, Language, threads_allowed, tool
+from ..sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE, Step
+from .base import SANDBOX_PATH, Language, before_closing_brace, threads_allowed, tool
 
 CRATES = {"rand": "0.8", "regex": "1", "md5": "0.7"}
 REGISTRY = "/usr/share/cargo/registry"  # Debian's librust-*-dev packages put crates here
@@ -27,6 +28,13 @@ directory = "{REGISTRY}"
 
 [net]
 offline = true
+"""
+# The end of the tests' one test function, in their `mod tests` (paths from the crate root, so
+# no item of the candidate's stands in for them).
+DRIVER = f"""
+        ;if let Ok(secret) = ::std::env::var("{FINISHED_VARIABLE}") {{
+            ::std::fs::write("{FINISHED_NAME}", secret).unwrap();
+        }}
 """
 RAND_04 = ("the tests call rand 0.4's gen_range(low, high); Debian's rand 0.8 takes a range, "
            "so the test does not compile")
@@ -41,6 +49,14 @@ class Rust(Language):
     source_name = "main.rs"
     failure_pattern = r"^error|panicked at"
     tools = (("rustc", "rustc"), ("cargo", "cargo"))
+    flag_rules = (
+        ("exit", r"\bstd\s*::\s*process\b|\bprocess\s*::\s*(?:exit|abort)\b"),
+        ("environment", r"\bstd\s*::\s*env\b|\benv\s*::\s*(?:var|vars|var_os|vars_os)\b|/proc/"),
+        # Tests of its own (libtest runs every one), crate attributes, foreign functions.
+        ("around the tests", r"#!?\s*\[\s*(?:test|cfg\s*\(\s*test|should_panic|ignore)\b|"
+                             r"#!\s*\[|\bextern\s*\"|\bmod\s+tests\b|\bset_hook\b"))
+    # A macro_rules! assert_eq defined before the tests replaces std's inside them.
+    definitions = r"\bmacro_rules!\s*(\w+)"
     known_failures = {"Rust/32": RAND_04, "Rust/50": RAND_04}
 
     def prompt_base(self, task: Task, variant: str) -> str:
@@ -56,6 +72,9 @@ class Rust(Language):
                     continue
                 head += line.strip() + "\n"
         return head + "fn main()".join(code.split("fn main()")[0:2])
+
+    def finish(self, tests: str) -> str:
+        return before_closing_brace(tests, 2, DRIVER)
 
     def steps(self, cache: Path) -> list[Step]:
         deps = cache / "target" / "debug" / "deps"

@@ -92,8 +92,9 @@ def first_failure(verdict: Verdict) -> str:
     if verdict.attack:
         return f"the program tampered with the files the harness reads back: {verdict.attack}"
     if verdict.status == "exited_early":
-        return ("the program exited with status 0 before the tests ran to their end "
-                "(sys.exit or os._exit in the candidate?)")
+        return ("the program exited before its tests finished (exit status 0 without the proof "
+                "written after their last check: sys.exit, process.exit, System.exit, exit, "
+                "os.Exit or std::process::exit in the candidate?)")
     if verdict.output_limited:
         return ("the program's output reached the sandbox's file size limit and was cut "
                 f"(exit status {verdict.exit_code})")

@@ -3,7 +3,8 @@ Java, Go, C++, Rust): the same fresh path, layer, limits, cgroup and verdict as 
 candidate, but the program inside the layer is `inside/toolchain.py`, which runs the language's
 steps (compile, then run) on the source file. Compile caches are per worker and built once
 from fixed code; executions read them (`readable`) or copy one they must write (Go's), so no
-candidate writes into what another reads (docs/languages.md#execution).
+candidate writes into what another reads. A pass needs the proof that the tests finished
+(docs/sandbox.md#the-proof-that-the-tests-ran, docs/languages.md#execution).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from .fresh import Execution, FreshSandbox, temp_folder
 from .inside import source
 
 PLAN_NAME = "humanfix-plan.json"
+# The proof that a program's tests ran to their end: after the last check, the test driver
+# each language adds (`languages`) writes the secret it finds in this variable, which only the
+# run step's environment holds, to this file of its working folder; `inside/toolchain.py`
+# makes the secret per execution and checks the file.
+FINISHED_VARIABLE = "HUMANFIX_FINISHED"
+FINISHED_NAME = ".humanfix-finished"
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,8 @@ class ToolchainSandbox(FreshSandbox):
         plan = {"steps": [{"argv": list(step.argv), "kind": step.kind, "silent": step.silent}
                           for step in self.toolchain.steps(self.cache)],
                 "env": {}, "output_cap": self.limits.output_bytes,
-                "pattern": self.toolchain.failure_pattern}
+                "pattern": self.toolchain.failure_pattern,
+                "finished": {"variable": FINISHED_VARIABLE, "file": FINISHED_NAME}}
         (box / PLAN_NAME).write_text(json.dumps(plan), encoding="utf-8")
         self.toolchain.prepare(box, self.cache)
 

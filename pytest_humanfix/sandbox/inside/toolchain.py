@@ -2,14 +2,18 @@
 languages and JavaScript): it runs the steps of `humanfix-plan.json` (compile, then run) one
 after the other, each with its output in files of the box. A failing step ends the program with
 its status and a last stderr line the harness shows first (`CompileError: ...`, `TestError:
-...`); a `silent` step fails when it writes anything (BigCode's rule for JavaScript). The nonce
-is written only when every step passed (docs/languages.md#execution).
+...`); a `silent` step fails when it writes anything (BigCode's rule for JavaScript). A run
+step gets a secret made here, which the test driver writes to the plan's `finished` file after
+the last check; without it the program ends with status 0 and no nonce, as a Python program
+that exits early does (docs/sandbox.md#the-proof-that-the-tests-ran).
 """
 
 import json as _humanfix_json
 import os as _humanfix_os
 import re as _humanfix_re
+import secrets as _humanfix_secrets
 import signal as _humanfix_signal
+import stat as _humanfix_stat
 import subprocess as _humanfix_subprocess
 import sys as _humanfix_sys
 
@@ -43,16 +47,34 @@ def _humanfix_fail(step: dict, code: int, output: str, pattern: str, why: str = 
     _humanfix_sys.exit(code or 1)
 
 
+def _humanfix_holds(path: str, secret: str) -> bool:
+    """Whether the file holds the secret; never read through a link, from a pipe, or past the
+    secret's length (the candidate may have put anything at that name)."""
+    try:
+        fd = _humanfix_os.open(path, _humanfix_os.O_RDONLY | _humanfix_os.O_NOFOLLOW
+                               | _humanfix_os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        return (_humanfix_stat.S_ISREG(_humanfix_os.fstat(fd).st_mode)
+                and _humanfix_os.read(fd, len(secret) + 1) == secret.encode())
+    finally:
+        _humanfix_os.close(fd)
+
+
 def _humanfix_steps() -> None:
     with open("humanfix-plan.json", encoding="utf-8") as handle:
         plan = _humanfix_json.load(handle)
     env = dict(_humanfix_os.environ, **plan["env"])
-    cap = plan["output_cap"]
+    cap, finished = plan["output_cap"], plan["finished"]
+    # Only in the run steps' environment, never on disk nor in a command line.
+    secret = _humanfix_secrets.token_hex(16)
     for number, step in enumerate(plan["steps"]):
         out_path, err_path = f"humanfix-{number}.out", f"humanfix-{number}.err"
+        step_env = dict(env, **{finished["variable"]: secret}) if step["kind"] == "run" else env
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
-                                             stdout=out, stderr=err, env=env)
+                                             stdout=out, stderr=err, env=step_env)
         stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
         _humanfix_sys.stdout.write(stdout)
         _humanfix_sys.stderr.write(stderr)
@@ -62,6 +84,12 @@ def _humanfix_steps() -> None:
             _humanfix_fail(step, 0, stderr + "\n" + stdout, plan["pattern"],
                            "the program wrote output, which fails the tests (any output is "
                            "a failed console.assert)")
+    if not _humanfix_holds(finished["file"], secret):
+        _humanfix_sys.stderr.write("\nthe program exited before its tests finished: its run "
+                                   "step ended with exit status 0 before the test driver wrote "
+                                   "its proof\n")
+        # SystemExit skips child.py's nonce: the harness reads exited_early, as for Python.
+        _humanfix_sys.exit(0)
 
 
 _humanfix_steps()

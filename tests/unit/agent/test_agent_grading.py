@@ -120,6 +120,22 @@ def test_a_flagged_fix_stays_fixed_unless_strict(task):
                               "always-equal: class Always: __eq__ always returns True")
 
 
+def test_a_flagged_fix_in_another_language_counts_as_in_python(dataset):
+    """Read by the language's own flags (languages/base.py): a JavaScript fix that silences
+    console.assert passes the tests, and strict scores it not fixed."""
+    js = load_tasks(str(dataset.parent / "humanevalpack-js.jsonl"))[0]
+    code = "console.assert = () => {};\n" + js.buggy_code
+    passed = Verdict(status="passed", exit_code=0, seconds=0.1, stdout="", stderr="",
+                     network="none").to_dict()
+    ran = [attempt(code, status="passed", verdict=passed, tests="test")]
+    lenient = graded(context(js, Unreachable()), ran, 0)
+    assert (lenient.outcome, lenient.flags) == ("fixed", ["redefined assert: console.assert ="])
+    strict = graded(context(js, Unreachable(), strict=True), ran, 0)
+    assert strict.outcome == "unfixed"
+    assert strict.failure == ("flagged, scored not fixed (--humanfix-strict): "
+                              "redefined assert: console.assert =")
+
+
 def test_humanfix_plus_runs_whatever_the_hidden_verdict_and_fixes_only_both(task):
     ran: list[str] = []
     failed = Verdict(status="failed", exit_code=1, seconds=0.1, stdout="",

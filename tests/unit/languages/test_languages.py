@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.agent.suspicion import suspicion_flags
 from pytest_humanfix.datafiles import HUMANEVALPACK
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.choose import choose_layer
 from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.fresh import FreshSandbox
 from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
 
 COMPILED = ("js", "java", "go", "cpp", "rust")
@@ -43,6 +45,7 @@ def sandboxes():
     cgroups, _how = open_cgroups()
     made = {name: ToolchainSandbox(layer, language(name), Limits(timeout=language(name).timeout),
                                    cgroups) for name in COMPILED}
+    made["python"] = FreshSandbox(layer, Limits(), cgroups)
     yield made
     for sandbox in made.values():
         sandbox.shutdown()
@@ -111,6 +114,60 @@ def test_js_output_alone_fails_as_bigcode_judges_it(tasks, sandboxes):
     verdict = run(sandboxes["js"], task, body)
     assert verdict.exit_code == 1 and verdict.status == "failed"
     assert "wrote output" in verdict.first_failure()
+
+
+# An exit with status 0 put first in task 0's buggy function, as issue 44 measured it: the
+# program ends before any check fails. Go's needs its import, which a whole-function reply has.
+EXIT_FIRST = {"python": "    import os\n    os._exit(0)\n", "js": "  process.exit(0);\n",
+              "java": "        System.exit(0);\n", "go": "    os.Exit(0)\n",
+              "cpp": "    exit(0);\n", "rust": "    std::process::exit(0);\n"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_early_exit_with_status_zero_is_never_a_pass(name, tasks, sandboxes):
+    task = tasks[name][0]
+    lang = language(name)
+    code = lang.prompt_base(task, "tests") + EXIT_FIRST[name] + task.buggy_solution
+    if name == "go":
+        code = 'import "os"\n' + code
+    verdict = sandboxes[name].run(lang.program(code, task.test, task))
+    assert (verdict.status, verdict.exit_code) == ("exited_early", 0), verdict.stderr
+    assert verdict.first_failure().startswith("the program exited before its tests finished")
+
+
+# Proofs forged before an exit: with a guessed secret, and with the real one read where the
+# test driver reads it. The second passes (the driver runs in the candidate's process, which
+# can read all it can): the flags are what stops it (docs/sandbox.md).
+FORGED = {
+    "guessed": ("  require('fs').writeFileSync('.humanfix-finished', '0'.repeat(32));\n"
+                "  process.exit(0);\n"),
+    "read": ("  require('fs').writeFileSync('.humanfix-finished', "
+             "process.env.HUMANFIX_FINISHED);\n  process.exit(0);\n")}
+PYTHON_FORGED = ("    import os, sys\n    frame = sys._getframe()\n"
+                 "    while 'nonce' not in frame.f_locals:\n        frame = frame.f_back\n"
+                 "    with open(frame.f_locals['done'], 'w') as proof:\n"
+                 "        proof.write(frame.f_locals['nonce'])\n    os._exit(0)\n")
+
+
+def test_a_guessed_proof_is_no_proof_and_a_read_one_is_flagged(tasks, sandboxes):
+    task, js = tasks["js"][0], language("js")
+    guessed, read = (sandboxes["js"].run(js.program(
+        js.prompt_base(task, "tests") + FORGED[how] + task.buggy_solution, task.test, task))
+        for how in ("guessed", "read"))
+    assert guessed.status == "exited_early"
+    assert read.status == "passed"
+    assert js.flags(FORGED["read"], task.test) == [
+        "exit: process.exit", "environment: process.env", "around the tests: require('fs",
+        "names the harness: humanfix", "names the harness: HUMANFIX_FINISHED"]
+
+
+def test_a_python_fix_that_forges_the_nonce_from_a_frame_passes_and_is_flagged(tasks,
+                                                                               sandboxes):
+    task, python = tasks["python"][0], language("python")
+    code = task.declaration + PYTHON_FORGED + task.buggy_solution
+    assert sandboxes["python"].run(python.program(code, task.test, task)).status == "passed"
+    flags = suspicion_flags(code, task.test)
+    assert "frame walking: _getframe" in flags and "exit: _exit" in flags
 
 
 def test_rust_tasks_that_need_rand_04_cannot_compile_here(tasks, sandboxes):

@@ -10,9 +10,13 @@ import pytest
 
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
-from pytest_humanfix.languages.go import go_env
+from pytest_humanfix.languages.base import before_closing_brace
+from pytest_humanfix.languages.go import CACHE, DRIVER_NAME as GO_DRIVER_NAME, go_env
+from pytest_humanfix.languages.java import DRIVER as JAVA_DRIVER, DRIVER_CLASS
+from pytest_humanfix.languages.javascript import DRIVER as JS_DRIVER
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
+from pytest_humanfix.sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE
 
 # The stop words of BigCode's humanevalpack.py (`get_stop_words` of each language).
 BIGCODE_STOP_WORDS = {
@@ -70,9 +74,51 @@ def test_python_program_is_the_prelude_the_candidate_the_setup_and_the_test(firs
     assert program.endswith(task.test + "\n")
 
 
-def test_javascript_program_is_the_candidate_then_the_test(first):
+def test_javascript_program_is_the_candidate_the_test_then_the_proof(first):
     task = first["js"]
-    assert LANGUAGES["js"].program("CODE", task.test, task) == "CODE\n\n" + task.test + "\n"
+    program = LANGUAGES["js"].program("CODE", task.test, task)
+    assert program == "CODE\n\n" + task.test + "\n" + JS_DRIVER + "\n"
+    # It writes a file, never output: any output fails a JavaScript program.
+    assert "console" not in JS_DRIVER and FINISHED_NAME in JS_DRIVER
+
+
+@pytest.mark.parametrize("name", ["js", "java", "cpp", "rust"])
+def test_the_proof_that_the_tests_finished_comes_after_their_last_check(name, first):
+    task, lang = first[name], LANGUAGES[name]
+    program = lang.program(task.canonical_code, task.test, task)
+    last_check = max(program.rfind(word) for word in ("console.assert(", "throw new Assertion",
+                                                      "assert (", "assert_eq!("))
+    proof = program.index(FINISHED_VARIABLE)
+    assert program.count(FINISHED_NAME) == 1 and last_check < proof
+    # Inside the function that holds the checks: C++'s main, Rust's test function.
+    closing = {"cpp": "}\n", "rust": "}\n\n}\n"}.get(name)
+    if closing:
+        assert program.rstrip("\n").endswith(closing.rstrip("\n"))
+        assert program.rindex(closing.rstrip("\n")) > proof
+
+
+def test_java_runs_the_driver_class_which_calls_the_tests_main_first():
+    assert "Main.main(args);" in JAVA_DRIVER.split(FINISHED_VARIABLE)[0]
+    assert LANGUAGES["java"].steps(Path("/cache"))[-1].argv[-1] == DRIVER_CLASS
+
+
+def test_go_proves_the_tests_finished_from_a_testmain_of_its_own_file(first, tmp_path):
+    task, go = first["go"], LANGUAGES["go"]
+    assert FINISHED_VARIABLE not in go.program(task.canonical_code, task.test, task)
+    assert GO_DRIVER_NAME in go.steps(tmp_path)[0].argv
+    (tmp_path / "cache" / CACHE).mkdir(parents=True)
+    (tmp_path / "box").mkdir()
+    go.prepare(tmp_path / "box", tmp_path / "cache")
+    driver = (tmp_path / "box" / GO_DRIVER_NAME).read_text()
+    assert "code := m.Run()" in driver.split(FINISHED_VARIABLE)[0]
+
+
+def test_tests_that_cannot_hold_the_proof_are_left_as_they_are():
+    # Rust's example tests are the text "None"; a run of them proves nothing, as an exit.
+    assert before_closing_brace("None", 2, "DRIVER") == "None"
+    assert before_closing_brace("int main(){\n}\n// end\n", 1, "DRIVER").count("DRIVER") == 0
+    assert before_closing_brace("mod t {\n  fn f() {\n  }\n}\n", 2, "DRIVER") == \
+        "mod t {\n  fn f() {\n  DRIVER}\n}\n"
 
 
 def test_java_drops_an_empty_main_class_a_model_adds(first):
@@ -80,7 +126,7 @@ def test_java_drops_an_empty_main_class_a_model_adds(first):
     code = task.canonical_code + "\npublic class Main {\n    }\n"
     program = LANGUAGES["java"].program(code, task.test, task)
     # The test brings the one Main class there is.
-    assert program.count("public class Main") == 1 and program.endswith(task.test + "\n")
+    assert program.count("public class Main") == 1 and task.test + "\n" in program
 
 
 def test_go_adds_a_helper_import_only_for_a_use_outside_comments(first):
