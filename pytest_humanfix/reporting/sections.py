@@ -298,6 +298,7 @@ class Summary(TypedDict):
     item_timeouts: list[TaskMessage]
     servers: dict[str, ServerLoad]
     servers_out: list[ServerOut]
+    server_limits: list[str]
     repeat_check: RepeatFigures | None
     baseline: BaselineFigures | None
     gates: list[GateRow]
