@@ -83,7 +83,8 @@ def test_a_hub_that_has_no_such_model_or_cannot_be_reached_is_named(monkeypatch,
     resolved = resolve_spec("org/typo")
 
     def missing(repo, timeout):
-        raise RepositoryNotFoundError("404 Client Error\nRepository Not Found", response=None)
+        # As huggingface_hub raises it for a 404, without building the HTTP response it reads.
+        raise RepositoryNotFoundError.__new__(RepositoryNotFoundError)
 
     def unreachable(repo, timeout):
         raise ConnectionError("Failed to resolve 'huggingface.co'\nmore")

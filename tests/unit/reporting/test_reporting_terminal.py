@@ -98,3 +98,10 @@ def test_servers_are_listed_for_a_fleet_and_when_one_is_taken_out():
     assert terminal.server_lines(summary) == [
         "servers: http://a 1 request(s), 1.00s mean, http://b 1 request(s), 3.00s mean",
         "server out of rotation: http://b: down"]
+
+
+def test_a_servers_limit_met_by_every_worker_is_one_line():
+    line = "the server at http://a takes at most 4 stop strings: ..."
+    summary = summary_of([record("a", worker="gw0", server_limits=[line]),
+                          record("b", worker="gw1", server_limits=[line]), record("c")])
+    assert terminal.server_lines(summary) == [f"server limit: {line}"]
