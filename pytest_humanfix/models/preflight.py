@@ -62,7 +62,10 @@ def server_problem(base_url: str) -> str | None:
     is a server there (not every server implements /models)."""
     asked = urllib.request.Request(base_url + "/models",
                                    headers={"Authorization": f"Bearer {api_key()}"})
+    why = ""
     for attempt in range(2):
+        if attempt:
+            time.sleep(RETRY_AFTER)
         try:
             with urllib.request.urlopen(asked, timeout=TIMEOUT):
                 return None
@@ -73,11 +76,9 @@ def server_problem(base_url: str) -> str | None:
             return None
         except OSError as exc:  # refused, no route, timed out
             reason = getattr(exc, "reason", exc)
-            if attempt == 0:
-                time.sleep(RETRY_AFTER)
-    return (f"cannot reach the OpenAI-compatible server at {base_url} "
-            f"({type(reason).__name__}: {reason}); start it, or point --humanfix-base-url "
-            "at one that answers.")
+            why = f"{type(reason).__name__}: {reason}"
+    return (f"cannot reach the OpenAI-compatible server at {base_url} ({why}); start it, or "
+            "point --humanfix-base-url at one that answers.")
 
 
 def hub_unavailable(spec: str, resolved: ResolvedSpec) -> str | None:
