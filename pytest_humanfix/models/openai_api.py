@@ -45,10 +45,10 @@ CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": Fals
 # `add_request`, transformers 5.24): every reply ran to its token limit. Such a server's stream is
 # closed at the stop; a closed stream cancels the request (`CBStreamer.cancel`).
 STOP_IGNORED_BY = frozenset({"transformers"})
-# What a server sent fewer stop strings than a request has is asked too (vLLM's names; others
-# ignore them): the stop string kept in the text, so that no text is held back in case it
-# begins one (vLLM's stop buffer) and the stream shows each stop as the token that completes
-# it arrives; and the tokens so far on every chunk, which count a reply closed at its stop.
+# Asked too of a server sent fewer stop strings than a request has (vLLM's names; others ignore
+# them): the stop string kept in the text, so that vLLM holds no text back in case it begins one
+# (its stop buffer) and the stream shows each stop with the token that completes it; and the
+# tokens so far on every chunk, which count a reply closed at its stop.
 LIMITED_FIELDS = {"include_stop_str_in_output": True}
 LIMITED_STREAM = {"include_usage": True, "continuous_usage_stats": True}
 
