@@ -38,11 +38,11 @@ REPLY = "```python\ndef f():\n    return 1\n```"
 def too_many_stops(limit: int, sent: int) -> str:
     """vLLM 0.32's message for a stop list over VLLM_MAX_STOP_STRINGS, as its 400 says it."""
     return ("2 validation errors:\n  {'type': 'string_type', 'loc': 'body.stop', "
-            "'msg': 'Input should be a valid string', 'input': '<list of %d items>'}\n"
+            f"'msg': 'Input should be a valid string', 'input': '<list of {sent} items>'}}\n"
             "  {'type': 'too_long', 'loc': 'body.stop', 'msg': 'List should have at "
-            "most %d items after validation, not %d', 'input': '<list of %d items>', "
-            "'ctx': {'field_type': 'List', 'max_length': %d, 'actual_length': %d}}"
-            % (sent, limit, sent, sent, limit, sent))
+            f"most {limit} items after validation, not {sent}', 'input': '<list of {sent} "
+            f"items>', 'ctx': {{'field_type': 'List', 'max_length': {limit}, "
+            f"'actual_length': {sent}}}}}")
 
 
 def vllm_stopped(pieces: list[str], request: dict) -> tuple[list[str], str | None]:

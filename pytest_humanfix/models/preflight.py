@@ -41,8 +41,12 @@ def check_available(spec: str, settings: Settings) -> None:
         raise ModelSpecError(problem)
 
 
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
 def openai_missing(spec: str) -> str | None:
-    if importlib.util.find_spec("openai") is not None:
+    if installed("openai"):
         return None
     return (f"--humanfix-model {spec} asks an OpenAI-compatible server through the openai "
             f"package, which is not installed: {OPENAI_INSTALL}.")

@@ -68,7 +68,7 @@ def test_a_server_limited_to_four_stops_replies_as_one_that_takes_them_all(promp
         everything = [ask(vllm_model(full, prompt)) for _ in range(2)]
         model = vllm_model(limited, prompt)
         fitted = [ask(model) for _ in range(2)]
-    for one, other in zip(everything, fitted):
+    for one, other in zip(everything, fitted, strict=True):
         assert (one.text, one.finish_reason, one.prompt_tokens, one.completion_tokens) == \
             (other.text, other.finish_reason, other.prompt_tokens, other.completion_tokens)
     # The first request refused, then every one within the limit, the limit remembered.

@@ -105,7 +105,8 @@ def test_a_misspelled_gguf_file_is_a_usage_error(humanfix_pytester):
 
 
 def test_a_missing_openai_extra_names_its_install(humanfix_pytester, monkeypatch):
-    monkeypatch.setitem(sys.modules, "openai", None)  # what find_spec and import see uninstalled
+    # Not through sys.modules: other plugins of the run (langsmith's) import openai themselves.
+    monkeypatch.setattr(preflight, "installed", lambda module: module != "openai")
     with StubServer() as stub:
         line = stopped_before_any_task(humanfix_pytester.runpytest(
             "--humanfix-model", "openai:m", f"--humanfix-base-url={stub.base_url}", "-n", "2"))
@@ -113,6 +114,16 @@ def test_a_missing_openai_extra_names_its_install(humanfix_pytester, monkeypatch
                     "the openai package, which is not installed: "
                     "pip install 'pytest-humanfix[openai]'.")
     assert stub.posts() == []
+
+
+def test_a_missing_gguf_extra_names_its_install(humanfix_pytester, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gguf", None)
+    model = humanfix_pytester.path / "model.gguf"
+    model.write_bytes(b"GGUF")  # never read: the missing package is found first
+    line = stopped_before_any_task(humanfix_pytester.runpytest(
+        "--humanfix-model", str(model), "-n", "2"))
+    assert line == (f"ERROR: {model} is a GGUF file; reading it needs the gguf package: "
+                    "pip install 'pytest-humanfix[gguf]'")
 
 
 def test_an_unreachable_server_is_named_once_before_any_worker(humanfix_pytester):
