@@ -223,6 +223,7 @@ class Record(TypedDict, total=False):
     model_error: str | None
     computed_by: ComputedBy | None
     servers_out: list[dict[str, str]]
+    server_limits: list[str]
     finished_at: str
     reruns: list[EarlierRun]
 

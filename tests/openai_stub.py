@@ -15,6 +15,11 @@ piece: the server breaks off there), then a chunk with `finish_reason` and, unle
 `stream_usage` is false, the usage. `sent` holds, per stream, the pieces written before it ended
 or the client closed it (`disconnected` counts those closed early): a write after the client's
 close fails within a piece or two.
+
+`vllm=True` answers as vLLM does: the reply is `pieces` (a token each) ended at the piece that
+completes a stop string of the request, the stop dropped unless `include_stop_str_in_output`, a
+streamed chunk carries the usage so far under `continuous_usage_stats`; `max_stops=N` refuses a
+request with more than N stop strings as vLLM 0.32 under VLLM_MAX_STOP_STRINGS=N does.
 """
 
 from __future__ import annotations
@@ -30,12 +35,45 @@ from pytest_humanfix.models.engines.llamacpp.server import send_json
 REPLY = "```python\ndef f():\n    return 1\n```"
 
 
+def too_many_stops(limit: int, sent: int) -> str:
+    """vLLM 0.32's message for a stop list over VLLM_MAX_STOP_STRINGS, as its 400 says it."""
+    return ("2 validation errors:\n  {'type': 'string_type', 'loc': 'body.stop', "
+            f"'msg': 'Input should be a valid string', 'input': '<list of {sent} items>'}}\n"
+            "  {'type': 'too_long', 'loc': 'body.stop', 'msg': 'List should have at "
+            f"most {limit} items after validation, not {sent}', 'input': '<list of {sent} "
+            f"items>', 'ctx': {{'field_type': 'List', 'max_length': {limit}, "
+            f"'actual_length': {sent}}}}}")
+
+
+def vllm_stopped(pieces: list[str], request: dict) -> tuple[list[str], str | None]:
+    """The pieces vLLM sends for `request`, a token each: up to the one that completes a stop
+    string (checked per token, in the request's order), the text cut before the stop (or after
+    it, under include_stop_str_in_output); and the finish reason, None while no stop fired."""
+    stops = request.get("stop") or []
+    reach = max(map(len, stops), default=1)
+    text = ""
+    for count, piece in enumerate(pieces, 1):
+        start = max(len(text) - reach + 1, 0)
+        text += piece
+        for stop in stops:
+            at = text.find(stop, start)
+            if at != -1:
+                end = at + len(stop) if request.get("include_stop_str_in_output") else at
+                kept, done = [], 0
+                for sent in pieces[:count]:
+                    kept.append(sent[:max(end - done, 0)])
+                    done += len(sent)
+                return kept, "stop"
+    return pieces, None
+
+
 class StubServer:
     def __init__(self, script: list[Any] = (), die_after: int | None = None,
                  lifetime: float = 120.0, reply: str = REPLY,
                  finish_reason: str = "stop", keys: dict[str, list[Any]] | None = None,
                  pieces: list[str | None] | None = None, piece_delay: float = 0.01,
-                 stream_usage: bool = True) -> None:
+                 stream_usage: bool = True, vllm: bool = False,
+                 max_stops: int | None = None) -> None:
         self.script = list(script)
         self.keys = {key: list(steps) for key, steps in (keys or {}).items()}
         self.reply = reply
@@ -47,6 +85,8 @@ class StubServer:
         self.pieces: list[str | None] = [reply] if pieces is None else pieces
         self.piece_delay = piece_delay
         self.stream_usage = stream_usage
+        self.vllm = vllm
+        self.max_stops = max_stops
         self.sent: list[int] = []
         self.disconnected = 0
         self._lock = threading.Lock()
@@ -68,6 +108,9 @@ class StubServer:
                     stub.auth.append(auth)
                     own = stub.keys.get((auth or "").removeprefix("Bearer "))
                     step = own.pop(0) if own else stub.script.pop(0) if stub.script else "ok"
+                stops = len(body.get("stop") or [])
+                if stub.max_stops is not None and stops > stub.max_stops:
+                    step = (400, too_many_stops(stub.max_stops, stops))
                 if isinstance(step, tuple):  # (status, the server's error message)
                     self._send(step[0], {"error": {"message": step[1]}})
                     return
@@ -94,31 +137,33 @@ class StubServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 chat = self.path.endswith("/chat/completions")
+                pieces, stopped = stub.answered_pieces(body)
+                counted = (body.get("stream_options") or {}).get("continuous_usage_stats")
                 sent = 0
                 try:
                     if chat:
                         self._event(stub.chunk(body, {"delta": {"role": "assistant"}}))
-                    for piece in stub.pieces:
+                    for piece in pieces:
                         if piece is None:
                             break
                         self._event(stub.chunk(body, {"delta": {"content": piece}} if chat
-                                               else {"text": piece}))
+                                               else {"text": piece},
+                                               usage=stub.usage(sent + 1) if counted else None))
                         sent += 1
                         time.sleep(stub.piece_delay)
                     else:
-                        self._finish(body, chat)
+                        self._finish(body, chat, stopped, len(pieces))
                 except (BrokenPipeError, ConnectionResetError):
                     with stub._lock:
                         stub.disconnected += 1
                 with stub._lock:
                     stub.sent.append(sent)
 
-            def _finish(self, body: dict, chat: bool) -> None:
-                usage = {"prompt_tokens": 11, "completion_tokens": len(stub.pieces),
-                         "total_tokens": 11 + len(stub.pieces)}
+            def _finish(self, body: dict, chat: bool, stopped: str | None, count: int) -> None:
                 self._event(stub.chunk(
                     body, {"delta": {}} if chat else {"text": ""},
-                    stub.finish_reason, usage if stub.stream_usage else None))
+                    stopped or stub.finish_reason, stub.usage(count) if stub.stream_usage
+                    else None))
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
@@ -135,15 +180,30 @@ class StubServer:
         self._timer.start()
         self._closed = False
 
+    def answered_pieces(self, request: dict) -> tuple[list[str | None], str | None]:
+        """The pieces a stream sends, and the finish reason of a stop that ended them."""
+        if not self.vllm:
+            return self.pieces, None
+        return vllm_stopped([p for p in self.pieces if p is not None], request)
+
+    @staticmethod
+    def usage(tokens: int) -> dict:
+        return {"prompt_tokens": 11, "completion_tokens": tokens, "total_tokens": 11 + tokens}
+
     def answer(self, path: str, request: dict) -> dict:
+        text, tokens, finish_reason = self.reply, 7, self.finish_reason
+        if self.vllm:
+            pieces, stopped = self.answered_pieces(request)
+            text, tokens, finish_reason = "".join(pieces), len(pieces), \
+                stopped or finish_reason
         if path.endswith("/chat/completions"):
             kind, choice = "chat.completion", {"message": {"role": "assistant",
-                                                           "content": self.reply}}
+                                                           "content": text}}
         else:
-            kind, choice = "text_completion", {"text": self.reply, "logprobs": None}
+            kind, choice = "text_completion", {"text": text, "logprobs": None}
         return {"id": "stub", "object": kind, "created": 0, "model": request["model"],
-                "choices": [{"index": 0, "finish_reason": self.finish_reason, **choice}],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+                "choices": [{"index": 0, "finish_reason": finish_reason, **choice}],
+                "usage": self.usage(tokens)}
 
     @staticmethod
     def chunk(request: dict, choice: dict, finish_reason: str | None = None,

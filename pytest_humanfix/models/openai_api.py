@@ -18,7 +18,14 @@ from ..dataset import Task
 from ..languages import LANGUAGES
 from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
 from .generation import GenerationConfig
-from .openai_refusals import CONTINUE_REFUSED, STOPS_REFUSED, TOOLS_REFUSED, Refusal
+from .openai_refusals import (
+    CONTINUE_REFUSED,
+    STOPS_REFUSED,
+    TOOLS_REFUSED,
+    Refusal,
+    fitted_stops,
+    stop_limit,
+)
 from .openai_servers import (
     PROBE_TIMEOUT,
     Request,
@@ -38,6 +45,12 @@ CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": Fals
 # `add_request`, transformers 5.24): every reply ran to its token limit. Such a server's stream is
 # closed at the stop; a closed stream cancels the request (`CBStreamer.cancel`).
 STOP_IGNORED_BY = frozenset({"transformers"})
+# Asked too of a server sent fewer stop strings than a request has (vLLM's names; others ignore
+# them): the stop string kept in the text, so that vLLM holds no text back in case it begins one
+# (its stop buffer) and the stream shows each stop with the token that completes it; and the
+# tokens so far on every chunk, which count a reply closed at its stop.
+LIMITED_FIELDS = {"include_stop_str_in_output": True}
+LIMITED_STREAM = {"include_usage": True, "continuous_usage_stats": True}
 
 
 class Decoding(TypedDict):
@@ -50,6 +63,14 @@ class Decoding(TypedDict):
 
 class ServerFailed(Exception):
     """One server failed a request after its retries; the message says how."""
+
+
+class StopsLimited(Exception):
+    """A server refused a request's stop strings, naming the most it takes (`limit`)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 @dataclass
@@ -68,6 +89,7 @@ class Server:
     base_url: str
     client: Any  # openai.OpenAI
     out: str = ""  # why it was taken out of rotation; "" while in it
+    stop_limit: int | None = None  # the most stop strings it takes, once it refused more
 
 
 class OpenAIModel:
@@ -106,6 +128,14 @@ class OpenAIModel:
     def servers_out(self) -> list[dict[str, str]]:
         """The servers this worker took out of rotation, and why."""
         return [{"base_url": s.base_url, "reason": s.out} for s in self.servers if s.out]
+
+    @property
+    def server_limits(self) -> list[str]:
+        """A line for each server that refused this worker's stop lists, naming its limit."""
+        return [f"the server at {s.base_url} takes at most {s.stop_limit} stop strings: it is "
+                f"sent {s.stop_limit} of a longer list, and the client cuts each reply at the "
+                "first of them all while streaming, where it would have stopped"
+                for s in self.servers if s.stop_limit is not None]
 
     def _probe(self, server: Server) -> None:
         """Fail at load, once, when nobody answers at a base URL: the server is out of
@@ -205,23 +235,23 @@ class OpenAIModel:
             if isinstance(fitted, Generation):
                 return fitted
             request = fitted
-        # A tool call streams as fragments of JSON, which no stop string ends.
-        streamed = self.engine in STOP_IGNORED_BY and bool(stop or function_end) \
-            and "tools" not in request
         while True:
             server, *others = self.in_rotation()
+            sent, scanner = self._as_taken(server, request, stop, function_end)
             try:
-                reply = self._stream_one(server, create, request, refused,
-                                         StopScanner(stop, function_end)) \
-                    if streamed else self._reply_one(server, create, request, refused)
+                reply = self._stream_one(server, create, sent, refused, scanner) \
+                    if scanner else self._reply_one(server, create, sent, refused)
                 break
+            except StopsLimited as limited:
+                server.stop_limit = limited.limit  # and asked again, within it
             except ServerFailed as exc:
                 if not others:
                     raise ModelLoadError(str(exc)) from None
                 server.out = str(exc)
-        # The function's end keeps its line, for the graded code to cut as BigCode's
-        # remove_last_block does (as our llama.cpp engine and in-process transformers keep it).
-        cut = stop_point(reply.text, stop)
+        # Every stop string asked for, the server's or the client's to apply; the function's end
+        # keeps its line, for the graded code to cut as BigCode's remove_last_block does (as our
+        # llama.cpp engine and in-process transformers keep it).
+        cut = stop_point(reply.text, request.get("stop") or ())
         return Generation(
             text=reply.text if cut is None else reply.text[:cut], tool_calls=reply.tool_calls,
             prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
@@ -230,6 +260,26 @@ class OpenAIModel:
             finish_reason="length" if reply.finish_reason == "length" and cut is None
             else "stop",
             engine=self.engine, server=server.base_url)
+
+    def _as_taken(self, server: Server, request: Request, stop: Sequence[str],
+                  function_end: str | None) -> tuple[Request, StopScanner | None]:
+        """The request as `server` takes it, and the scanner that closes its stream at the stop
+        (None: not streamed). A server known to ignore `stop` is streamed and closed at a stop
+        word or the function's end. A server that takes fewer stop strings than the request
+        has gets as many (`fitted_stops`), and its stream is closed at the first of them all,
+        where it would have stopped had it taken them: the same reply, and its tokens. A tool
+        call streams as fragments of JSON, which no stop string ends: never streamed."""
+        every = list(request.get("stop") or ())
+        tools = "tools" in request
+        if self.engine in STOP_IGNORED_BY and (stop or function_end) and not tools:
+            return request, StopScanner(stop, function_end)
+        if server.stop_limit is None or len(every) <= server.stop_limit:
+            return request, None
+        fitted = {**request, "stop": fitted_stops(every, server.stop_limit)}
+        if tools:
+            return fitted, None
+        return ({**fitted, "extra_body": {**request.get("extra_body", {}), **LIMITED_FIELDS},
+                 "stream_options": LIMITED_STREAM}, StopScanner(every))
 
     def _reply_one(self, server: Server, create: Callable[[Any], Callable[..., Any]],
                    request: Request, refused: tuple[Refusal, ...]) -> Reply:
@@ -261,9 +311,9 @@ class OpenAIModel:
         import httpx
 
         deadline = time.monotonic() + self.config.request_timeout
-        stream = self._ask_one(server, create, {**request, "stream": True,
-                                                "stream_options": {"include_usage": True}},
-                               refused)
+        stream = self._ask_one(server, create, {"stream_options": {"include_usage": True},
+                                                **request, "stream": True}, refused)
+        counted = bool(request.get("stream_options", {}).get("continuous_usage_stats"))
         pieces: list[str] = []
         usage = finish_reason = None
         stopped = timed_out = False
@@ -292,6 +342,8 @@ class OpenAIModel:
         if not stopped and finish_reason is None:
             raise ServerFailed(self._broke_off(server, "it ended without a finish reason"))
         text = "".join(pieces)
+        if stopped and counted and usage is not None:  # the tokens up to the stop's chunk
+            return Reply(text, usage.prompt_tokens, usage.completion_tokens, "stop", [])
         if stopped or usage is None:
             # A piece is at least one token, and the text's tokens are those the server
             # generated but where the model wrote a text otherwise than its tokenizer would.
@@ -368,6 +420,9 @@ class OpenAIModel:
                        f"{self.model_name!r}: {exc.message}")
             if exc.status_code >= 500:
                 raise ServerFailed(message) from None
+            limit = stop_limit(exc.message, len(request.get("stop") or ()))
+            if limit is not None:
+                raise StopsLimited(limit) from None
             for refusal in (*refused, STOPS_REFUSED):
                 message = refusal.explain(message)
             raise ModelLoadError(message) from None

@@ -108,6 +108,18 @@ def installed_file(alias: str, packaged: Packaged) -> Path | None:
     return assemble(alias, packaged, files, final)
 
 
+def on_this_machine(packaged: Packaged) -> bool:
+    """Every part installed, or the joined file in the cache: cheap, nothing read or joined."""
+    if len(packaged.parts) > 1 and _complete(cache_path(packaged), packaged):
+        return True
+    try:
+        for part in packaged.parts:
+            importlib.metadata.distribution(part.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def _located(alias: str, packaged: Packaged, part: Part) -> Path | None:
     try:
         distribution = importlib.metadata.distribution(part.distribution)

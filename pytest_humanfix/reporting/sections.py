@@ -394,6 +394,7 @@ class Summary(TypedDict):
     unfixed: list[UnfixedRow]
     servers: dict[str, ServerLoad]
     servers_out: list[ServerOut]
+    server_limits: list[str]
     repeat_check: RepeatFigures | None
     baseline: BaselineFigures | None
     agents: SideBySide | None

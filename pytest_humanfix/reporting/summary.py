@@ -355,6 +355,8 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "unfixed": unfixed(records),
         "servers": servers(records),
         "servers_out": servers_out(records),
+        # Each worker learns a server's limit for itself, and says it alike.
+        "server_limits": sorted({line for r in records for line in r.get("server_limits") or []}),
         "repeat_check": repeat_check(
             records, comparison.paired if comparison is not None else len(counted), alpha),
         "baseline": comparison.figures() if comparison is not None else None,

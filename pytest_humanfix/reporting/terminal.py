@@ -263,6 +263,7 @@ def server_lines(summary: Summary) -> list[str]:
             for url, row in summary["servers"].items()))
     lines += [f"server out of rotation: {row['base_url']}: {row['reason']}"
               for row in summary["servers_out"]]
+    lines += [f"server limit: {line}" for line in summary["server_limits"]]
     return lines
 
 

@@ -18,6 +18,7 @@ from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..jsonl import JsonlWriter, ReportError
 from ..languages import LANGUAGES
+from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..protocol import RunProtocol, run_fingerprint, without_model
@@ -132,9 +133,12 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
         settings = dataclasses.replace(settings, serve=layout.serve)
         if settings.model and not settings.serve:  # under serve, serve.engine_model checks it
             check_spec(settings.model, settings)
+        if settings.model:  # once, here, before any worker starts: what each would fail on
+            check_available(settings.model, settings)
         if settings.repeat_with:
             try:
                 check_spec(settings.repeat_with, settings)
+                check_available(settings.repeat_with, settings)
             except ModelSpecError as exc:
                 raise ModelSpecError(f"--humanfix-repeat-with: {exc}") from None
         workload = Workload.load(settings)

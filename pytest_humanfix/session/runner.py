@@ -343,6 +343,8 @@ class Runner:
             if self._model is not None else None,
             # A fleet's servers this process took out of rotation so far, and why.
             "servers_out": getattr(self._model, "servers_out", []),
+            # What a server refused that the client fits instead (a limit on stop strings).
+            "server_limits": getattr(self._model, "server_limits", []),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
 

