@@ -119,7 +119,7 @@ class LiveLine:
             return
         if not self.in_place:
             if self.cadence.due(len(self.records()), self.total()):
-                self.reporter.write_line(self.line())
+                self.write_plain()
             return
         now = self.clock()
         if now - self.drawn_at >= COST_FACTOR * self.cost:
@@ -147,4 +147,13 @@ class LiveLine:
             self.erase()
             if (not self.quiet and not self.in_place and self.reporter is not None
                     and self.records()):
-                self.reporter.write_line(self.line())
+                self.write_plain()
+
+    def write_plain(self) -> None:
+        """The line on a line of its own, never after the task letters pytest left open."""
+        assert self.reporter is not None
+        # pytest's own count of what stands on the current line (a private name, so read
+        # with a default): write_line alone breaks only a line that began with a file name.
+        if getattr(self.reporter, "_width_of_current_line", 0):
+            self.reporter.write("\n")
+        self.reporter.write_line(self.line())

@@ -1,6 +1,7 @@
 """The live progress line on a pseudo-terminal: the control on a few tasks, in one process and
 under xdist, rewrites one line in place (carriage returns, no newline between updates) with
-the run's figures, stands in for pytest's letters, and is cleared before the summary."""
+the run's figures, stands in for pytest's letters, and is cleared before the summary. In a log,
+the closing line stands on a line of its own."""
 
 from __future__ import annotations
 
@@ -61,3 +62,14 @@ def test_the_live_line_updates_in_place_on_a_terminal(humanfix_pytester, workers
     # Cleared at the end: the last update is overwritten with blanks before the summary.
     assert re.search(r"\r {60,}\r", run[last:]), repr(run[last:])
     assert "4 passed" in output
+
+
+def test_in_a_log_the_closing_line_stands_on_its_own_line(humanfix_pytester):
+    """Not a terminal: pytest's letters stay, and the plain line never runs on after them."""
+    result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
+                                                    "--humanfix-max=4", "-p", "no:cacheprovider")
+    lines = result.outlines
+    closing = [line for line in lines if "humanfix 4/4 tasks" in line]
+    assert len(closing) == 1, lines
+    assert closing[0].startswith("humanfix 4/4 tasks | fixed 4, pass@1 100.0%"), closing
+    assert any(re.search(r"\.\.\.\.\s+\[100%\]$", line) for line in lines), lines

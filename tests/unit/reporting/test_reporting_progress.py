@@ -31,6 +31,9 @@ class Reporter:
     def write_line(self, line: str) -> None:
         self.lines.append(line)
 
+    def write(self, text: str) -> None:
+        raise AssertionError(f"a newline written at the start of a line: {text!r}")
+
     def rewrite(self, line: str, **markup: bool) -> None:
         self.rewrites.append(line)
 

@@ -77,7 +77,7 @@ def test_the_sandbox_hides_every_file_that_holds_answers(tmp_path):
     data.parent.mkdir()
     data.write_text("")
     workload = Workload(all_tasks=[TASK], tasks=[TASK], dataset_hashes={"python": "hash"},
-                        sources={"python": str(data)})
+                        sources={"python": str(data)}, labels={"python": str(data)})
     reports = tmp_path / "reports"
     settings = Settings(model="replay:/recorded/replies.jsonl", report_dir=str(reports),
                         baseline="/runs/baseline.jsonl")

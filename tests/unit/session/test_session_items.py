@@ -100,8 +100,11 @@ def test_setup_evaluates_the_task_with_the_fixtures_agent_and_records_it():
     TaskItem.setup(fake)
     assert runner.evaluated == ["the agent"]
     assert fake.humanfix_record["run_id"] == "run-2" and "reruns" not in fake.humanfix_record
-    assert fake.user_properties == [("task_id", "Python/0"), ("bug_type", "operator misuse"),
-                                    ("outcome", "fixed")]
+    assert fake.user_properties[:3] == [("task_id", "Python/0"),
+                                        ("bug_type", "operator misuse"), ("outcome", "fixed")]
+    # Then the task's cost, as reporting/junit.py's task_properties gives it.
+    assert [name for name, _ in fake.user_properties[3:]] == [
+        "prompt_tokens", "completion_tokens", "tokens", "replies", "sandbox_runs", "seconds"]
     TaskItem.runtest(fake)  # fixed: the call passes
 
 

@@ -199,8 +199,8 @@ def test_an_agent_refused_says_the_forms_taken(text):
         "must be repair, tools, resample, module:callable or path/to/file.py:callable"
 
 
-def test_the_built_in_agents_are_repair_and_tools():
-    assert converters.BUILT_IN_AGENTS == ("repair", "tools")
+def test_the_built_in_agents_are_repair_tools_and_resample():
+    assert converters.BUILT_IN_AGENTS == ("repair", "tools", "resample")
 
 
 @pytest.mark.parametrize(("text", "value"), [
