@@ -17,7 +17,6 @@ from typing import Any
 from ..dataset import DatasetError, is_local, load_tasks
 from ..records import Record, attempt_round, graded_round
 from .chart import render
-from .gates import first_computed_by
 from .sections import Summary
 from .summary import computed_by_text
 from .terminal import summary_lines
@@ -134,15 +133,14 @@ def baseline_html(summary: Summary, baseline: dict[str, Record] | None) -> str:
     figures = summary["baseline"]
     if baseline is None or figures is None:
         return ""
-    theirs = first_computed_by(baseline.values())
     rows = [("regressions", ", ".join(figures["regressions"]) or "none"),
             ("improvements", ", ".join(figures["improvements"]) or "none"),
             ("exact McNemar one-sided p", f"{figures['p_value']:.4g}"),
             *((f"gate {g['name']}", ("held: " if g["passed"] else "FAILED: ") + g["reason"])
               for g in summary["gates"]),
             ("computed by (this run)", computed_by_text(summary)),
-            ("computed by (baseline)", json.dumps(theirs, sort_keys=True) if theirs else
-             "unknown")]
+            # As summary.md says it: one description, computed once (gates.Comparison.figures).
+            ("computed by (baseline)", figures["computed_by"])]
     cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                     for k, v in rows)
     return f'<h2>Against the baseline</h2><table class="gate" id="gate">{cells}</table>'
