@@ -179,7 +179,7 @@ def test_a_harness_error_retried_by_reruns_counts_once_by_its_last_run(eco, mixe
     assert summary["tasks"] == {"total": TASKS, "scored": TASKS, "errors": 0,
                                 "item_timeouts": 0, "fixed": TASKS // 2,
                                 "unfixed": TASKS - TASKS // 2, "flagged": 0,
-                                "known_failures": 0}
+                                "known_failures": 0, "agent_errors": 0}
     assert summary["pass_at_1"]["value"] == 0.5
     result.stdout.fnmatch_lines([f"pass@1 = 50.0% (3/{TASKS}) = 0.5000*"])
 

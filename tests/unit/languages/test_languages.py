@@ -464,8 +464,8 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_re
     assert summary["tasks"] == {
         "total": 164, "scored": 164 - len(known), "errors": 0, "item_timeouts": 0,
         "fixed": 164 - len(known) if model == "canonical" else 0,
-        "unfixed": 0 if model == "canonical" else 164 - len(known), "flagged": 0,
-        "known_failures": len(known)}
+        "unfixed": 0 if model == "canonical" else 164 - len(known), "agent_errors": 0,
+        "flagged": 0, "known_failures": len(known)}
     assert {row["task_id"] for row in summary["known_failures"]} == known
     records = read_records()
     assert {r["language"] for r in records} == {name}
