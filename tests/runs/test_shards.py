@@ -23,6 +23,9 @@ def comparable(summary: dict) -> dict:
     """The summary without its times (and the run ids and shard files they come with)."""
     rest = {k: v for k, v in summary.items() if k not in TIMED_KEYS}
     rest["run"] = {k: v for k, v in summary["run"].items() if k not in TIMED_RUN_KEYS}
+    # The cost's seconds are times too; its tokens, replies and sandbox runs must agree.
+    rest["cost"] = {k: {name: figure for name, figure in v.items() if name != "seconds"}
+                    if isinstance(v, dict) else v for k, v in summary["cost"].items()}
     return rest
 
 
