@@ -54,8 +54,12 @@ def test_canonical_control_scores_every_task_under_xdist(bystander_tests, datase
     assert len(cases) == total
     assert suite_properties(suite)["humanfix_pass_at_1"] == "1.0000"
     by_id = {case_properties(c)["task_id"]: case_properties(c) for c in cases}
-    assert by_id["Python/0"] == {"task_id": "Python/0", "bug_type": dataset_rows[0]["bug_type"],
-                                 "outcome": "fixed"}
+    first = by_id["Python/0"]
+    assert {k: first[k] for k in ("task_id", "bug_type", "outcome")} == {
+        "task_id": "Python/0", "bug_type": dataset_rows[0]["bug_type"], "outcome": "fixed"}
+    # The task's cost beside them: a control asks no model, and runs the tests once.
+    assert {k: first[k] for k in ("tokens", "replies", "sandbox_runs")} == {
+        "tokens": "0", "replies": "1", "sandbox_runs": "1"}
 
 
 def test_buggy_control_fixes_nothing_under_xdist(humanfix_pytester, dataset_rows, read_records):
