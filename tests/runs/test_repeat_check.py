@@ -209,7 +209,7 @@ def test_the_gate_states_the_flip_rate_beside_its_verdict(humanfix_pytester, rep
     (("--humanfix-repeat-check", "0"),
      "--humanfix-repeat-check / humanfix_repeat_check: '0' must be 1 or more"),
     (("--humanfix-repeat-check", "x"),
-     "--humanfix-repeat-check / humanfix_repeat_check: 'x' invalid literal for int()*"),
+     "--humanfix-repeat-check / humanfix_repeat_check: 'x' must be a whole number of 1 or more"),
     (("--humanfix-repeat-with", "canonical"),
      "--humanfix-repeat-with names the model of the repeat check: give "
      "--humanfix-repeat-check N too."),
