@@ -142,7 +142,7 @@ def test_each_install_path_gives_a_light_install_that_runs_the_controls(built, v
     # The repository's URL (a `git+file://` one here; `git+https://` for a hosted one).
     run([str(venv), "-m", "pip", "uninstall", "-q", "-y", "pytest-humanfix"], tmp_path)
     run([str(venv), "-m", "pip", "install", "-q", "--no-deps",
-         f"pytest-humanfix @ git+file://{source}"], tmp_path)
+         f"git+file://{source}"], tmp_path)
     assert "site-packages" in where_installed(venv).parts
     assert_controls(venv, tmp_path / "url")
     assert installed_heavy(venv) == []
