@@ -111,7 +111,11 @@ def _remove_stale(parent: Path) -> None:
     for group in parent.glob("humanfix-*-*"):
         pid = group.name.split("-")[1]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            Cgroup([group, *group.glob("run-*")]).remove()  # removed last to first
+            try:
+                runs = list(group.glob("run-*"))
+            except FileNotFoundError:
+                continue  # another xdist worker, opening its sandbox at the same time, removed it
+            Cgroup([group, *runs]).remove()  # removed last to first
 
 
 def open_cgroups() -> tuple[Cgroup | None, str]:

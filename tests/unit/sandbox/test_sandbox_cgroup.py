@@ -61,6 +61,28 @@ def test_groups_a_crashed_harness_left_are_removed_and_a_living_ones_kept(hierar
     assert not any(d.exists() for d in group.dirs)
 
 
+def test_a_stale_group_another_worker_removes_first_is_passed_over(hierarchy, monkeypatch):
+    # Two xdist workers open their sandboxes at once: both list the same stale group, and the
+    # first removes it while the second lists its runs (pathlib's scandir then raises).
+    parent = hierarchy / "pids" / "harness"
+    stale = parent / f"humanfix-{dead_pid()}-abc123"
+    (stale / "run-7").mkdir(parents=True)
+    real_glob = Path.glob
+
+    def glob_then_lose_the_race(self: Path, pattern: str):
+        if self == stale:
+            (stale / "run-7").rmdir()
+            stale.rmdir()
+            raise FileNotFoundError(2, "No such file or directory", str(stale))
+        return real_glob(self, pattern)
+
+    monkeypatch.setattr(Path, "glob", glob_then_lose_the_race)
+    group, how = cgroup.open_cgroups()
+    assert group is not None and how == "pids and memory cgroup"
+    assert not stale.exists()
+    group.remove()
+
+
 def test_without_a_pids_hierarchy_there_are_no_cgroups_and_the_reason(tmp_path, monkeypatch):
     monkeypatch.setattr(cgroup, "own_group", lambda controller: None)
     assert cgroup.open_cgroups() == (
