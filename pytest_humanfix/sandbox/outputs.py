@@ -1,9 +1,9 @@
 """The files an execution leaves for the harness, read only through descriptors the harness
 opened before the candidate started: its stdout and stderr files, and its working folder, in
 which the started and done files are opened without following a link, never a named pipe nor
-more bytes than asked. Whatever the candidate put at those names instead (a link, a pipe, an
-oversized or another file) is an attack on the harness, named in the verdict's `attack`
-(docs/sandbox.md#files-the-harness-reads-back).
+more bytes than asked. Whatever the candidate put at those names instead (a link, a pipe, a
+socket, an oversized, unreadable or another file) is an attack on the harness, named in the
+verdict's `attack` (docs/sandbox.md#files-the-harness-reads-back).
 """
 
 from __future__ import annotations
@@ -71,16 +71,17 @@ class Outputs:
 
     def small_file(self, name: str, cap: int) -> str | None:
         """The text of the working folder's file `name`, None where there is none. A link, a
-        pipe, anything but a regular file, or one over `cap` bytes is not read: an attack."""
+        pipe, anything but a regular file, one over `cap` bytes, or a name that cannot be
+        opened at all (a socket there, the file or the folder made unreadable) is not read: an
+        attack, since an error escaping here would drop the task from pass@1."""
         try:
             fd = os.open(name, SMALL_FILE, dir_fd=self.fds["working folder"])
         except FileNotFoundError:
             return None
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                self.attacks.append(f"{name} is a symbolic link")
-                return None
-            raise
+            self.attacks.append(f"{name} is a symbolic link" if exc.errno == errno.ELOOP
+                                else f"{name} cannot be opened: {exc.strerror}")
+            return None
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):

@@ -7,12 +7,14 @@ attack in the verdict. Before sandbox/outputs, the link was followed (the run's 
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
 
 from pytest_humanfix.sandbox.choose import make_sandbox
 from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.fresh import DONE_NAME, STARTED_NAME
 from pytest_humanfix.sandbox.outputs import Outputs
 
 # Each candidate ends with status 0 and prints a line; the done file is replaced by an exit
@@ -46,6 +48,12 @@ def plant():
     os.unlink(".humanfix-done"); os.mkfifo(".humanfix-done")
 atexit.register(plant)
 """,
+    "a socket at done": """
+import atexit, os, socket
+def plant():
+    os.unlink(".humanfix-done"); socket.socket(socket.AF_UNIX).bind(".humanfix-done")
+atexit.register(plant)
+""",
     "a huge done file": """
 import atexit
 def plant():
@@ -61,6 +69,7 @@ ATTACKS = {
     "a huge file at stdout": "its stdout was replaced with a regular file",
     "a link at done to a file with the nonce": ".humanfix-done is a symbolic link",
     "a named pipe at done": ".humanfix-done is a named pipe",
+    "a socket at done": ".humanfix-done cannot be opened: No such device or address",
     "a huge done file": ".humanfix-done holds 300032 bytes, more than the 256 the harness "
                         "reads",
 }
@@ -110,3 +119,18 @@ def test_outputs_refuse_a_file_already_at_their_name(tmp_path: Path) -> None:
     (tmp_path / "stdout").symlink_to("/etc/passwd")
     with pytest.raises(FileExistsError):
         Outputs(tmp_path, tmp_path / "box")
+
+
+@pytest.mark.parametrize("name", [STARTED_NAME, DONE_NAME])
+def test_a_file_that_cannot_be_opened_is_an_attack_not_an_error(tmp_path: Path, name: str,
+                                                              monkeypatch) -> None:
+    """Before, opening a socket planted at the name raised ENXIO (as root too) out of the
+    verdict: the task became an error, left out of pass@1."""
+    (tmp_path / "box").mkdir()
+    outputs = Outputs(tmp_path, tmp_path / "box")
+    monkeypatch.chdir(tmp_path / "box")  # a socket's path must be short; a relative one is
+    with socket.socket(socket.AF_UNIX) as planted:
+        planted.bind(name)
+        assert outputs.small_file(name, 256) is None
+    assert outputs.attacks == [f"{name} cannot be opened: No such device or address"]
+    outputs.close()
