@@ -7,6 +7,7 @@ server once; no weights load. See docs/models.md, "Checked at the start".
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import time
 import urllib.error
@@ -64,13 +65,13 @@ def servers_unreachable(base_urls: tuple[str, ...]) -> str | None:
 def server_problem(base_url: str) -> str | None:
     """Why nobody usable answers GET /models at `base_url`: any HTTP answer but a refused key
     is a server there (not every server implements /models)."""
-    asked = urllib.request.Request(base_url + "/models",
-                                   headers={"Authorization": f"Bearer {api_key()}"})
     why = ""
     for attempt in range(2):
         if attempt:
             time.sleep(RETRY_AFTER)
         try:
+            asked = urllib.request.Request(base_url + "/models",
+                                           headers={"Authorization": f"Bearer {api_key()}"})
             with urllib.request.urlopen(asked, timeout=TIMEOUT):
                 return None
         except urllib.error.HTTPError as exc:
@@ -78,7 +79,10 @@ def server_problem(base_url: str) -> str | None:
                 return (f"the server at {base_url} refused the key ({exc.code}): set "
                         "OPENAI_API_KEY to a key it accepts.")
             return None
-        except OSError as exc:  # refused, no route, timed out
+        except (ValueError, http.client.InvalidURL) as exc:  # a port not a number, a [ unclosed
+            return (f"--humanfix-base-url {base_url} is not a URL a server can be asked at "
+                    f"({type(exc).__name__}: {exc}); give it as http://HOST:PORT/v1.")
+        except (OSError, http.client.HTTPException) as exc:  # refused, timed out, not HTTP
             reason = getattr(exc, "reason", exc)
             why = f"{type(reason).__name__}: {reason}"
     return (f"cannot reach the OpenAI-compatible server at {base_url} ({why}); start it, or "
@@ -94,7 +98,13 @@ def hub_unavailable(spec: str, resolved: ResolvedSpec) -> str | None:
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
     repo, file = resolved.target, resolved.gguf_file or "config.json"
-    if isinstance(try_to_load_from_cache(repo, file), str):
+    where = f"{repo}" if spec in (*ALIASES, *PACKAGED) else f"{repo} (no folder {spec} here)"
+    try:
+        cached = try_to_load_from_cache(repo, file)
+    except ValueError as exc:  # huggingface_hub's HFValidationError: `--`, `..`, `.git`
+        return (f"--humanfix-model {spec}: {where} is not a valid Hub model id ({exc}); give "
+                "the id as the Hub spells it, or the path of a folder that exists.")
+    if isinstance(cached, str):
         return None
     if constants.HF_HUB_OFFLINE:
         cause = "the Hub is not asked (HF_HUB_OFFLINE is set)"
@@ -110,7 +120,6 @@ def hub_unavailable(spec: str, resolved: ResolvedSpec) -> str | None:
             text = str(exc).strip()
             cause = (f"the Hub cannot be reached ({type(exc).__name__}: "
                      f"{text.splitlines()[0] if text else '(no message)'})")
-    where = f"{repo}" if spec in (*ALIASES, *PACKAGED) else f"{repo} (no folder {spec} here)"
     return (f"--humanfix-model {spec}: {where} is not in this machine's Hub cache, and "
             f"{cause}; {offline_fix(resolved)}.")
 

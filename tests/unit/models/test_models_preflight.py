@@ -134,6 +134,29 @@ def test_an_unreachable_server_is_named_once_before_any_worker(humanfix_pytester
     assert line.endswith("; start it, or point --humanfix-base-url at one that answers.")
 
 
+@pytest.mark.parametrize(("args", "says"), [
+    (["--humanfix-model", "openai:m", "--humanfix-base-url=http://localhost:80a/v1"],
+     "ERROR: --humanfix-base-url http://localhost:80a/v1 is not a URL a server can be asked at "
+     "(InvalidURL: nonnumeric port: '80a'); give it as http://HOST:PORT/v1."),
+    (["--humanfix-model", "org/na--me"],
+     "ERROR: --humanfix-model org/na--me: org/na--me (no folder org/na--me here) is not a valid "
+     "Hub model id (Cannot have -- or .. in repo_id: 'org/na--me'.); give the id as the Hub "
+     "spells it, or the path of a folder that exists."),
+], ids=["base URL", "Hub id"])
+def test_a_malformed_base_url_or_hub_id_is_one_usage_line(humanfix_pytester, args, says):
+    """Before, both escaped the check as an INTERNALERROR traceback."""
+    assert stopped_before_any_task(humanfix_pytester.runpytest(*args)) == says
+
+
+def test_every_malformed_base_url_or_hub_id_is_named_with_its_fix():
+    assert preflight.server_problem("http://[::1/v1") == (
+        "--humanfix-base-url http://[::1/v1 is not a URL a server can be asked at (ValueError: "
+        "Invalid IPv6 URL); give it as http://HOST:PORT/v1.")
+    for spec in ("org/name..x", "org/name.git"):
+        assert f"--humanfix-model {spec}: {spec} (no folder {spec} here) is not a valid Hub " \
+               "model id (" in preflight.hub_unavailable(spec, resolve_spec(spec))
+
+
 def test_a_fleet_with_one_server_up_starts_and_a_refused_key_does_not():
     with StubServer() as up:
         down = f"http://127.0.0.1:{closed_port()}/v1"
