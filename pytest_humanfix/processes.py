@@ -71,6 +71,9 @@ def stop_group(process: subprocess.Popen[bytes], grace: float = 0.0) -> list[int
     With a grace period the group gets SIGTERM first, and SIGKILL if any of it is still there
     `grace` seconds later. Returns the pids still in the group KILL_WAIT seconds after SIGKILL
     (none unless one is stuck in the kernel)."""
+    if process.returncode is not None and not group_members(process.pid):
+        # Reaped with nothing of its group left: the pid may lead another group by now.
+        return []
     stopped = grace > 0 and signal_group(process.pid, signal.SIGTERM) \
         and _wait_group(process, grace)
     if not stopped:

@@ -3,6 +3,7 @@ period, and a group that is gone already is no error."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -95,6 +96,16 @@ def test_signalling_a_group_that_is_gone_is_no_error() -> None:
     assert signal_group(process.pid, signal.SIGKILL) is False
     stop_group(process, grace=1)  # already reaped: nothing to do, nothing raised
     assert process.returncode == 0
+
+
+def test_a_reaped_leader_whose_group_is_empty_is_not_signalled(monkeypatch) -> None:
+    """Its pid may by then lead another process group, which would get SIGTERM and SIGKILL."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    process.wait()
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "killpg", lambda pgid, sig: sent.append((pgid, sig)))
+    assert stop_group(process, grace=1) == []
+    assert sent == [] and process.returncode == 0
 
 
 @pytest.mark.parametrize("reaped", [True, False], ids=["leader reaped", "leader a zombie"])
