@@ -157,8 +157,9 @@ def identity(spec: str, folders: tuple[Path, ...], rootdir: Path) -> str:
     """What the protocol's `agent` records of a brought agent: where it is, as the file
     relative to the rootdir (else the module's name, else the absolute file), its callable,
     and a hash of its file, e.g. `agents/mine.py:fix@3f2a9c01b7de`. However the path was
-    typed (relative, absolute, as a module), one source is one agent, and an edited one is
-    another, which --humanfix-resume then refuses."""
+    typed (relative, absolute, as a module), one source is one agent, and an edit of that file
+    makes another, which --humanfix-resume then refuses. Only the file that holds the callable
+    is hashed: an edit in another module it imports keeps the identity."""
     loaded = _load(spec, folders)
     name = spec.rpartition(":")[2]
     if loaded.file is None:  # a namespace package: no file to hash

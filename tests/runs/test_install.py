@@ -15,11 +15,7 @@ from pathlib import Path
 
 import pytest
 
-# Known to fail at the end of the session that wrote it, after the merges (cause not yet found,
-# see the stop's note): not strict, so that a pass shows at once as XPASS.
-pytestmark = [pytest.mark.slow, pytest.mark.xfail(
-    reason="the install paths' test failed after the last merges; cause not yet found",
-    strict=False)]
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 # Heavy packages that only an extra installs: a plain install must not pull them.
