@@ -293,7 +293,7 @@ def baseline_change_line(baseline: BaselineFigures) -> str:
     return (f"against the baseline: pass@1 {interval(baseline['pass_at_1'])} there over the "
             f"{baseline['pass_at_1']['tasks']} paired task(s), change "
             f"{100 * baseline['change']:+.1f} points on them (exact McNemar one-sided "
-            f"p={baseline['p_value']:.4g}); baseline model {baseline['model']}, "
+            f"p={baseline['p_value']:.4g}); baseline model {model_text(baseline['model'])}, "
             f"agent {baseline['agent']}, run {runs}, computed by {baseline['computed_by']}")
 
 

@@ -21,7 +21,7 @@ from .chart import render
 from .gates import pairable
 from .sections import Summary
 from .summary import computed_by_text
-from .terminal import summary_lines
+from .terminal import model_text, summary_lines
 
 PAGE = "index.html"
 # A verdict's output is cut at the sandbox's output limit already; the page keeps less of it.
@@ -165,12 +165,13 @@ def page(summary: Summary, records: list[Record], baseline: dict[str, Record] | 
          buggy: dict[str, str] | None = None) -> str:
     """The whole page, as text."""
     template = package_files(__package__).joinpath("view.html").read_text(encoding="utf-8")
-    head = (f"<h1>HumanEvalFix: {html.escape(str(summary['run']['model']))}</h1>"
+    model = model_text(summary["run"]["model"])
+    head = (f"<h1>HumanEvalFix: {html.escape(model)}</h1>"
             f'<pre class="summary">{html.escape(chr(10).join(summary_lines(summary)))}</pre>'
             + chart_image(summary, records) + baseline_html(summary, baseline))
     data = {"tasks": tasks_of(records, buggy or {}, baseline), "baseline": baseline is not None}
     return (template.replace("<!--SUMMARY-->", head)
-            .replace("<!--TITLE-->", html.escape(f"humanfix: {summary['run']['model']}"))
+            .replace("<!--TITLE-->", html.escape(f"humanfix: {model}"))
             .replace("/*DATA*/null", script_json(data)))
 
 

@@ -113,3 +113,9 @@ def test_a_known_failure_or_an_error_is_no_flip_on_the_page_as_in_the_gate():
     flips = {t["id"]: t["flip"] for t in tasks_of(records, {}, baseline)}
     assert compare(records, baseline).regressions == ["Python/0"]
     assert flips == {"Python/0": "regression", "Python/1": "", "Python/2": ""}
+
+
+def test_a_page_of_a_run_without_a_model_names_none_as_the_terminal_does():
+    text = page_of([task_record("python", 0, 0, 2) | {"model": None}])
+    assert "<h1>HumanEvalFix: none named (the agent brings its own)</h1>" in text
+    assert "None" not in text.split('<script type="application/json"')[0]
