@@ -247,7 +247,7 @@ def main_rounds(args: argparse.Namespace) -> int:
         if isinstance(records, str):
             return fail(records)
         runs.append((path, records))
-    models = [str(records[0].get("model")) for _, records in runs]
+    models = [terminal.model_text(records[0].get("model")) for _, records in runs]
     # A model given twice (two protocols, two dates) is told apart by its file.
     labels = [model if models.count(model) == 1 else f"{model} ({path.name})"
               for model, (path, _) in zip(models, runs, strict=True)]

@@ -56,9 +56,10 @@ def comparable(record: Record) -> Fingerprint:
                        protocol=cast(RecordedProtocol, protocol))
 
 
-def curve(records: list[Record]) -> list[RoundSpend]:
+def curve(records: list[Record], counted: set[str]) -> list[RoundSpend]:
     """What the run had fixed and spent within k rounds, for k = 0 .. its last round: the fixes
-    as `rates.by_round` counts them, and the attempts of rounds up to k, over every record."""
+    as `rates.by_round` counts them, of the `counted` tasks only (those both runs score), and
+    the attempts of rounds up to k, over every record."""
     last = rounds(records)
     points: list[RoundSpend] = []
     for k in range(last + 1):
@@ -67,7 +68,7 @@ def curve(records: list[Record]) -> list[RoundSpend]:
         points.append({
             "round": k,
             "fixed": sum(sample_counts(r, None if k == last else k)[1]
-                         for r in records if scored(r)),
+                         for r in records if r["task_id"] in counted),
             "replies": len(within),
             "tokens": sum(int(a.get("prompt_tokens") or 0) + int(a.get("completion_tokens") or 0)
                           for a in within),
@@ -85,10 +86,10 @@ def matched(side: Side, other: Side, measure: Measure) -> Matched:
             "reached": point[measure] >= whole}
 
 
-def side(label: str, records: list[Record]) -> Side:
+def side(label: str, records: list[Record], counted: set[str]) -> Side:
     protocol = records[0].get("protocol") or {}
     return {"label": label, "agent": str(protocol.get("agent", "repair")),
-            "iters": int(protocol.get("iters") or 0), "curve": curve(records),
+            "iters": int(protocol.get("iters") or 0), "curve": curve(records, counted),
             "cost": cost(records)}
 
 
@@ -99,17 +100,19 @@ def side_by_side(first: list[Record], second: list[Record],
     reason = refusal(first, second)
     if reason:
         raise CompareError(reason)
-    runs = [side(labels[0], first), side(labels[1], second)]
-    fixed = [{r["task_id"] for r in records if scored(r) and r["outcome"] == "fixed"}
-             for records in (first, second)]
+    # Only the tasks both runs score pair: a fix beside the other run's harness error tells
+    # nothing of either agent, and each run's fixed count divides by this many tasks.
     counted = {r["task_id"] for r in first if scored(r)} & \
         {r["task_id"] for r in second if scored(r)}
+    runs = [side(labels[0], first, counted), side(labels[1], second, counted)]
+    fixed = [{r["task_id"] for r in records if r["task_id"] in counted and r["outcome"] == "fixed"}
+             for records in (first, second)]
     only_first, only_second = sorted(fixed[0] - fixed[1]), sorted(fixed[1] - fixed[0])
     return {"tasks": len(counted), "runs": runs,
             "matched": [matched(one, other, measure) for measure in MEASURES
                         for one, other in ((runs[1], runs[0]), (runs[0], runs[1]))],
             "only_first": only_first, "only_second": only_second,
-            "both_fixed": len(fixed[0] & fixed[1] & counted),
+            "both_fixed": len(fixed[0] & fixed[1]),
             "neither": len(counted - fixed[0] - fixed[1]),
             "p_value": mcnemar_exact(len(only_first), len(only_second), "two-sided")}
 
@@ -136,8 +139,10 @@ def name(one: Side) -> str:
 
 def lines(compared: SideBySide) -> list[str]:
     """The comparison as compare.md and summary.md say it: a table of each run's fixes and
-    whole spend (`rates.cost`), the matched-cost rows, the discordant tasks and the test."""
-    out = ["| run | fixed | replies | tokens | seconds | tokens per fix | seconds per fix |",
+    whole spend (`rates.cost`: the records' wall seconds), the matched-cost rows (the attempts'
+    seconds of generation and execution), the discordant tasks and the test."""
+    out = ["| run | fixed | replies | tokens | wall seconds | tokens per fix | "
+           "wall seconds per fix |",
            "|---|---:|---:|---:|---:|---:|---:|"]
     for one in compared["runs"]:
         total, per_fix = one["cost"]["total"], one["cost"]["per_fix"]
@@ -148,8 +153,9 @@ def lines(compared: SideBySide) -> list[str]:
     out += ["", "At matched cost (each run within the rounds where its spend reaches the "
             "other's whole):", ""]
     for row in compared["matched"]:
-        unit = "tokens" if row["measure"] == "tokens" else "s of generation and execution"
-        out.append(f"- {row['measure']}: {row['run']} within {row['round']} round(s) fixed "
+        measure, unit = (("tokens", "tokens") if row["measure"] == "tokens"
+                         else ("generation and execution seconds", "s"))
+        out.append(f"- {measure}: {row['run']} within {row['round']} round(s) fixed "
                    f"{row['fixed']} for {row['spent']:,.0f} {unit}, against {row['other_fixed']}"
                    f" for {row['other_spent']:,.0f} {unit}"
                    + ("" if row["reached"] else " (its whole run spends less)"))

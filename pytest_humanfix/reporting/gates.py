@@ -65,9 +65,12 @@ class Comparison:
     both_unfixed: int = 0
     # Missing, an error or a known failure on either side: what pass@1 leaves out.
     unpaired: list[str] = field(default_factory=list)
-    # The baseline's records of this run's tasks, and this run's: the two pass@1 compared.
+    # The baseline's records of this run's tasks: what the baseline was.
     before: list[Record] = field(default_factory=list)
-    now: list[Record] = field(default_factory=list)
+    # The paired tasks' records, the baseline's and this run's: the two pass@1 compared, over
+    # the same tasks (a baseline of fewer tasks is no drop).
+    paired_before: list[Record] = field(default_factory=list)
+    paired_now: list[Record] = field(default_factory=list)
 
     @property
     def paired(self) -> int:
@@ -79,9 +82,9 @@ class Comparison:
 
     def figures(self) -> BaselineFigures:
         """The comparison as summary.json's `baseline` holds it: the task lists by task id,
-        the baseline's pass@1 over this run's tasks and the change to this run's, and what
-        the baseline was (model, agent, runs, what computed its replies)."""
-        before, now = rate(self.before), rate(self.now)
+        the baseline's pass@1 over the paired tasks and the change to this run's over them,
+        and what the baseline was (model, agent, runs, what computed its replies)."""
+        before, now = rate(self.paired_before), rate(self.paired_now)
         first: Record = self.before[0] if self.before else {}
         return {"regressions": sorted(self.regressions, key=natural_order),
                 "improvements": sorted(self.improvements, key=natural_order),
@@ -106,14 +109,15 @@ def compare(records: Iterable[Record], baseline: dict[str, Record]) -> Compariso
     failure included (a listed flaky task passes one run and fails the next), is unpaired."""
     result = Comparison()
     for record in records:
-        result.now.append(record)
-        if record["task_id"] in baseline:
-            result.before.append(baseline[record["task_id"]])
         task_id = record["task_id"]
         earlier = baseline.get(task_id)
+        if earlier is not None:
+            result.before.append(earlier)
         if earlier is None or not (pairable(earlier) and pairable(record)):
             result.unpaired.append(task_id)
             continue
+        result.paired_before.append(earlier)
+        result.paired_now.append(record)
         before, now = earlier["outcome"], record["outcome"]
         if before == "fixed" and now != "fixed":
             result.regressions.append(task_id)

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from ..records import Record, RecordedAttempt
 from .sections import Summary
-from .terminal import coverage_lines, interval, pass_line, plus_lines, round_lines
+from .terminal import coverage_lines, interval, model_text, pass_line, plus_lines, round_lines
 
 
 def _pre(label: str, text: str, css_class: str) -> str:
@@ -74,7 +74,7 @@ def summary_html(summary: Summary) -> list[str]:
         f"<td>{row['errors']}</td><td>{escape(interval(row['pass_at_1']))}</td></tr>"
         for row in summary["by_bug_type"])
     return [f'<div class="humanfix-summary"><h2>HumanEvalFix: '
-            f'{escape(str(summary["run"]["model"]))}</h2>'
+            f'{escape(model_text(summary["run"]["model"]))}</h2>'
             f"<p><b>{escape(pass_line(summary))}</b></p>"
             + "".join(f"<p>{escape(line)}</p>" for line in round_lines(summary))
             + f"<p>pass@1 {escape(interval(summary['pass_at_1']))} (95% Wilson interval)</p>"

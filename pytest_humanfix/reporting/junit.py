@@ -14,6 +14,7 @@ from ..records import Record
 from .rates import item_timed_out, task_cost
 from .sections import Spent, Summary
 from .summary import computed_by_text
+from .terminal import model_text
 from .xmltext import xml_text
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_run", str(covered["run"])),
             ("humanfix_not_run", str(covered["not_run"])),
             ("humanfix_not_run_why", "; ".join(covered["why"])),
-            ("humanfix_model", str(summary["run"]["model"])),
+            ("humanfix_model", model_text(summary["run"]["model"])),
             ("humanfix_computed_by", computed_by_text(summary)),
             ("humanfix_language", ",".join(row["language"] for row in summary["by_language"])),
             ("humanfix_known_failures", str(tasks["known_failures"])),

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ..records import Record
-from .rates import harness_error, rate
+from .rates import harness_error, rate, scored
 from .terminal import interval
 
 Clock = Callable[[], float]
@@ -32,17 +32,22 @@ def duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def progress_text(records: Collection[Record], total: int, elapsed: float) -> str:
-    """The line: `done/total`, pass@1 so far with its 95% interval, harness errors, tokens
-    per second of wall time, and the time left at the pace so far."""
+def progress_text(records: Collection[Record], total: int, elapsed: float,
+                  resumed: Collection[str] = ()) -> str:
+    """The line: `done/total`, the scored tasks fixed and pass@1 so far with its 95% interval,
+    harness errors, tokens per second of wall time, and the time left at the pace so far. The
+    `resumed` tasks (--humanfix-resume) count as done, but spent nothing in this run's time:
+    their tokens and their number are left out of the pace."""
     done = len(records)
-    fixed = sum(r["outcome"] == "fixed" for r in records)
+    fixed = sum(r["outcome"] == "fixed" for r in records if scored(r))
     errors = sum(harness_error(r) for r in records)
+    ran = [r for r in records if r["task_id"] not in resumed]
     tokens = sum(int((r.get("tokens") or {}).get("prompt", 0))
-                 + int((r.get("tokens") or {}).get("completion", 0)) for r in records)
+                 + int((r.get("tokens") or {}).get("completion", 0)) for r in ran)
     so_far = rate(list(records))
-    left = (f"{duration(elapsed / done * (total - done))} left" if 0 < done < total
-            else "done" if done >= total else "time left unknown")
+    waiting = len(resumed) - (done - len(ran))  # resumed tasks not yet reported take no time
+    left = ("done" if done >= total else "time left unknown" if not ran
+            else f"{duration(elapsed / len(ran) * max(total - done - waiting, 0))} left")
     return (f"humanfix {done}/{total} tasks | fixed {fixed}, pass@1 {interval(so_far)} | "
             f"errors {errors} | {tokens / max(elapsed, 1e-9):.0f} tok/s | {left}")
 
@@ -66,11 +71,13 @@ class Cadence:
 
 class LiveLine:
     """The pytest plugin that shows the progress. `records` and `total` are read as each task
-    finishes: the controller's records and the selection's size."""
+    finishes: the controller's records and the selection's size; `resumed`, the task ids whose
+    records a resumed run reports again."""
 
     def __init__(self, config: pytest.Config, records: Callable[[], Collection[Record]],
-                 total: Callable[[], int], clock: Clock = time.monotonic) -> None:
-        self.records, self.total, self.clock = records, total, clock
+                 total: Callable[[], int], clock: Clock = time.monotonic,
+                 resumed: Collection[str] = ()) -> None:
+        self.records, self.total, self.clock, self.resumed = records, total, clock, resumed
         self.config = config
         self.started = clock()
         self.reporter: pytest.TerminalReporter | None = None
@@ -112,7 +119,8 @@ class LiveLine:
         self.update()
 
     def line(self) -> str:
-        return progress_text(self.records(), self.total(), self.clock() - self.started)
+        return progress_text(self.records(), self.total(), self.clock() - self.started,
+                             self.resumed)
 
     def update(self) -> None:
         if self.quiet or self.reporter is None:

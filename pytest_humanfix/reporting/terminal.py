@@ -287,14 +287,14 @@ def repeat_lines(repeat: RepeatFigures | None) -> list[str]:
 
 
 def baseline_change_line(baseline: BaselineFigures) -> str:
-    """The baseline's pass@1, this run's change against it with the paired test's p-value,
-    and what the baseline was."""
+    """The baseline's pass@1 over the paired tasks, this run's change against it over them
+    with the paired test's p-value, and what the baseline was."""
     runs = ", ".join(baseline["run_ids"]) or "not recorded"
-    return (f"against the baseline: pass@1 {interval(baseline['pass_at_1'])} there over "
-            f"{baseline['pass_at_1']['tasks']} task(s), change {100 * baseline['change']:+.1f} "
-            f"points (exact McNemar one-sided p={baseline['p_value']:.4g}); baseline model "
-            f"{baseline['model']}, agent {baseline['agent']}, run {runs}, computed by "
-            f"{baseline['computed_by']}")
+    return (f"against the baseline: pass@1 {interval(baseline['pass_at_1'])} there over the "
+            f"{baseline['pass_at_1']['tasks']} paired task(s), change "
+            f"{100 * baseline['change']:+.1f} points on them (exact McNemar one-sided "
+            f"p={baseline['p_value']:.4g}); baseline model {model_text(baseline['model'])}, "
+            f"agent {baseline['agent']}, run {runs}, computed by {baseline['computed_by']}")
 
 
 def baseline_lines(baseline: BaselineFigures | None) -> list[str]:

@@ -14,12 +14,14 @@ from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import HUMANEVALPACK, PACKAGED
 from ..dataset import DatasetError, is_local, load_tasks
 from ..records import Record, attempt_round, graded_round
 from .chart import render
+from .gates import pairable
 from .sections import Summary
 from .summary import computed_by_text
-from .terminal import summary_lines
+from .terminal import model_text, summary_lines
 
 PAGE = "index.html"
 # A verdict's output is cut at the sandbox's output limit already; the page keeps less of it.
@@ -90,9 +92,11 @@ def task_of(record: Record, buggy: dict[str, str], baseline: dict[str, Record] |
     earlier = (baseline or {}).get(record["task_id"])
     if earlier is not None:
         task["baseline"] = final_of(earlier)
-        task["flip"] = {("fixed", "unfixed"): "regression",
-                        ("unfixed", "fixed"): "improvement"}.get(
-                            (earlier["outcome"], record["outcome"]), "")
+        # As the baseline gate pairs tasks (gates.compare): a known failure or an error on
+        # either side is no regression or improvement.
+        paired = pairable(earlier) and pairable(record)
+        task["flip"] = ("" if not paired or earlier["outcome"] == record["outcome"]
+                        else "regression" if earlier["outcome"] == "fixed" else "improvement")
     return task
 
 
@@ -104,15 +108,26 @@ def tasks_of(records: list[Record], buggy: dict[str, str],
     return sorted(tasks, key=lambda task: order.get(task.get("flip", ""), 2))
 
 
+def packaged_language(label: str) -> str | None:
+    """The language of the packaged file a record's `dataset` label names (None: another
+    copy, or a packaged file of other content than this package's)."""
+    return next((language for language, file in HUMANEVALPACK.items() if file.label == label),
+                None)
+
+
 def buggy_codes(records: list[Record]) -> dict[str, str]:
-    """Each task's buggy code, from the dataset files the records name that are still on this
-    machine (a record holds only diffs against it); none from the Hub, which may be far."""
+    """Each task's buggy code, from the packaged files and the dataset files the records name
+    that are still on this machine (a record holds only diffs against it); none from the Hub,
+    which may be far."""
     codes: dict[str, str] = {}
     for source in {str(r.get("dataset") or "") for r in records}:
-        if not source or not is_local(source) or not Path(source).is_file():
+        language = packaged_language(source)
+        if language is None and (not source or not is_local(source)
+                                 or not Path(source).is_file()):
             continue
         try:
-            codes.update({task.task_id: task.buggy_code for task in load_tasks(source)})
+            tasks = load_tasks(source) if language is None else load_tasks(PACKAGED, language)
+            codes.update({task.task_id: task.buggy_code for task in tasks})
         except (DatasetError, OSError):
             continue  # the page says the buggy code is not at hand; the diffs still show
     return codes
@@ -150,12 +165,13 @@ def page(summary: Summary, records: list[Record], baseline: dict[str, Record] | 
          buggy: dict[str, str] | None = None) -> str:
     """The whole page, as text."""
     template = package_files(__package__).joinpath("view.html").read_text(encoding="utf-8")
-    head = (f"<h1>HumanEvalFix: {html.escape(str(summary['run']['model']))}</h1>"
+    model = model_text(summary["run"]["model"])
+    head = (f"<h1>HumanEvalFix: {html.escape(model)}</h1>"
             f'<pre class="summary">{html.escape(chr(10).join(summary_lines(summary)))}</pre>'
             + chart_image(summary, records) + baseline_html(summary, baseline))
     data = {"tasks": tasks_of(records, buggy or {}, baseline), "baseline": baseline is not None}
     return (template.replace("<!--SUMMARY-->", head)
-            .replace("<!--TITLE-->", html.escape(f"humanfix: {summary['run']['model']}"))
+            .replace("<!--TITLE-->", html.escape(f"humanfix: {model}"))
             .replace("/*DATA*/null", script_json(data)))
 
 

@@ -231,8 +231,8 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     except ReportError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(controller, "humanfix-controller")
-    config.pluginmanager.register(LiveLine(config, controller.records.values, controller.selected),
-                                  "humanfix-live")
+    config.pluginmanager.register(LiveLine(config, controller.records.values, controller.selected,
+                                           resumed=state.resumed), "humanfix-live")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(runner, checked.devices, serving),
                                       "humanfix-xdist")

@@ -167,3 +167,28 @@ def test_every_point_of_the_chart_lies_inside_its_frame():
     for circle in svg.iter("{http://www.w3.org/2000/svg}circle"):
         assert left <= float(circle.get("cx")) <= right
         assert top <= float(circle.get("cy")) <= bottom
+
+
+def test_a_task_one_run_errs_on_is_left_out_of_both_runs_fixes_and_the_test():
+    first = run("repair", dict(zip(TASKS[:4], [0, 0, 1, None])), [100] * 4)
+    second = run("resample", dict(zip(TASKS[:4], [0, None, None, None])), [100] * 4)
+    # t1: fixed in the first run, a harness error in the second: no pair.
+    second[1] = {**second[1], "outcome": "error", "error": "worker crashed"}
+    compared = compare.side_by_side(first, second)
+    assert compared["tasks"] == 3
+    assert compared["only_first"] == ["t2"] and compared["only_second"] == []
+    assert (compared["both_fixed"], compared["neither"]) == (1, 1)
+    assert compared["p_value"] == mcnemar_exact(1, 0, "two-sided")
+    assert [one["curve"][-1]["fixed"] for one in compared["runs"]] == [2, 1]
+    table = compare.lines(compared)
+    assert table[2].startswith("| A (repair, 3 rounds) | 2/3 |")
+    assert table[3].startswith("| B (resample, 3 rounds) | 1/3 |")
+
+
+def test_the_table_and_the_matched_rows_name_their_seconds_apart():
+    compared = compare.side_by_side(run("repair", {"t0": 0}, [100] * 4),
+                                    run("resample", {"t0": None}, [100] * 4))
+    text = "\n".join(compare.lines(compared))
+    assert "| wall seconds | tokens per fix | wall seconds per fix |" in text
+    assert "- generation and execution seconds: B within" in text
+    assert "- seconds:" not in text

@@ -36,7 +36,8 @@ def test_the_summary_tells_the_baselines_figure_the_change_and_what_the_baseline
     # The baseline fixed 4 of these 5 tasks; this run fixes 2 of 5: 80% -> 40%, with 3
     # regressions and 1 improvement.
     assert line.startswith("**against the baseline: pass@1 80.0% [")
-    assert "over 5 task(s), change -40.0 points (exact McNemar one-sided p=0.3125)" in line
+    assert "over the 5 paired task(s), change -40.0 points on them (exact McNemar one-sided " \
+        "p=0.3125)" in line
     assert "baseline model qwen-coder, agent repair, run 20261127T101010-abcd1234, " \
         "computed by llama.cpp; b4000" in line
 

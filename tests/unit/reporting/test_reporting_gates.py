@@ -57,14 +57,30 @@ def test_the_comparison_lists_tasks_in_natural_order_and_says_what_the_baseline_
     figures = compare(now, baseline).figures()
     assert figures["regressions"] == ["Python/1", "Python/2", "Python/10", "Python/100"]
     assert figures["improvements"] == ["Python/7"] and figures["unpaired"] == ["Python/3"]
-    # The baseline's pass@1 over this run's tasks it holds (4 of 5 fixed), and the change to
-    # this run's (2 of 6 fixed).
+    # The baseline's pass@1 over the 5 paired tasks (4 fixed), and the change to this run's
+    # over the same 5 (1 fixed; Python/3, fixed, has no baseline to pair with).
     assert figures["pass_at_1"]["value"] == pytest.approx(4 / 5)
     assert figures["pass_at_1"]["tasks"] == 5
-    assert figures["change"] == pytest.approx(2 / 6 - 4 / 5)
+    assert figures["change"] == pytest.approx(1 / 5 - 4 / 5)
     assert (figures["model"], figures["agent"], figures["run_ids"]) == \
         ("qwen", "agents.py:fix@0123456789ab", ["base-run"])
     assert figures["computed_by"] == "llama.cpp; b1"
+
+
+def test_a_baseline_of_fewer_tasks_or_with_errors_changes_nothing_where_the_pairs_agree():
+    # A baseline made with --humanfix-max 4 of a run over 10: the same outcome on each task
+    # both hold; the run's other tasks, all unfixed, and a task the baseline errored on that
+    # this run fixes are unpaired and move neither figure.
+    outcomes = ["fixed", "fixed", "unfixed", "fixed"]
+    baseline = {f"t{n}": record(f"t{n}", outcome) for n, outcome in enumerate(outcomes)}
+    baseline["t4"] = record("t4", "error", error="worker crashed")
+    now = [record(f"t{n}", outcome) for n, outcome in enumerate(outcomes)] + \
+        [record("t4")] + [record(f"t{n}", "unfixed") for n in range(5, 10)]
+    figures = compare(now, baseline).figures()
+    assert figures["paired"] == 4 and figures["pass_at_1"]["tasks"] == 4
+    assert figures["pass_at_1"]["value"] == pytest.approx(3 / 4)
+    assert figures["change"] == 0.0
+    assert figures["regressions"] == figures["improvements"] == []
 
 
 def summary_with_agent_errors(raised: int, scored: int) -> dict:

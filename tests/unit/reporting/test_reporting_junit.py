@@ -30,6 +30,17 @@ def test_the_properties_carry_the_summarys_figures():
                                     "humanfix_pass_at_1_plus")) for name in properties)
 
 
+def test_a_run_without_a_model_names_none_as_the_terminal_does():
+    from pytest_humanfix.reporting.terminal import summary_lines
+
+    summary = summary_of([record("Python/0")])
+    assert dict(junit_properties(summary))["humanfix_model"] == \
+        "none named (the agent brings its own)"
+    assert "model: none named (the agent brings its own)" in summary_lines(summary)
+    named = summary_of([record("Python/0", model="qwen-coder")])
+    assert dict(junit_properties(named))["humanfix_model"] == "qwen-coder"
+
+
 def test_rounds_repairs_plus_and_the_repeat_check_add_their_properties():
     records = [record("Python/0", fixed_round=1, plus_outcome="fixed",
                       protocol={"iters": 1, "tests": "plus"},

@@ -134,3 +134,25 @@ def test_on_a_terminal_the_line_is_rewritten_and_erased_before_other_output():
     assert [r.split(" tasks")[0] for r in reporter.rewrites] == [
         "humanfix 1/3", "", "", "humanfix 2/3"]
     assert reporter.lines == []
+
+
+def test_the_line_counts_the_fixes_the_summary_counts():
+    from pytest_humanfix.reporting.summary import task_counts
+
+    done = [*records(4), record("k", "fixed", known_failure="the reference fails here")]
+    assert task_counts(done)["fixed"] == 2
+    assert "| fixed 2, pass@1 " in progress_text(done, 10, elapsed=60.0)
+
+
+def test_resumed_tasks_count_as_done_but_not_in_the_pace_or_the_tokens():
+    # Four of five resumed tasks reported again from the earlier run at once, then two run in
+    # 60 s: of the four tasks left, the fifth resumed one takes no time, three are run.
+    resumed = {f"old{n}" for n in range(5)}
+    done = [record(f"old{n}", "fixed", tokens={"prompt": 9000, "completion": 1000})
+            for n in range(4)] + records(2)
+    text = progress_text(done, 10, elapsed=60.0, resumed=resumed)
+    assert text.startswith("humanfix 6/10 tasks | fixed 5, ")
+    # 80 tokens in 60 s; 30 s a task, 3 tasks to run.
+    assert text.endswith("| 1 tok/s | 1m30s left")
+    assert progress_text(done[:4], 10, elapsed=1.0, resumed=resumed).endswith(
+        "| 0 tok/s | time left unknown")

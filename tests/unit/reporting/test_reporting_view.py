@@ -11,6 +11,7 @@ from pathlib import Path
 
 from view_runs import HOSTILE, full_run, task_record
 
+from pytest_humanfix.datafiles import humanevalpack
 from pytest_humanfix.reporting.cli import main as report_main
 from pytest_humanfix.reporting.gates import compare
 from pytest_humanfix.reporting.summary import build, times_from_records
@@ -82,3 +83,39 @@ def test_humanfix_report_view_writes_the_page(tmp_path: Path, capsys):
             "baseline: exact McNemar one-sided p=0.5") in out.read_text()
     assert report_main(["view", str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl is not a file" in capsys.readouterr().err
+
+
+def test_a_page_rebuilt_from_records_of_the_packaged_data_holds_the_buggy_code(tmp_path: Path):
+    label = humanevalpack("python").label
+    assert label.startswith("packaged humanevalpack-python (sha256 ")
+
+    def buggy_on_page(dataset: str) -> str | None:
+        run, out = tmp_path / "run.jsonl", tmp_path / "index.html"
+        run.write_text(json.dumps({**task_record("python", 0, None, 2), "dataset": dataset}))
+        assert report_main(["view", str(run), "--out", str(out)]) == 0
+        [task] = json.loads(DATA.findall(out.read_text())[0])["tasks"]
+        return task["buggy"]
+
+    buggy = buggy_on_page(label)
+    # HumanEvalFix's Python/0 drops the abs() around the distance.
+    assert buggy is not None and "def has_close_elements(" in buggy
+    assert "distance = elem - elem2\n" in buggy
+    # A packaged file of other content than this package's: not this copy's code.
+    assert buggy_on_page("packaged humanevalpack-python (sha256 0000)") is None
+
+
+def test_a_known_failure_or_an_error_is_no_flip_on_the_page_as_in_the_gate():
+    fixed = [task_record("python", n, 0, 2) for n in range(3)]
+    baseline = {r["task_id"]: r for r in fixed}
+    baseline["Python/1"] = {**baseline["Python/1"], "known_failure": "flaky reference"}
+    records = [task_record("python", 0, None, 2), task_record("python", 1, None, 2),
+               {**task_record("python", 2, None, 2), "outcome": "error", "error": "crash"}]
+    flips = {t["id"]: t["flip"] for t in tasks_of(records, {}, baseline)}
+    assert compare(records, baseline).regressions == ["Python/0"]
+    assert flips == {"Python/0": "regression", "Python/1": "", "Python/2": ""}
+
+
+def test_a_page_of_a_run_without_a_model_names_none_as_the_terminal_does():
+    text = page_of([task_record("python", 0, 0, 2) | {"model": None}])
+    assert "<h1>HumanEvalFix: none named (the agent brings its own)</h1>" in text
+    assert "None" not in text.split('<script type="application/json"')[0]
