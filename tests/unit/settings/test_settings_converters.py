@@ -195,12 +195,12 @@ def test_an_agent_is_built_in_or_names_a_callable(text):
 def test_an_agent_refused_says_the_forms_taken(text):
     with pytest.raises(ValueError) as raised:
         converters.agent(text)
-    assert str(raised.value) == ("must be repair, tools, resample, fresh-start, "
-                                 "module:callable or path/to/file.py:callable")
+    assert str(raised.value) == \
+        "must be repair, tools, resample, module:callable or path/to/file.py:callable"
 
 
-def test_the_built_in_agents_are_repair_tools_resample_and_fresh_start():
-    assert converters.BUILT_IN_AGENTS == ("repair", "tools", "resample", "fresh-start")
+def test_the_built_in_agents_are_repair_tools_and_resample():
+    assert converters.BUILT_IN_AGENTS == ("repair", "tools", "resample")
 
 
 @pytest.mark.parametrize(("text", "value"), [
