@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
 # Graph steps one round can take (propose, check, execute, reflect), those of each ask again
-# (resample or fresh_start, propose, check, and for a fresh start execute), and finish once.
+# (resample, propose, check), and finish once.
 STEPS_PER_ROUND = 4
-STEPS_PER_RESAMPLE = 4
+STEPS_PER_RESAMPLE = 3
 
 
 def recursion_limit(iters: int, resamples: int = 0) -> int:

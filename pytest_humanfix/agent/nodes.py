@@ -1,8 +1,7 @@
 """The repair agent's nodes: each takes the state and the runtime and returns the state's
 update. `propose` and `call` ask the model, `check` reads the reply's code, `execute` runs it,
 `reflect` and `reflect_call` tell the model what happened, `sample_again` begins a resampling
-round, `fresh_start` asks the first prompt again within a round, `finish` grades (docs/agent.md,
-"The repair loop")."""
+round, `finish` grades (docs/agent.md, "The repair loop")."""
 
 from __future__ import annotations
 
@@ -213,17 +212,6 @@ def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     sampled at the round's temperature; the model's seed for it is drawn per reply, so a rerun
     draws the same samples (models/base.py, `sample_seed`)."""
     return {"round": state["round"] + 1, "resamples": 0}
-
-
-def fresh_start(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
-    """The fresh-start agent's second candidate of a round whose repair did not pass: the
-    first prompt again, from the buggy code, asked within the round at the next of the
-    resample temperatures. Its conversation replaces the repair's, so the next round repairs
-    this candidate, told only what it did: small models mostly repeat themselves when asked
-    to refine a failure they have already refined (docs/benchmarks.md, "Repair rounds")."""
-    ctx = runtime.context
-    return {"messages": prompts.first_messages(ctx.task, ctx.config.variant),
-            "resamples": state["resamples"] + 1}
 
 
 def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from .nodes import (
     check,
     execute,
     finish,
-    fresh_start,
     propose,
     reflect,
     reflect_call,
@@ -57,32 +56,6 @@ def after_execute(state: RepairState, runtime: Any) -> str:
     return "reflect"
 
 
-def after_failed_round(state: RepairState, runtime: RepairRuntime) -> str:
-    """The fresh-start agent after a reply that did not pass: a repair round's is followed by a
-    fresh start, one per resample temperature; the greedy first attempt, or a round whose fresh
-    starts are spent, goes on as `repair` does."""
-    if state["round"] > 0 and state["resamples"] < runtime.context.config.resamples:
-        return "fresh_start"
-    return "reflect" if state["rounds_left"] > 0 else "finish"
-
-
-def after_fresh_check(state: RepairState, runtime: RepairRuntime) -> str:
-    """A rejected or repeated reply is a failed one; any other is run, in the last round too,
-    where what it does decides whether a fresh start follows."""
-    ctx = runtime.context
-    if state["attempts"][-1].status in ("rejected", "repeat"):
-        return after_failed_round(state, runtime)
-    if ctx.config.variant == "docs" and not ctx.round_tests[1]:
-        return "finish"  # no examples to run: nothing would tell a failure
-    return "execute"
-
-
-def after_fresh_execute(state: RepairState, runtime: RepairRuntime) -> str:
-    if state["attempts"][-1].status == "passed":
-        return "finish"
-    return after_failed_round(state, runtime)
-
-
 # Nodes and routers alike take (state, runtime) and read the RepairContext from the runtime.
 Node = Callable[[RepairState, Any], dict[str, Any]]
 Router = Callable[[RepairState, Any], str]
@@ -98,21 +71,18 @@ class Graph:
     next: dict[str, After]
 
 
-def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router,
-                again_name: str = "resample", again: Node = resample,
-                execute_router: Router = after_execute) -> Graph:
+def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router) -> Graph:
     """The built-in agents are one loop: ask, check, execute, and reflect or finish; they differ
     in how a reply is asked for (`ask`), how what happened goes back to the model
-    (`reflect_node`; for `resample`, nothing does), what may follow the check and the execution
-    (`check_router`, `execute_router`), and how a round asks again (`again`: from the same
-    conversation, or, for `fresh-start`, from the first prompt)."""
+    (`reflect_node`; for `resample`, nothing does) and what may follow the check
+    (`check_router`)."""
     return Graph(ask_name, {
-        ask_name: ask, "check": check, "execute": execute, again_name: again,
+        ask_name: ask, "check": check, "execute": execute, "resample": resample,
         "reflect": reflect_node, "finish": finish}, {
         ask_name: "check",
-        "check": (check_router, ("execute", again_name, "reflect", "finish")),
-        "execute": (execute_router, (again_name, "reflect", "finish")),
-        again_name: ask_name,
+        "check": (check_router, ("execute", "resample", "reflect", "finish")),
+        "execute": (after_execute, ("reflect", "finish")),
+        "resample": ask_name,
         "reflect": ask_name,
         "finish": None})
 
@@ -122,6 +92,4 @@ GRAPHS: dict[str, Graph] = {
     "repair": repair_loop("propose", propose, reflect, after_check),
     "tools": repair_loop("call", call, reflect_call, after_call_check),
     "resample": repair_loop("propose", propose, sample_again, after_sample_check),
-    "fresh-start": repair_loop("propose", propose, reflect, after_fresh_check, "fresh_start",
-                               fresh_start, after_fresh_execute),
 }

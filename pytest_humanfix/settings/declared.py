@@ -80,14 +80,11 @@ class Settings:
         "needs a server: --humanfix-serve, or openai:<model> on a server that serves tool "
         "calls), resample (each round after the greedy first attempt is a fresh sample of the "
         "first prompt at --humanfix-round-temperature, told nothing: the baseline an agent's "
-        "rounds should beat at the same cost), fresh-start (repair, and a round whose repair "
-        "does not pass also draws a fresh sample of the first prompt, at each "
-        "--humanfix-resample-temperature, which the next round repairs), or your own: "
-        "module:callable or "
+        "rounds should beat at the same cost), or your own: module:callable or "
         "path/to/file.py:callable, a function that takes the context and returns the code, or a "
         "compiled LangGraph graph (docs/own-agent.md; a conftest.py's humanfix_agent fixture "
         "overrides it)",
-        convert=to.agent, metavar="repair|tools|resample|fresh-start|MODULE:CALLABLE")
+        convert=to.agent, metavar="repair|tools|resample|MODULE:CALLABLE")
     samples: int = option(1, "independent attempts per task, for pass@k", convert=to.positive_int,
                           metavar="N")
     temperature: float = option(0.0, "sampling temperature; 0 is greedy",
@@ -99,8 +96,7 @@ class Settings:
         convert=to.temperatures, metavar="T[,T...]")
     resample_temperature: tuple[float, ...] = option(
         (1.2,), "when a reply repeats code that already failed, ask again before the round "
-        "counts, once per value, at these temperatures (none: the repeat costs its round); "
-        "for fresh-start, the temperatures of a round's fresh starts",
+        "counts, once per value, at these temperatures (none: the repeat costs its round)",
         convert=to.temperatures, metavar="T[,T...]|none")
     max_new_tokens: int = option(
         512, "most tokens generated per reply; excludes --humanfix-max-length",
