@@ -210,7 +210,7 @@ def test_early_exit_with_status_zero_is_not_a_fix(humanfix_pytester, tmp_path, r
     (["--humanfix-model", "canonical", "--humanfix-task", "Python/999"],
      "*unknown task id(s) Python/999*"),
     (["--humanfix-model", "canonical", "--humanfix-max", "zero"],
-     "*--humanfix-max / humanfix_max: 'zero' invalid*"),
+     "*--humanfix-max / humanfix_max: 'zero' must be a whole number of 1 or more*"),
 ])
 def test_bad_input_is_a_short_usage_error(humanfix_pytester, args, message):
     result = humanfix_pytester.runpytest(*args)

@@ -144,9 +144,12 @@ def test_gates_judge_the_merge(humanfix_pytester, tmp_path, capsys):
     assert summary["baseline"]["regressions"] == [f"Python/{n}" for n in range(6)]
     assert capsys.readouterr().out.splitlines()[-1].startswith("humanfix gate FAILED: 6 "
                                                                 "regression(s)")
-    # Under a gate, an unfixed task is an expected failure, as in a gated run's own JUnit file.
+    # Under a gate, an unfixed task is an expected failure, as in a gated run's own JUnit file;
+    # the failed gate is the one failed case, so the count agrees with the exit status.
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
-    assert suite is not None and (suite.get("failures"), suite.get("skipped")) == ("0", "6")
+    assert suite is not None and (suite.get("failures"), suite.get("skipped")) == ("1", "6")
+    [failed] = [case for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert failed.get("classname") == "humanfix" and failed.get("name") == "gates"
     assert report_main(["merge", *shards, "--out", str(out), "--fail-under=0"]) == 0
 
 
