@@ -29,6 +29,26 @@ if HELPERS not in sys.path:
     sys.path.insert(0, HELPERS)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests (a full dataset or a real server, minutes each) first, each group in its
+    own order: started last, one of them would hold CI's run open on one worker alone."""
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    items[:] = slow + [item for item in items if not item.get_closest_marker("slow")]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
+    """Under `-n`, work stealing in place of xdist's `load`: a worker whose tests are done
+    takes half of the other's queue, where `load` left the other worker alone with the rest of
+    its first share (docs/benchmarks.md, "The test suite's schedule"). `--dist` named on the
+    command line is kept."""
+    named = any(arg.startswith("--dist") for arg in config.invocation_params.args)
+    if config.getvalue("dist") != "load" or named:
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def dataset(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Python dataset as a .jsonl file, each other language's beside it
