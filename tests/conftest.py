@@ -32,8 +32,7 @@ if HELPERS not in sys.path:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests (a full dataset or a real server, minutes each) first, each group in its
     own order: started last, one of them would hold CI's run open on one worker alone."""
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    items[:] = slow + [item for item in items if not item.get_closest_marker("slow")]
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # a stable sort
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201

@@ -24,27 +24,33 @@ from common import REPO, benchmark_parser, write_json
 
 WORKERS = 2
 # Loaded into the collecting pytest as a plugin (-p), this module writes the order pytest
-# collects in, before tests/conftest.py puts the slow tests first, to the file this names.
+# collects in, before tests/conftest.py reorders it, to the file this names: a line per test,
+# its node id after "slow " or "other ".
 ORDER_FILE = "HUMANFIX_BENCH_COLLECTED_ORDER"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if ORDER_FILE in os.environ:
-        Path(os.environ[ORDER_FILE]).write_text("\n".join(item.nodeid for item in items))
+        Path(os.environ[ORDER_FILE]).write_text("\n".join(
+            f"{'slow' if item.get_closest_marker('slow') else 'other'} {item.nodeid}"
+            for item in items))
 
 
-def collected() -> tuple[list[str], set[str]]:
-    """The node ids `pytest tests` collects here, in collection order, and the slow ones."""
+def collected() -> tuple[list[str], list[str], int]:
+    """The node ids `pytest tests` collects here: in collection order, in the order the suite
+    runs them (tests/conftest.py's), and how many are slow."""
     with tempfile.TemporaryDirectory() as folder:
         order = Path(folder) / "order"
         env = {**os.environ, ORDER_FILE: str(order), "PYTHONPATH": os.pathsep.join(
             filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))}
         done = subprocess.run([sys.executable, "-m", "pytest", "tests", "--collect-only", "-q",
-                               "-p", "no:cacheprovider", "-p", Path(__file__).stem, "-m", "slow"],
+                               "-p", "no:cacheprovider", "-p", Path(__file__).stem],
                               cwd=REPO, capture_output=True, text=True, check=True, env=env)
-        slow = {line.strip() for line in done.stdout.splitlines() if "::" in line}
-        return order.read_text().splitlines(), slow
+        kinds_and_nodes = [line.split(" ", 1) for line in order.read_text().splitlines()]
+    suite_order = [line.strip() for line in done.stdout.splitlines() if "::" in line]
+    return ([node for _, node in kinds_and_nodes], suite_order,
+            sum(kind == "slow" for kind, _ in kinds_and_nodes))
 
 
 def durations(junit: Path) -> dict[str, float]:
@@ -126,18 +132,17 @@ def main() -> None:
                         help="the junit.xml of a `pytest tests -n 2 --junitxml=PATH` run")
     arguments = parser.parse_args()
     seconds = durations(arguments.junit)
-    order, slow = collected()
+    order, suite_order, slow = collected()
     missing = [node for node in order if node not in seconds]
     if missing:
         sys.exit(f"{len(missing)} collected tests have no time in {arguments.junit} (the first: "
                  f"{missing[0]}): give the junit.xml of a run of this checkout's tests")
     in_order = [seconds[node] for node in order]
-    slow_first = ([seconds[node] for node in order if node in slow]
-                  + [seconds[node] for node in order if node not in slow])
-    figures = {"tests": len(order), "slow_tests": len(slow),
+    suite = [seconds[node] for node in suite_order]
+    figures = {"tests": len(order), "slow_tests": slow,
                "summed_seconds": round(sum(in_order)), "longest_seconds": round(max(in_order)),
                "load_seconds": round(load(in_order)),
-               "suite_schedule_seconds": round(work_stealing(slow_first)),
+               "suite_schedule_seconds": round(work_stealing(suite)),
                "work_stealing_only_seconds": round(work_stealing(in_order))}
     figures["ratio_suite_to_load"] = round(figures["suite_schedule_seconds"]
                                            / figures["load_seconds"], 3)
