@@ -23,13 +23,13 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
 # Graph steps one round can take (propose, check, execute, reflect), those of each ask again
-# (resample, propose, check), and finish once.
+# (ask_again, propose, check), and finish once.
 STEPS_PER_ROUND = 4
-STEPS_PER_RESAMPLE = 3
+STEPS_PER_ASK_AGAIN = 3
 
 
 def recursion_limit(iters: int, resamples: int = 0) -> int:
-    return (STEPS_PER_ROUND + STEPS_PER_RESAMPLE * resamples) * (iters + 1) + 1
+    return (STEPS_PER_ROUND + STEPS_PER_ASK_AGAIN * resamples) * (iters + 1) + 1
 
 
 @functools.cache

@@ -146,7 +146,7 @@ def _failure_of(attempt: Attempt) -> str:
     return what_happened(Verdict(**verdict)) if verdict else ""
 
 
-def resample(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+def ask_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """Ask again, within the round, for a reply that repeated failed code: `propose` samples it
     at the next of the resample temperatures, from the same conversation. A turn telling the
     model that it repeated itself, put before the ask, was measured and not kept: on qwen-coder

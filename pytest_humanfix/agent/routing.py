@@ -16,8 +16,8 @@ from .nodes import (
     finish,
     propose,
     reflect,
+    ask_again,
     reflect_call,
-    resample,
     sample_again,
 )
 
@@ -26,7 +26,7 @@ def after_check(state: RepairState, runtime: RepairRuntime) -> str:
     ctx = runtime.context
     latest = state["attempts"][-1]
     if latest.status == "repeat" and state["resamples"] < ctx.config.resamples:
-        return "resample"
+        return "ask_again"
     if latest.status in ("rejected", "repeat"):
         return "reflect" if state["rounds_left"] > 0 else "finish"
     if ctx.config.variant == "docs" and (state["rounds_left"] == 0 or not ctx.round_tests[1]):
@@ -71,25 +71,29 @@ class Graph:
     next: dict[str, After]
 
 
-def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router) -> Graph:
+def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router, *,
+                asks_again: bool = True) -> Graph:
     """The built-in agents are one loop: ask, check, execute, and reflect or finish; they differ
     in how a reply is asked for (`ask`), how what happened goes back to the model
-    (`reflect_node`; for `resample`, nothing does) and what may follow the check
-    (`check_router`)."""
-    return Graph(ask_name, {
-        ask_name: ask, "check": check, "execute": execute, "resample": resample,
-        "reflect": reflect_node, "finish": finish}, {
-        ask_name: "check",
-        "check": (check_router, ("execute", "resample", "reflect", "finish")),
-        "execute": (after_execute, ("reflect", "finish")),
-        "resample": ask_name,
-        "reflect": ask_name,
-        "finish": None})
+    (`reflect_node`; for `resample`, nothing does), what may follow the check (`check_router`)
+    and whether a reply that repeats failed code is asked again within its round
+    (`asks_again`: the `ask_again` node, which only a router that can choose it has)."""
+    checked: tuple[str, ...] = ("execute", "reflect", "finish")
+    nodes: dict[str, Node] = {ask_name: ask, "check": check, "execute": execute,
+                              "reflect": reflect_node, "finish": finish}
+    after: dict[str, After] = {ask_name: "check", "reflect": ask_name, "finish": None,
+                               "execute": (after_execute, ("reflect", "finish"))}
+    if asks_again:
+        checked = ("execute", "ask_again", "reflect", "finish")
+        nodes["ask_again"] = ask_again
+        after["ask_again"] = ask_name
+    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)})
 
 
 # By --humanfix-agent.
 GRAPHS: dict[str, Graph] = {
     "repair": repair_loop("propose", propose, reflect, after_check),
     "tools": repair_loop("call", call, reflect_call, after_call_check),
-    "resample": repair_loop("propose", propose, sample_again, after_sample_check),
+    "resample": repair_loop("propose", propose, sample_again, after_sample_check,
+                            asks_again=False),
 }

@@ -148,7 +148,7 @@ def test_execute_runs_only_the_docstrings_examples_in_the_docs_variant(task):
 
 
 def test_resample_asks_again_within_the_round(task):
-    assert nodes.resample(state(task, resamples=1), runtime(task)) == {"resamples": 2}
+    assert nodes.ask_again(state(task, resamples=1), runtime(task)) == {"resamples": 2}
 
 
 def failed_run(task: Task) -> Attempt:

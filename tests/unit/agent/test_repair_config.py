@@ -56,7 +56,7 @@ def attempt(status: str, tool_calls: int | None = None) -> Attempt:
 
 
 @pytest.mark.parametrize(("status", "rounds_left", "resamples", "expected"), [
-    ("repeat", 1, 0, "resample"),      # a repeat is asked again while the round has asks left
+    ("repeat", 1, 0, "ask_again"),      # a repeat is asked again while the round has asks left
     ("repeat", 1, 1, "reflect"),       # then it costs its round
     ("repeat", 0, 1, "finish"),
     ("rejected", 1, 0, "reflect"),
