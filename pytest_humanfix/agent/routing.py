@@ -10,13 +10,13 @@ from typing import Any
 
 from .context import RepairRuntime, RepairState
 from .nodes import (
+    ask_again,
     call,
     check,
     execute,
     finish,
     propose,
     reflect,
-    ask_again,
     reflect_call,
     sample_again,
 )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import Record
-from .sections import RoundRate, Summary
+from .sections import RoundRate, Summary, model_text
 from .xmltext import xml_text
 
 WIDTH, HEIGHT = 1300, 420
@@ -133,7 +133,7 @@ def _seconds(record: Record) -> float:
 def _rates_panel(summary: Summary, left: float, right: float, top: float,
                  bottom: float) -> list[str]:
     rows = summary["by_bug_type"]
-    model = summary["run"]["model"]
+    model = model_text(summary["run"]["model"])
     names = [f"{row['bug_type']} (n={row['scored']})" for row in rows]
     # The label column takes what the longest label needs, up to two fifths of the panel.
     label_width = min(max((len(name) for name in names), default=0) * FONT * CHAR_WIDTH,
@@ -382,7 +382,7 @@ def render(summary: Summary, records: list[Record]) -> str:
     for weight in weights:
         edges.append(edges[-1] + unit * weight)
     top, bottom = 8.0, HEIGHT - 4.0
-    model = summary["run"]["model"]
+    model = model_text(summary["run"]["model"])
     body = [
         *_rates_panel(summary, edges[0], edges[1] - 20, top, bottom),
         *_histogram_panel("seconds", [_seconds(r) for r in records], "seconds per task",
@@ -391,7 +391,7 @@ def render(summary: Summary, records: list[Record]) -> str:
                           "tokens per task (prompt + completion)", None, edges[2],
                           edges[3] - (10 if len(weights) > 3 else 0), top, bottom)]
     if len(weights) > 3:
-        body += _curves_panel([(str(model), rounds)], "pass@1 within k repair rounds",
+        body += _curves_panel([(model, rounds)], "pass@1 within k repair rounds",
                               edges[3] + 10, edges[4], top, bottom)
     return _svg(edges[-1] + 10, HEIGHT, f"humanfix summary: {model}", body)
 

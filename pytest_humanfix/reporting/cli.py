@@ -29,7 +29,7 @@ from .gates import (
 )
 from .junit import write_junit
 from .merge import MergeError, merge
-from .sections import RunFacts, Selection, Summary
+from .sections import RunFacts, Selection, Summary, model_text
 from .view import PAGE, buggy_codes, write_page
 
 MERGED_JSONL = "humanfix.jsonl"
@@ -247,7 +247,7 @@ def main_rounds(args: argparse.Namespace) -> int:
         if isinstance(records, str):
             return fail(records)
         runs.append((path, records))
-    models = [terminal.model_text(records[0].get("model")) for _, records in runs]
+    models = [model_text(records[0].get("model")) for _, records in runs]
     # A model given twice (two protocols, two dates) is told apart by its file.
     labels = [model if models.count(model) == 1 else f"{model} ({path.name})"
               for model, (path, _) in zip(models, runs, strict=True)]

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..records import Record
 from .chart import write_chart
 from .compare import lines as compare_lines
-from .sections import BugTypeRow, Summary
+from .sections import BugTypeRow, Summary, model_text
 from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
@@ -22,7 +22,6 @@ from .terminal import (
     interval,
     item_timeout_lines,
     known_failure_lines,
-    model_text,
     plus_lines,
     repairs_text,
     repeat_lines,

@@ -12,8 +12,8 @@ from html import escape
 from typing import TypedDict
 
 from ..records import Record, RecordedAttempt
-from .sections import Summary
-from .terminal import coverage_lines, interval, model_text, pass_line, plus_lines, round_lines
+from .sections import Summary, model_text
+from .terminal import coverage_lines, interval, pass_line, plus_lines, round_lines
 
 
 def _pre(label: str, text: str, css_class: str) -> str:

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING
 from ..dataset import item_name
 from ..records import Record
 from .rates import item_timed_out, task_cost
-from .sections import Spent, Summary
+from .sections import Spent, Summary, model_text
 from .summary import computed_by_text
-from .terminal import model_text
 from .xmltext import xml_text
 
 if TYPE_CHECKING:

@@ -400,3 +400,8 @@ class Summary(TypedDict):
     agents: SideBySide | None
     gates: list[GateRow]
     gate_failed: bool
+
+
+def model_text(model: str | None) -> str:
+    """The run's model as the reports name it: a brought agent may need none."""
+    return model if model is not None else "none named (the agent brings its own)"

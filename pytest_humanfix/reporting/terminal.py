@@ -22,14 +22,10 @@ from .sections import (
     Spent,
     Summary,
     TaskCounts,
+    model_text,
 )
 from .stats import pct
 from .summary import computed_by_text
-
-
-def model_text(model: str | None) -> str:
-    """The run's model as the reports name it: a brought agent may need none."""
-    return model if model is not None else "none named (the agent brings its own)"
 
 
 def interval(rate: Rate) -> str:

@@ -19,9 +19,9 @@ from ..dataset import DatasetError, is_local, load_tasks
 from ..records import Record, attempt_round, graded_round
 from .chart import render
 from .gates import pairable
-from .sections import Summary
+from .sections import Summary, model_text
 from .summary import computed_by_text
-from .terminal import model_text, summary_lines
+from .terminal import summary_lines
 
 PAGE = "index.html"
 # A verdict's output is cut at the sandbox's output limit already; the page keeps less of it.

@@ -41,6 +41,16 @@ def test_a_run_without_a_model_names_none_as_the_terminal_does():
     assert dict(junit_properties(named))["humanfix_model"] == "qwen-coder"
 
 
+def test_summary_svg_names_a_run_without_a_model_as_the_terminal_does():
+    from pytest_humanfix.reporting.chart import render
+
+    records = [record("Python/0"), record("Python/1", "unfixed")]
+    svg = render(summary_of(records), records)
+    assert "humanfix summary: none named (the agent brings its own)" in svg
+    assert "pass@1 per bug type: none named (the agent brings its own)" in svg
+    assert "None" not in svg
+
+
 def test_rounds_repairs_plus_and_the_repeat_check_add_their_properties():
     records = [record("Python/0", fixed_round=1, plus_outcome="fixed",
                       protocol={"iters": 1, "tests": "plus"},
