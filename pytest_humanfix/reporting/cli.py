@@ -141,6 +141,12 @@ def parse_compare_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("second", type=Path, help="results JSONL of the second run (B)")
     parser.add_argument("--out", type=Path, default=Path("."),
                         help="folder for compare.json, compare.md and compare.svg (default .)")
+    parser.add_argument("--tasks", choices=compare_mod.HALVES, default=None,
+                        help="only the even- or odd-numbered tasks: a change chosen on one half "
+                             "is confirmed on the other")
+    parser.add_argument("--common", action="store_true",
+                        help="only the tasks both runs have finished, for runs under way or "
+                             "stopped (the others are counted, not compared)")
     return parser.parse_args(argv)
 
 
@@ -149,10 +155,13 @@ def main_compare(args: argparse.Namespace) -> int:
     for records in runs:
         if isinstance(records, str):
             return fail(records)
-    first, second = (r for r in runs if not isinstance(r, str))
+    loaded = [r for r in runs if not isinstance(r, str)]
+    first, second, selection = compare_mod.selected(loaded[0], loaded[1], args.tasks,
+                                                    args.common)
     try:
         compared = compare_mod.side_by_side(first, second,
-                                            compare_mod.labels_of((args.first, args.second)))
+                                            compare_mod.labels_of((args.first, args.second)),
+                                            selection)
     except compare_mod.CompareError as exc:
         return fail(f"{args.first} and {args.second} do not compare: {exc}")
     args.out.mkdir(parents=True, exist_ok=True)

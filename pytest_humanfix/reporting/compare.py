@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import cast
 
 from ..protocol import Fingerprint, RecordedProtocol, fingerprint_differences, record_fingerprint
-from ..records import Record, attempt_round
+from ..records import Record, attempt_round, natural_order
 from . import chart
 from .rates import cost, rounds, sample_counts, scored
 from .sections import Matched, Measure, RoundSpend, Side, SideBySide
@@ -19,6 +19,8 @@ from .stats import mcnemar_exact
 # What two compared runs may set otherwise on purpose: the agent, its rounds and temperatures.
 MAY_DIFFER = ("agent", "iters", "temperature", "round_temperature", "resample_temperature")
 MEASURES: tuple[Measure, ...] = ("tokens", "seconds")
+# The halves an agent change is chosen on (even) and confirmed on (odd), by the task's number.
+HALVES = ("even", "odd")
 
 
 class CompareError(Exception):
@@ -28,12 +30,15 @@ class CompareError(Exception):
 def refusal(first: list[Record], second: list[Record]) -> str | None:
     """Why two runs do not compare (None when they do): other tasks, another model, dataset,
     protocol (but for `MAY_DIFFER`), or several samples, which the rounds do not tell apart."""
+    if not first or not second:
+        return (f"the {'first' if not first else 'second'} run has no task to compare (of those "
+                "selected); compare runs that share tasks.")
     tasks = {r["task_id"] for r in first}, {r["task_id"] for r in second}
     if tasks[0] != tasks[1]:
         only = sorted(tasks[0] ^ tasks[1])
         return (f"the runs are of other tasks ({len(only)} in one only: "
                 f"{', '.join(only[:5])}{', ...' if len(only) > 5 else ''}); run both on the "
-                "same selection.")
+                "same selection, or compare the tasks both have finished (--common).")
     for records in (first, second):
         if any((r.get("n") or 1) > 1 for r in records):
             return ("a run drew several samples per task (--humanfix-samples); compare reads "
@@ -45,6 +50,27 @@ def refusal(first: list[Record], second: list[Record]) -> str | None:
             return (f"{record['task_id']} was run otherwise: " + "; ".join(differences)
                     + f" (only {', '.join(MAY_DIFFER)} may differ); run both alike.")
     return None
+
+
+def selected(first: list[Record], second: list[Record], half: str | None = None,
+             common: bool = False) -> tuple[list[Record], list[Record], str]:
+    """The records compared and what they are: with `half`, only the even- or odd-numbered
+    tasks (by the number in the task id); with `common`, only the tasks both runs have a record
+    of, as of two runs still under way or stopped, the others counted in the description."""
+    said = []
+    if half is not None:
+        parity = HALVES.index(half)
+        first, second = ([r for r in records if natural_order(r["task_id"])[1] % 2 == parity]
+                         for records in (first, second))
+        said.append(f"the {half}-numbered tasks")
+    if common:
+        both = {r["task_id"] for r in first} & {r["task_id"] for r in second}
+        left = [len({r["task_id"] for r in records} - both) for records in (first, second)]
+        first, second = ([r for r in records if r["task_id"] in both]
+                         for records in (first, second))
+        said.append(f"the tasks both runs have finished (left out: {left[0]} of the first run's, "
+                    f"{left[1]} of the second's)")
+    return first, second, ", ".join(said) or "all tasks of both runs"
 
 
 def comparable(record: Record) -> Fingerprint:
@@ -94,9 +120,10 @@ def side(label: str, records: list[Record], counted: set[str]) -> Side:
 
 
 def side_by_side(first: list[Record], second: list[Record],
-                 labels: tuple[str, str] = ("A", "B")) -> SideBySide:
-    """The comparison of two runs (one record per task each); CompareError when they do not
-    compare."""
+                 labels: tuple[str, str] = ("A", "B"), selection: str = "all tasks of both runs"
+                 ) -> SideBySide:
+    """The comparison of two runs (one record per task each), of the tasks `selection` names
+    (`selected`); CompareError when they do not compare."""
     reason = refusal(first, second)
     if reason:
         raise CompareError(reason)
@@ -108,7 +135,7 @@ def side_by_side(first: list[Record], second: list[Record],
     fixed = [{r["task_id"] for r in records if r["task_id"] in counted and r["outcome"] == "fixed"}
              for records in (first, second)]
     only_first, only_second = sorted(fixed[0] - fixed[1]), sorted(fixed[1] - fixed[0])
-    return {"tasks": len(counted), "runs": runs,
+    return {"tasks": len(counted), "selection": selection, "runs": runs,
             "matched": [matched(one, other, measure) for measure in MEASURES
                         for one, other in ((runs[1], runs[0]), (runs[0], runs[1]))],
             "only_first": only_first, "only_second": only_second,
@@ -141,7 +168,8 @@ def lines(compared: SideBySide) -> list[str]:
     """The comparison as compare.md and summary.md say it: a table of each run's fixes and
     whole spend (`rates.cost`: the records' wall seconds), the matched-cost rows (the attempts'
     seconds of generation and execution), the discordant tasks and the test."""
-    out = ["| run | fixed | replies | tokens | wall seconds | tokens per fix | "
+    out = [f"Tasks: {compared['selection']}, {compared['tasks']} scored by both.", "",
+           "| run | fixed | replies | tokens | wall seconds | tokens per fix | "
            "wall seconds per fix |",
            "|---|---:|---:|---:|---:|---:|---:|"]
     for one in compared["runs"]:

@@ -351,6 +351,7 @@ class SideBySide(TypedDict):
     """Two runs at equal cost (`compare.side_by_side`; docs/reports.md)."""
 
     tasks: int
+    selection: str
     runs: list[Side]
     matched: list[Matched]
     only_first: list[str]

@@ -181,8 +181,9 @@ def test_a_task_one_run_errs_on_is_left_out_of_both_runs_fixes_and_the_test():
     assert compared["p_value"] == mcnemar_exact(1, 0, "two-sided")
     assert [one["curve"][-1]["fixed"] for one in compared["runs"]] == [2, 1]
     table = compare.lines(compared)
-    assert table[2].startswith("| A (repair, 3 rounds) | 2/3 |")
-    assert table[3].startswith("| B (resample, 3 rounds) | 1/3 |")
+    assert table[0] == "Tasks: all tasks of both runs, 3 scored by both."
+    assert table[4].startswith("| A (repair, 3 rounds) | 2/3 |")
+    assert table[5].startswith("| B (resample, 3 rounds) | 1/3 |")
 
 
 def test_the_table_and_the_matched_rows_name_their_seconds_apart():
@@ -192,3 +193,56 @@ def test_the_table_and_the_matched_rows_name_their_seconds_apart():
     assert "| wall seconds | tokens per fix | wall seconds per fix |" in text
     assert "- generation and execution seconds: B within" in text
     assert "- seconds:" not in text
+
+
+def numbered(records: list[dict]) -> list[dict]:
+    """The constructed run's tasks t0.. as dataset ids, Python/0.., whose numbers pick halves."""
+    return [{**r, "task_id": f"Python/{r['task_id'][1:]}"} for r in records]
+
+
+def test_each_half_is_compared_alone_and_says_which_it_is(tmp_path, capsys):
+    # Repair fixes the even tasks 0, 2 and 4 and resampling only 0; on the odd tasks,
+    # resampling fixes 1, 3, 5 and 7 and repair only 1: each half has its own winner.
+    write(tmp_path / "a.jsonl", numbered(run("repair", dict(zip(
+        TASKS, [0, 0, 1, None, 2, None, None, None])), [100] * 4)))
+    write(tmp_path / "b.jsonl", numbered(run("resample", dict(zip(
+        TASKS, [0, 0, None, 1, None, 2, None, 3])), [100] * 4)))
+    said = {}
+    for half in ("even", "odd"):
+        assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                     "--tasks", half, "--out", str(tmp_path / half)]) == 0
+        said[half] = capsys.readouterr().out
+        saved = json.loads((tmp_path / half / "compare.json").read_text())
+        assert saved["tasks"] == 4 and saved["selection"] == f"the {half}-numbered tasks"
+        assert said[half].startswith(f"Tasks: the {half}-numbered tasks, 4 scored by both.")
+        said[half] = saved
+    assert (said["even"]["only_first"], said["even"]["only_second"]) == (
+        ["Python/2", "Python/4"], [])
+    assert (said["odd"]["only_first"], said["odd"]["only_second"]) == (
+        [], ["Python/3", "Python/5", "Python/7"])
+
+
+def test_runs_under_way_compare_on_the_tasks_both_have_finished(tmp_path, capsys):
+    write(tmp_path / "a.jsonl", run("repair", dict(zip(TASKS, [0, 1] + [None] * 6)), [100] * 4))
+    write(tmp_path / "b.jsonl", run("resample", dict(zip(TASKS[:3], [0, None, 2])), [100] * 4))
+    arguments = ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                 "--out", str(tmp_path / "out")]
+    assert main(arguments) == 2
+    assert "compare the tasks both have finished (--common)" in capsys.readouterr().err
+    assert main([*arguments, "--common"]) == 0
+    saved = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert saved["tasks"] == 3
+    assert saved["selection"] == ("the tasks both runs have finished (left out: 5 of the "
+                                  "first run's, 0 of the second's)")
+    assert (saved["only_first"], saved["only_second"]) == (["t1"], ["t2"])
+    # Each run's spend is of the shared tasks alone: the first run's other five are not in it.
+    assert saved["runs"][0]["curve"][-1]["replies"] == 1 + 2 + 4
+
+
+def test_a_selection_that_leaves_a_run_empty_is_refused_with_the_reason(tmp_path, capsys):
+    write(tmp_path / "a.jsonl", numbered(run("repair", {"t0": 0, "t2": None}, [100] * 4)))
+    write(tmp_path / "b.jsonl", numbered(run("resample", {"t0": 0, "t2": 1}, [100] * 4)))
+    assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                 "--tasks", "odd", "--out", str(tmp_path / "out")]) == 2
+    assert "the first run has no task to compare (of those selected)" in \
+        capsys.readouterr().err
