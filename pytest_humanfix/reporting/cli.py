@@ -156,9 +156,9 @@ def main_compare(args: argparse.Namespace) -> int:
         if isinstance(records, str):
             return fail(records)
     loaded = [r for r in runs if not isinstance(r, str)]
-    first, second, selection = compare_mod.selected(loaded[0], loaded[1], args.tasks,
-                                                    args.common)
     try:
+        first, second, selection = compare_mod.selected(loaded[0], loaded[1], args.tasks,
+                                                        args.common)
         compared = compare_mod.side_by_side(first, second,
                                             compare_mod.labels_of((args.first, args.second)),
                                             selection)

@@ -56,9 +56,17 @@ def selected(first: list[Record], second: list[Record], half: str | None = None,
              common: bool = False) -> tuple[list[Record], list[Record], str]:
     """The records compared and what they are: with `half`, only the even- or odd-numbered
     tasks (by the number in the task id); with `common`, only the tasks both runs have a record
-    of, as of two runs still under way or stopped, the others counted in the description."""
+    of, as of two runs still under way or stopped, the others counted in the description.
+    CompareError where a task has no number to halve by, or the runs share no task."""
     said = []
     if half is not None:
+        unnumbered = sorted({r["task_id"] for r in [*first, *second]
+                             if natural_order(r["task_id"])[1] < 0})
+        if unnumbered:
+            raise CompareError(
+                f"--tasks {half} halves the tasks by the number in their ids, and "
+                f"{len(unnumbered)} have none ({', '.join(unnumbered[:3])}"
+                f"{', ...' if len(unnumbered) > 3 else ''}); compare them without --tasks.")
         parity = HALVES.index(half)
         first, second = ([r for r in records if natural_order(r["task_id"])[1] % 2 == parity]
                          for records in (first, second))
@@ -66,10 +74,13 @@ def selected(first: list[Record], second: list[Record], half: str | None = None,
     if common:
         both = {r["task_id"] for r in first} & {r["task_id"] for r in second}
         left = [len({r["task_id"] for r in records} - both) for records in (first, second)]
+        if not both:
+            raise CompareError(f"the runs have finished no task in common (the first {left[0]}, "
+                               f"the second {left[1]}{' of that half' if half else ''}).")
         first, second = ([r for r in records if r["task_id"] in both]
                          for records in (first, second))
-        said.append(f"the tasks both runs have finished (left out: {left[0]} of the first run's, "
-                    f"{left[1]} of the second's)")
+        said.append(f"the tasks both runs have finished (left out{' of that half' if half else ''}"
+                    f": {left[0]} of the first run's, {left[1]} of the second's)")
     return first, second, ", ".join(said) or "all tasks of both runs"
 
 
@@ -155,7 +166,7 @@ def against_baseline(records: list[Record], baseline: list[Record] | None
     tasks = {r["task_id"] for r in records}
     try:
         return side_by_side([r for r in baseline if r["task_id"] in tasks], records,
-                            ("baseline", "this run"))
+                            ("baseline", "this run"), "this run's tasks")
     except CompareError:
         return None
 

@@ -147,7 +147,7 @@ def test_execute_runs_only_the_docstrings_examples_in_the_docs_variant(task):
     assert sandbox.guarded == [] and task.test not in sandbox.programs[0]
 
 
-def test_resample_asks_again_within_the_round(task):
+def test_ask_again_asks_within_the_round(task):
     assert nodes.ask_again(state(task, resamples=1), runtime(task)) == {"resamples": 2}
 
 

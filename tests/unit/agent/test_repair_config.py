@@ -11,7 +11,8 @@ import pytest
 from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.context import PlainRuntime, RepairContext
 from pytest_humanfix.agent.graph import recursion_limit
-from pytest_humanfix.agent.routing import GRAPHS, after_call_check, after_check, after_execute
+from pytest_humanfix.agent.routing import (
+    GRAPHS, after_call_check, after_check, after_execute, after_sample_check)
 from pytest_humanfix.records import Attempt
 from pytest_humanfix.settings import Settings
 
@@ -95,6 +96,16 @@ def test_each_graph_goes_only_to_its_own_nodes_and_ends_at_finish(agent):
         targets = [] if after is None else [after] if isinstance(after, str) else after[1]
         assert set(targets) <= set(graph.nodes)
     assert [name for name, after in graph.next.items() if after is None] == ["finish"]
+
+
+def test_the_resampling_agent_never_asks_a_repeat_again_and_has_no_node_for_it():
+    # Asks are left (a resample temperature, none spent), which repair would spend.
+    asks_left = config(agent="resample", resample_temperature=(1.2,))
+    assert routed(after_check, [attempt("repeat")], asks_left) == "ask_again"
+    assert routed(after_sample_check, [attempt("repeat")], asks_left) == "reflect"
+    assert routed(after_sample_check, [attempt("repeat")], asks_left, rounds_left=0) == "finish"
+    assert set(GRAPHS["resample"].nodes) == {"propose", "check", "execute", "reflect", "finish"}
+    assert "ask_again" in GRAPHS["repair"].nodes and "ask_again" in GRAPHS["tools"].nodes
 
 
 def test_the_step_limit_grows_with_rounds_and_asks_again():

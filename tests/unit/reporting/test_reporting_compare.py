@@ -246,3 +246,30 @@ def test_a_selection_that_leaves_a_run_empty_is_refused_with_the_reason(tmp_path
                  "--tasks", "odd", "--out", str(tmp_path / "out")]) == 2
     assert "the first run has no task to compare (of those selected)" in \
         capsys.readouterr().err
+
+
+def test_halves_need_numbered_tasks_and_common_needs_a_shared_one():
+    unnumbered = run("repair", {"t0": 0}, [100] * 4)
+    mine = [{**r, "task_id": "mine/alpha"} for r in unnumbered]
+    with pytest.raises(compare.CompareError, match=r"--tasks odd halves the tasks by the "
+                       r"number in their ids, and 1 have none \(mine/alpha\)"):
+        compare.selected(mine, mine, "odd")
+    first = numbered(run("repair", {"t0": 0, "t2": 1}, [100] * 4))
+    second = numbered(run("resample", {"t1": 0, "t3": 1}, [100] * 4))
+    with pytest.raises(compare.CompareError, match="the runs have finished no task in common "
+                                                   r"\(the first 2, the second 2\)"):
+        compare.selected(first, second, common=True)
+    both = numbered(run("resample", {"t0": 0, "t1": 0, "t2": None, "t4": 1}, [100] * 4))
+    kept, other, said = compare.selected(first, both, "even", common=True)
+    assert [r["task_id"] for r in kept] == ["Python/0", "Python/2"]
+    assert [r["task_id"] for r in other] == ["Python/0", "Python/2"]
+    assert said == ("the even-numbered tasks, the tasks both runs have finished (left out of "
+                    "that half: 0 of the first run's, 1 of the second's)")
+
+
+def test_a_baseline_of_another_agent_is_compared_over_this_runs_tasks_and_says_so():
+    baseline = run("repair", dict(zip(TASKS, [0, 1] + [None] * 6)), [100] * 4)
+    now = run("resample", dict(zip(TASKS[:4], [0, 2, 3, None])), [100] * 4)
+    compared = compare.against_baseline(now, baseline)
+    assert compared is not None and compared["selection"] == "this run's tasks"
+    assert compare.lines(compared)[0] == "Tasks: this run's tasks, 4 scored by both."
