@@ -21,6 +21,7 @@ MAY_DIFFER = ("agent", "iters", "temperature", "round_temperature", "resample_te
 MEASURES: tuple[Measure, ...] = ("tokens", "seconds")
 # The halves an agent change is chosen on (even) and confirmed on (odd), by the task's number.
 HALVES = ("even", "odd")
+EVERY_TASK = "all tasks of both runs"  # the selection when nothing narrows it
 
 
 class CompareError(Exception):
@@ -74,14 +75,15 @@ def selected(first: list[Record], second: list[Record], half: str | None = None,
     if common:
         both = {r["task_id"] for r in first} & {r["task_id"] for r in second}
         left = [len({r["task_id"] for r in records} - both) for records in (first, second)]
+        within = " of that half" if half else ""
         if not both:
             raise CompareError(f"the runs have finished no task in common (the first {left[0]}, "
-                               f"the second {left[1]}{' of that half' if half else ''}).")
+                               f"the second {left[1]}{within}).")
         first, second = ([r for r in records if r["task_id"] in both]
                          for records in (first, second))
-        said.append(f"the tasks both runs have finished (left out{' of that half' if half else ''}"
-                    f": {left[0]} of the first run's, {left[1]} of the second's)")
-    return first, second, ", ".join(said) or "all tasks of both runs"
+        said.append(f"the tasks both runs have finished (left out{within}: {left[0]} of the "
+                    f"first run's, {left[1]} of the second's)")
+    return first, second, ", ".join(said) or EVERY_TASK
 
 
 def comparable(record: Record) -> Fingerprint:
@@ -131,7 +133,7 @@ def side(label: str, records: list[Record], counted: set[str]) -> Side:
 
 
 def side_by_side(first: list[Record], second: list[Record],
-                 labels: tuple[str, str] = ("A", "B"), selection: str = "all tasks of both runs"
+                 labels: tuple[str, str] = ("A", "B"), selection: str = EVERY_TASK
                  ) -> SideBySide:
     """The comparison of two runs (one record per task each), of the tasks `selection` names
     (`selected`); CompareError when they do not compare."""
