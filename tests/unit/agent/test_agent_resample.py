@@ -108,4 +108,3 @@ def test_the_record_counts_the_replies_and_the_sandbox_runs(tmp_path, tasks, dat
     # also checks the reference solution once, to calibrate the task's limit, off its count.
     assert record["sandbox_runs"] == 2
     assert task_cost(record)["replies"] == 4
-
