@@ -63,21 +63,18 @@ def replies_by_task(records: list[dict], prompt: str) -> dict:
     return replies
 
 
-def primed_and_completion_runs(pytester, read_jsonl, engine) -> tuple[dict, list[str]]:
-    """Two tasks with each prompt against `engine`: per prompt, `replies_by_task`; and the
-    run's "server limit:" lines."""
-    replies, limits = {}, []
-    for prompt in ("primed", "completion"):
-        result = pytester.runpytest(
-            "--humanfix-model", "openai:" + engine.model.name,
-            f"--humanfix-base-url={engine.base_url}", "--humanfix-engine", "vllm",
-            "--humanfix-prompt", prompt, "--humanfix-max", "2",
-            "--humanfix-max-new-tokens", "64", f"--humanfix-report-dir=limited-{prompt}")
-        records = read_jsonl(pytester.path / f"limited-{prompt}" / "humanfix.jsonl")
-        assert len(records) == 2, result.outlines[-5:]
-        replies[prompt] = replies_by_task(records, prompt)
-        limits += [line for line in result.outlines if line.startswith("server limit:")]
-    return replies, limits
+def limited_run(pytester, read_jsonl, engine, prompt: str, tasks: int) -> tuple[dict, list[str]]:
+    """The first `tasks` tasks with `prompt` against `engine`: `replies_by_task`, and the run's
+    "server limit:" lines."""
+    result = pytester.runpytest(
+        "--humanfix-model", "openai:" + engine.model.name,
+        f"--humanfix-base-url={engine.base_url}", "--humanfix-engine", "vllm",
+        "--humanfix-prompt", prompt, "--humanfix-max", str(tasks),
+        "--humanfix-max-new-tokens", "64", f"--humanfix-report-dir=limited-{prompt}")
+    records = read_jsonl(pytester.path / f"limited-{prompt}" / "humanfix.jsonl")
+    assert len(records) == tasks, result.outlines[-5:]
+    return (replies_by_task(records, prompt),
+            [line for line in result.outlines if line.startswith("server limit:")])
 
 
 @pytest.mark.slow
@@ -95,9 +92,13 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
     monkeypatch.setitem(kinds.ENGINE_KINDS, "vllm", dataclasses.replace(raised, environment=()))
     engine = launch.launch(started, tmp_path / "vllm.log")
     try:
+        # 24 new tokens hold the free reply's fifth word (the stop string below); each token is
+        # about a third of a second on CI's two cores.
         settings = Settings(model="openai:qwen-coder", base_url=engine.base_url, engine="vllm",
-                            max_new_tokens=48)
+                            max_new_tokens=24)
         model = OpenAIModel("openai:qwen-coder", engine.model.name, GenerationConfig.of(settings))
+        cut = OpenAIModel("openai:qwen-coder", engine.model.name,
+                          GenerationConfig.of(replace(settings, max_new_tokens=3)))
         # The settings that suit a CPU.
         assert engine.command[engine.command.index("--dtype") + 1] == "float32"
         assert "--enforce-eager" in engine.command
@@ -122,8 +123,6 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             (limit,) = model.server_limits
             assert limit.startswith(f"the server at {engine.base_url} takes at most 4 stop ")
             # A reply cut by the token limit says so.
-            cut = OpenAIModel("openai:qwen-coder", engine.model.name,
-                              GenerationConfig.of(replace(settings, max_new_tokens=3)))
             short = cut.generate(asked, tasks[0])
             assert (short.finish_reason, short.completion_tokens) == ("length", 3)
 
@@ -152,10 +151,11 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             assert greedy[0] == greedy[1]
 
         with subtests.test("/tokenize counts the prompt for --humanfix-max-length"):
-            server = model.in_rotation()[0]
-            request = model.request(asked, tasks[0])
-            count = model.prompt_tokens(server, request)
-            assert count == model.generate(asked, tasks[0]).prompt_tokens
+            # The prompt's count needs no reply to speak of: the 3-token model's.
+            server = cut.in_rotation()[0]
+            request = cut.request(asked, tasks[0])
+            count = cut.prompt_tokens(server, request)
+            assert count == cut.generate(asked, tasks[0]).prompt_tokens
             fitted = OpenAIModel("openai:qwen-coder", engine.model.name,
                                  GenerationConfig.of(replace(settings, max_length=count + 5)))
             generation = fitted.generate(asked, tasks[0])
@@ -166,7 +166,10 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
 
         with subtests.test("tools, with the Hermes parser"):
             call = '{"name": "run_tests", "arguments": {"code": "x = 1"}}'
-            generation = model.generate(
+            # 48 new tokens: the call alone is about 30.
+            calling = OpenAIModel("openai:qwen-coder", engine.model.name,
+                                  GenerationConfig.of(replace(settings, max_new_tokens=48)))
+            generation = calling.generate(
                 plain_chat(f"Reply with exactly this text and nothing else:\n<tool_call>\n"
                            f"{call}\n</tool_call>"),
                 tasks[0], tools=[prompts.run_tests_tool("tests")])
@@ -177,7 +180,14 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
             assert [(c.name, c.argument("code")) for c in calls] == [("run_tests", "x = 1")]
 
         with subtests.test("plugin runs, primed and completion, within 4 stop strings"):
-            limited, lines = primed_and_completion_runs(humanfix_pytester, read_jsonl, engine)
+            # Two primed tasks: the only run of vLLM's primed continuation, and more than one
+            # request meeting the limit. One completion task: Python/0, whose reply ends on a
+            # stop string, the case the served run below compares.
+            limited, lines = {}, []
+            for prompt, run_tasks in (("primed", 2), ("completion", 1)):
+                limited[prompt], limits = limited_run(humanfix_pytester, read_jsonl, engine,
+                                                      prompt, run_tasks)
+                lines += limits
             assert {version for replies in limited.values()
                     for *_, version in replies.values()} == {version}
             # One line a run, however many requests met the limit.
@@ -191,16 +201,20 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
         result = humanfix_pytester.runpytest(
             "--humanfix-model", "qwen-coder", "--humanfix-serve", "--humanfix-engine", "vllm",
             f"--humanfix-vllm-python={VLLM_PYTHON}", "--humanfix-prompt", "completion",
-            "--humanfix-max", "2", "--humanfix-max-new-tokens", "64",
+            "--humanfix-max", "1", "--humanfix-max-new-tokens", "64",
             "--humanfix-report-dir=served")
         summary = json.loads((humanfix_pytester.path / "served" / "summary.json").read_text())
         assert summary["run"]["serve"]["engine"] == "vllm"
         records = read_jsonl(humanfix_pytester.path / "served" / "humanfix.jsonl")
-        assert len(records) == 2, result.outlines[-5:]
+        assert len(records) == 1, result.outlines[-5:]
         # The engine it starts takes all of the completion prompt's stop strings: no limit
         # met, and the same replies and outcomes as the client's cut at 4.
         assert [out for out in result.outlines if out.startswith("server limit:")] == []
         assert replies_by_task(records, "completion") == limited["completion"]
+        # Ended by a stop string within the 64 tokens, not by the limit: where a cut by the
+        # client could differ from the server's stop.
+        assert {finish for _, attempts, _ in limited["completion"].values()
+                for _, finish, _ in attempts} == {"stop"}
         (line,) = [out for out in result.outlines if out.startswith("humanfix serve: vllm")]
         port = re.search(r":(\d+)/v1", line).group(1)
         assert processes_with(f"--port {port} ") == []
