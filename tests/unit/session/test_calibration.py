@@ -1,7 +1,7 @@
 """Timeouts that hold under load: each task's limit is calibrated from its canonical solution's
 time on this machine and cached; a timeout is re-run once, alone, before it counts; the record
-says which limit applied and whether a re-run happened. The two slow tests run the controls
-with four times as many workers as cores."""
+says which limit applied and whether a re-run happened. The slow test runs canonical solutions
+and looping ones together with four times as many workers as cores."""
 
 from __future__ import annotations
 
@@ -150,35 +150,36 @@ def test_a_calibrated_limit_lets_the_canonical_pass_where_the_floor_alone_cannot
         assert record["verdict"]["status"] == "passed"
 
 
-def run_control_under_load(pytester, model: str) -> pytest.RunResult:
-    workers = 4 * (os.cpu_count() or 1)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--humanfix-model={model}",
-                                         "-n", str(workers), timeout=3000)
+# The three buggy solutions that never return.
+LOOPING = {"Python/10", "Python/156", "Python/160"}
 
 
 @pytest.mark.slow
-def test_canonical_control_under_four_workers_per_core(humanfix_pytester, records_by_task):
-    result = run_control_under_load(humanfix_pytester, "canonical")
-    result.assert_outcomes(passed=164)
+def test_under_four_workers_per_core_no_canonical_times_out_and_loops_are_caught(
+        humanfix_pytester, dataset, records_by_task):
+    """One run, four workers per core, of replies worded as the controls' that hold each task's
+    canonical solution but the looping tasks' buggy one: no canonical solution times out for
+    want of CPU, and each loop is caught, after one re-run alone, under its calibrated limit."""
+    code = {task.task_id: task.buggy_code if task.task_id in LOOPING else task.canonical_code
+            for task in load_tasks(str(dataset))}
+    replies = humanfix_pytester.path / "replies.jsonl"
+    replies.write_text("".join(json.dumps({
+        "task_id": task, "completion": f"Here is the fixed function:\n\n```python\n{body}```\n",
+    }) + "\n" for task, body in code.items()))
+    workers = 4 * (os.cpu_count() or 1)
+    result = humanfix_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--humanfix-model=replay:{replies}", "-n", str(workers),
+        timeout=3000)
+    result.assert_outcomes(passed=164 - len(LOOPING), failed=len(LOOPING))
     records = records_by_task()
     assert len(records) == 164
-    assert [r["task_id"] for r in records.values() if r["verdict"]["status"] != "passed"] == []
-    reruns = [r["task_id"] for r in records.values() if r["verdict"]["rerun"]]
-    print(f"canonical under load: 164/164 fixed, {len(reruns)} re-run after a first timeout: "
-          f"{reruns}")
-
-
-@pytest.mark.slow
-def test_buggy_control_under_four_workers_per_core(humanfix_pytester, records_by_task):
-    result = run_control_under_load(humanfix_pytester, "buggy")
-    result.assert_outcomes(failed=164)
-    records = records_by_task()
-    assert all(r["outcome"] == "unfixed" for r in records.values())
-    loops = [r for r in records.values() if r["verdict"]["status"] == "timeout"]
-    assert loops, "the buggy control has solutions that never return"
-    for record in loops:  # caught, after one re-run alone, under the calibrated limit
-        assert record["verdict"]["rerun"]
-        assert record["verdict"]["limit"] == record["time_limit"]["seconds"] >= 10.0
-    result.stdout.fnmatch_lines([f"timeouts: {len(loops)} graded run(s) timed out; *"])
-    print(f"buggy under load: 0/164 fixed, {len(loops)} infinite loop(s) caught: "
-          f"{[r['task_id'] for r in loops]}")
+    assert {task for task, r in records.items() if r["verdict"]["status"] != "passed"} == LOOPING
+    for task in LOOPING:
+        verdict = records[task]["verdict"]
+        assert verdict["status"] == "timeout" and verdict["rerun"], records[task]
+        assert verdict["limit"] == records[task]["time_limit"]["seconds"] >= 10.0
+    result.stdout.fnmatch_lines([f"timeouts: {len(LOOPING)} graded run(s) timed out; *"])
+    reruns = sorted(task for task, r in records.items()
+                    if r["verdict"]["rerun"] and task not in LOOPING)
+    print(f"under load: {164 - len(LOOPING)} canonical fixed, {len(reruns)} of them re-run after "
+          f"a first timeout: {reruns}; loops caught: {sorted(LOOPING)}")
