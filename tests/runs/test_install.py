@@ -1,6 +1,6 @@
 """The install paths docs/getting-started.md#install gives, each into a clean virtual environment
 made here (no system packages): the built wheel, the sdist, an editable clone and the
-repository's URL. After each, the canonical control (after the wheel's, the buggy one too) runs
+repository's URL. After each, the canonical control runs (after the wheel, the buggy one too)
 from an empty folder on the packaged data, with no torch, transformers or datasets installed."""
 
 from __future__ import annotations
@@ -126,9 +126,8 @@ def test_each_install_path_gives_a_light_install_that_runs_the_controls(built, v
     run([str(venv), "-m", "pip", "install", "-q", str(built["wheel"])], tmp_path)
     assert installed_heavy(venv) == []
     assert "site-packages" in where_installed(venv).parts
-    # The buggy control here only: that the installed plugin grades a failure as one does not
-    # depend on how it was installed, and the canonical control at each path shows the data
-    # and the sandbox there.
+    # The buggy control here only: how a failing task is graded does not depend on the install
+    # path, while the canonical control at every path shows that its data and sandbox work.
     assert_controls(venv, tmp_path / "wheel", (CANONICAL, BUGGY))
 
     # The sdist: it must carry the data too.
