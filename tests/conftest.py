@@ -124,6 +124,19 @@ def tiny_base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`transformers serve` on the tiny chat model, started once a session and shared by the
+    tests that only need some real server of it (each counts its own requests)."""
+    from pytest_humanfix.models.engines import launch
+
+    log = tmp_path_factory.mktemp("engine") / "server.log"
+    engine = launch.launch(Settings(model=str(tiny_model), engine="transformers"), log,
+                           timeout=300)
+    yield engine
+    engine.stop()
+
+
+@pytest.fixture(scope="session")
 def tiny_gguf(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny chat model as one GGUF file, alone in its folder."""
     from tinymodel import write_gguf

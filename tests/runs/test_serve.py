@@ -28,15 +28,6 @@ from pytest_humanfix.settings import Settings
 TINY = ("--humanfix-max", "2", "--humanfix-max-new-tokens", "16", "-n", "2")
 
 
-@pytest.fixture(scope="session")
-def tiny_engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    log = tmp_path_factory.mktemp("engine") / "server.log"
-    engine = launch.launch(Settings(model=str(tiny_model), engine="transformers"), log,
-                           timeout=180)
-    yield engine
-    engine.stop()
-
-
 @pytest.mark.slow
 def test_openai_backend_against_transformers_serve(humanfix_pytester, tiny_engine, read_records):
     before = chat_requests(tiny_engine.log_path)

@@ -111,14 +111,14 @@ def test_drafts_are_accepted_and_rejected_and_leave_the_reply_a_function_of_its_
     """SmolLM2 copies code from its prompt: drafts are accepted, several to a step, and some
     rejected; their cells are dropped, so a reply is the same whatever the slot decoded
     before or beside it."""
-    alone = [job(drafting, messages, max_tokens=96) for messages in PROMPTS]
+    alone = [job(drafting, messages, max_tokens=64) for messages in PROMPTS]
     replies = [serve_together(drafting, each)[0] for each in alone]
     accepted = sum(each.accepted for each in alone)
     assert 0 < accepted < sum(each.drafted for each in alone)
     assert all(len(each.tokens) - each.accepted < len(each.tokens) for each in alone)
     # In the other order, two at a time: a step's batch holds several tokens of each slot, and
     # each slot's cells were left by another prompt's rejected drafts.
-    together = [job(drafting, messages, max_tokens=96) for messages in PROMPTS[::-1]]
+    together = [job(drafting, messages, max_tokens=64) for messages in PROMPTS[::-1]]
     assert (serve_together(drafting, *together[:2]) + serve_together(drafting, together[2])
             == replies[::-1])
 
@@ -139,9 +139,10 @@ def test_qwen_coder_replies_the_same_to_a_round_with_its_prefix_reused():
     path = resolve_spec("qwen-coder").gguf_path
     assert path is not None, "qwen-coder's GGUF is not installed (see README, Models)"
     plain, reuse = (model(path, prefix_cache=cache) for cache in (False, True))
-    (first,) = serve_together(plain, job(plain, FIRST))
-    assert serve_together(reuse, job(reuse, FIRST)) == [first]
-    follow_up = job(reuse, next_round(FIRST, first))
+    tokens = 32  # the follow-up reuses the same 4 chunks (its first prompt's) as at 48
+    (first,) = serve_together(plain, job(plain, FIRST, tokens))
+    assert serve_together(reuse, job(reuse, FIRST, tokens)) == [first]
+    follow_up = job(reuse, next_round(FIRST, first), tokens)
     assert serve_together(reuse, follow_up) == serve_together(plain, job(plain, next_round(
-        FIRST, first)))
+        FIRST, first), tokens))
     assert follow_up.cached > 0

@@ -105,11 +105,13 @@ def test_a_run_outlives_a_server_of_its_fleet(humanfix_pytester, read_records):
 
 
 @pytest.mark.slow
-def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tmp_path,
-                                                                  humanfix_pytester,
+def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tiny_engine,
+                                                                  tmp_path, humanfix_pytester,
                                                                   spawn_pytest, read_records):
-    settings = Settings(model=str(tiny_model), engine="transformers")
-    engines = [launch.launch(settings, tmp_path / f"server-{n}.log", timeout=300) for n in (0, 1)]
+    # The first engine is the session's (it stays up); the second is this test's to stop.
+    dying = launch.launch(Settings(model=str(tiny_model), engine="transformers"),
+                          tmp_path / "server-1.log", timeout=300)
+    engines = [tiny_engine, dying]
     try:
         child = spawn_pytest(
             "-p", "no:cacheprovider", f"--humanfix-model=openai:{engines[0].model.name}",
@@ -122,11 +124,10 @@ def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tmp
             return {json.loads(line)["worker"] for line in lines} == {"gw0", "gw1"}
 
         child.wait_for(both_workers_done_one, "a record from each worker", timeout=300)
-        engines[1].stop()  # mid-run: gw1's next request finds nobody
+        dying.stop()  # mid-run: gw1's next request finds nobody
         assert child.finish(600) == pytest.ExitCode.TESTS_FAILED, child.tail()
     finally:
-        for engine in engines:
-            engine.stop()
+        dying.stop()
     records = read_records()
     assert len(records) == 12 and all(r["outcome"] != "error" for r in records)
     summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
