@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from repeat_claims import assert_every_repeat_made_and_counted
 from serving import processes_with
-from test_repeat_check import assert_every_repeat_made_and_counted
 
 from pytest_humanfix.models.specs import resolve_spec
 
@@ -18,7 +18,7 @@ ENGINES = {
     # xdist is tests/unit/models/test_hf_backend.py's tiny-model test.
     "transformers": ("-n", "1"),
     "transformers-serve": ("-n", "2", "--humanfix-serve", "--humanfix-engine", "transformers"),
-    # The repeat check on a real engine rides on this run (test_repeat_check.py has its
+    # The repeat check on a real engine rides on this run (tests/repeat_claims.py has its
     # assertions): it asked for the same model, tasks and workers, in a pytest run and two
     # engine starts of its own.
     "llamacpp": ("-n", "2", "--humanfix-serve", "--humanfix-engine", "llamacpp",

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from repeat_claims import summary_json
 
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.reporting.cli import main as report_main
@@ -51,10 +52,6 @@ EXPECTED = {"Python/0": (False, False), "Python/1": (True, False), "Python/2": (
 def junit_properties(folder: Path) -> dict[str, str]:
     root = ET.parse(folder / "reports" / "junit.xml").getroot()
     return {p.get("name"): p.get("value") for p in root.iter("property")}
-
-
-def summary_json(folder: Path) -> dict:
-    return json.loads((folder / "reports" / "summary.json").read_text())
 
 
 def assert_counted_alike(result: pytest.RunResult, folder: Path) -> None:
@@ -247,26 +244,6 @@ def test_power_agrees_with_a_simulation():
     standard_error = (exact * (1 - exact) / draws) ** 0.5
     assert 0.2 < exact < 0.95
     assert abs(caught / draws - exact) < 4 * standard_error
-
-
-def assert_every_repeat_made_and_counted(result: pytest.RunResult, records: list[dict],
-                                         folder: Path, engine: str) -> None:
-    """Each task's repeat was made by `engine` and graded, and the summary's counts and line are
-    the records' own. tests/runs/test_real_model.py's llama.cpp run asks for the repeats of its
-    real model, so that one engine start serves both tests' claims."""
-    checks = [r["repeat_check"] for r in records]
-    assert all(c["error"] == "" for c in checks), checks
-    for record, check in zip(records, checks, strict=True):
-        assert check["engine"] == engine and check["reply"].strip()
-        assert check["first_outcome"] == record["outcome"]
-        assert check["reply_differs"] == (check["reply"] != record["attempts"][0]["reply"])
-    repeat = summary_json(folder)["repeat_check"]
-    assert repeat["tasks"] == len(records)
-    assert repeat["replies_differ"]["count"] == sum(c["reply_differs"] for c in checks)
-    assert repeat["outcomes_flipped"]["count"] == sum(c["outcome_flipped"] for c in checks)
-    # An exact line: the intervals' brackets are fnmatch character classes.
-    assert (f"repeat check ({engine}): replies differ {share(repeat['replies_differ'])}, "
-            f"outcomes flip {share(repeat['outcomes_flipped'])}") in result.outlines
 
 
 def test_the_item_timeout_allows_the_repeat():
