@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+import control_receipts
 import pytest
 
 from pytest_humanfix.agent.suspicion import suspicion_flags
@@ -443,18 +444,33 @@ def test_a_stale_or_otherwise_failing_known_failure_is_named():
     assert unlisted == "Go/1 is marked a known failure and has no row here"
 
 
-# The buggy control's tasks in CI: every 8th task and the known failures (each must still show
-# its reason). What the other 140-odd add is per task, whether its tests tell its bug apart,
-# and depends only on the pinned data and the toolchains: all 164 run on demand
-# (docs/languages.md, "Known failures and the controls"). The canonical control stays whole,
-# since it is the proof that every task's program is assembled and run right.
+# The controls' sample in CI: every 8th task and the known failures (each must still show its
+# reason). The buggy control always runs the sample: what the other 140-odd add is per task,
+# whether its tests tell its bug apart, and depends only on the pinned data and the toolchains.
+# The canonical control is the proof that every task's program is assembled and run right: it
+# runs the sample only where its receipt (tests/control_receipts.py) says that all 164 passed
+# with the same sources, data and toolchain as now, and all 164 otherwise. Both run all 164 on
+# demand (docs/languages.md, "Known failures and the controls").
 FULL_CONTROLS = "HUMANFIX_FULL_CONTROLS"
+# Runs the canonical controls whole and, where all 164 pass, writes their receipts.
+RECORD_CONTROLS = "HUMANFIX_RECORD_CONTROLS"
 PREFIX = {name: prefix for prefix, name in LANGUAGE_OF_PREFIX.items()}
 
 
-def buggy_sample(name: str) -> list[str]:
+def control_sample(name: str) -> list[str]:
     every_8th = [f"{PREFIX[name]}/{index}" for index in range(0, 164, 8)]
     return every_8th + sorted(set(language(name).known_failures) - set(every_8th))
+
+
+def why_whole(name: str, model: str, current: dict[str, str] | None) -> str:
+    """Why the control runs all 164 tasks; '' where it runs `control_sample`."""
+    if os.environ.get(FULL_CONTROLS) == "1":
+        return f"{FULL_CONTROLS}=1"
+    if model == "buggy":
+        return ""
+    if os.environ.get(RECORD_CONTROLS) == "1":
+        return f"{RECORD_CONTROLS}=1"
+    return control_receipts.differs_from_receipt(name, current or {})
 
 
 @pytest.mark.slow
@@ -462,16 +478,18 @@ def buggy_sample(name: str) -> list[str]:
 @pytest.mark.parametrize("name", COMPILED)
 def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_records,
                                          monkeypatch):
-    """The package's own data (no dataset named): all 164 tasks per language for the canonical
-    control, `buggy_sample` for the buggy one (all 164 with HUMANFIX_FULL_CONTROLS=1); a
-    reference solution that cannot pass here is counted apart (an expected failure of pytest, a
-    known failure of the summary), never scored. The buggy control runs under a 10 s limit: a
-    buggy loop would otherwise run Rust's 300 s twice."""
+    """The package's own data (no dataset named): `control_sample` of the 164 tasks, or all of
+    them where `why_whole` says so; a reference solution that cannot pass here is counted apart
+    (an expected failure of pytest, a known failure of the summary), never scored. The buggy
+    control runs under a 10 s limit: a buggy loop would otherwise run Rust's 300 s twice."""
     monkeypatch.delenv("HUMANFIX_DATASET")
     known = KNOWN_FAILURES[name]
-    sample = model == "buggy" and os.environ.get(FULL_CONTROLS) != "1"
-    chosen = ["--humanfix-task", ",".join(buggy_sample(name))] if sample else []
-    total = len(buggy_sample(name)) if sample else 164
+    current = control_receipts.inputs(name) if model == "canonical" else None
+    whole = why_whole(name, model, current)
+    if whole:
+        print(f"{name} {model} control: all 164 tasks, since {whole}")
+    chosen = [] if whole else ["--humanfix-task", ",".join(control_sample(name))]
+    total = 164 if whole else len(control_sample(name))
     limit = ["--humanfix-timeout", "10"] if model == "buggy" else []
     result = humanfix_pytester.runpytest(
         "--humanfix-model", model, "--humanfix-language", name, "-n", "2", *limit, *chosen)
@@ -488,12 +506,55 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_re
     assert {row["task_id"] for row in summary["known_failures"]} == known
     records = read_records()
     assert len({r["task_id"] for r in records}) == len(records) == total
-    if sample:
-        assert {r["task_id"] for r in records} == set(buggy_sample(name))
+    if not whole:
+        assert {r["task_id"] for r in records} == set(control_sample(name))
     assert {r["language"] for r in records} == {name}
     assert {r["dataset"] for r in records} == {HUMANEVALPACK[name].label}
     # Each listed failure still fails for its stated reason, in this control's own records.
     assert known_failures_not_shown(records, model) == []
+    if model == "canonical" and os.environ.get(RECORD_CONTROLS) == "1":
+        # The inputs as they were before the run: a change made during it is not vouched for.
+        assert current is not None and control_receipts.inputs(name) == current, \
+            "the sources or the toolchain changed during the run: run it again"
+        print(f"recorded {control_receipts.record(name, current, total)}")
+
+
+def test_a_receipt_stands_for_its_own_inputs_only(tmp_path, monkeypatch):
+    """A receipt lets the canonical control run the sample only while every input is as it
+    recorded; any source, the data or a tool's version that differs, is new or is gone names
+    itself and makes the control run whole."""
+    monkeypatch.delenv(FULL_CONTROLS, raising=False)
+    monkeypatch.delenv(RECORD_CONTROLS, raising=False)
+    monkeypatch.setattr(control_receipts, "RECEIPTS", tmp_path)
+    current = control_receipts.inputs("go")
+    assert {"languages/go.py", "languages/base.py", "sandbox/toolchain.py", "agent/extract.py",
+            "models/controls.py", "data", "tool go",
+            "library golang-github-stretchr-testify-dev"} <= set(current)
+    assert current["data"] == HUMANEVALPACK["go"].sha256
+    assert why_whole("go", "canonical", current).endswith("go.json does not exist")
+    control_receipts.record("go", current, 164)
+    assert why_whole("go", "canonical", current) == ""
+    assert why_whole("go", "buggy", None) == ""
+    edited = {**current, "languages/go.py": "0" * 16, "tool go": "go version go9.99"}
+    assert why_whole("go", "canonical", edited).startswith(
+        "languages/go.py, tool go changed since go.json was recorded (")
+    gone = {k: v for k, v in current.items() if k != "sandbox/toolchain.py"}
+    assert why_whole("go", "canonical", {**gone, "sandbox/new.py": "1" * 16}).startswith(
+        "sandbox/new.py, sandbox/toolchain.py changed since")
+    monkeypatch.setenv(RECORD_CONTROLS, "1")
+    assert why_whole("go", "canonical", current) == f"{RECORD_CONTROLS}=1"
+    assert why_whole("go", "buggy", None) == ""
+    monkeypatch.setenv(FULL_CONTROLS, "1")
+    assert why_whole("go", "buggy", None) == f"{FULL_CONTROLS}=1"
+
+
+def test_each_compiled_language_has_a_receipt_of_all_164():
+    """The receipts are in the checkout, each of a full run; whether they still stand is the
+    control's own question (`why_whole`)."""
+    for name in COMPILED:
+        receipt = json.loads(control_receipts.receipt_path(name).read_text())
+        assert receipt["language"] == name and receipt["tasks"] == 164
+        assert receipt["inputs"]["data"] == HUMANEVALPACK[name].sha256
 
 
 def test_go_program_imports_what_the_code_uses_once(tasks):
