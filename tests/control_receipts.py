@@ -1,71 +1,136 @@
 """Receipts of the canonical controls' full runs: what a language's 164-task canonical control
-depends on (the package's sources on its path, the pinned data, the toolchain's and libraries'
-versions), recorded when all 164 passed, so that a run whose inputs are the receipt's may check
-a sample of the tasks, and any other runs all 164 (tests/unit/languages/test_languages.py)."""
+depends on (the package's every file, the grammars that check its code, the toolchain's and
+libraries' Debian packages), recorded when all 164 passed, so that a run whose inputs are the
+receipt's may check a sample of the tasks, and any other runs all 164
+(tests/unit/languages/test_languages.py)."""
 
 from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib.metadata
 import json
+import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest_humanfix
-from pytest_humanfix.datafiles import HUMANEVALPACK
 from pytest_humanfix.languages import language
 from pytest_humanfix.languages.base import which
+from pytest_humanfix.languages.javascript import NODE_MODULES
+from pytest_humanfix.languages.rust import REGISTRY
+from pytest_humanfix.sandbox.fresh import SAFE_ENV
 
+# The whole package, not the modules a run is seen to pass through: a verdict of one task can
+# turn on code far from the sandbox (the stop words a reply is cut at, how an item marks a known
+# failure), and a file too many only costs a full run.
 PACKAGE = Path(pytest_humanfix.__file__).parent
-# Whatever turns a task and its reference solution into a verdict: the control's reply, the
-# agent's extraction and check, the program each language assembles and its known failures,
-# the sandbox that compiles and runs it, and the data's loading and pins.
-SOURCES = ("agent", "languages", "sandbox", "models/controls.py", "dataset.py", "datafiles.py")
-# What the toolchain's programs include or link beside its own binaries (scripts/setup).
+# tree-sitter checks each reply's syntax before it is compiled, and has rejected tasks' code.
+GRAMMARS = {"js": "tree-sitter-javascript", "java": "tree-sitter-java", "go": "tree-sitter-go",
+            "cpp": "tree-sitter-cpp", "rust": "tree-sitter-rust"}
+# Debian's packages the programs include or link beyond the toolchain's own (scripts/setup),
+# and libc, whose maths the float tasks print; each is recorded with what it depends on.
 LIBRARIES: dict[str, tuple[str, ...]] = {
-    "js": ("npm:js-md5",), "java": (), "go": ("golang-github-stretchr-testify-dev",),
+    "js": (), "java": (), "go": ("golang-github-stretchr-testify-dev",),
     "cpp": ("libboost-dev", "libssl-dev"),
     "rust": ("librust-rand-dev", "librust-regex-dev", "librust-md5-dev")}
-NPM_PREFIX = Path("/usr/local/lib/humanfix/node_modules")
 RECEIPTS = Path(__file__).parent / "recorded" / "canonical-controls"
-# How each binary says its version (javac and java on stderr).
-VERSION_ARGS = {"go": ("version",), "javac": ("-version",), "java": ("-version",)}
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def source_digests() -> dict[str, str]:
-    files = sorted(path for name in SOURCES for path in
-                   ([PACKAGE / name] if name.endswith(".py") else (PACKAGE / name).rglob("*"))
+def source_digests(package: Path) -> dict[str, str]:
+    files = sorted(path for path in package.rglob("*")
                    if path.is_file() and "__pycache__" not in path.parts)
-    return {str(path.relative_to(PACKAGE)): digest(path.read_bytes()) for path in files}
+    return {str(path.relative_to(package)): digest(path.read_bytes()) for path in files}
+
+
+def dpkg(*arguments: str) -> str:
+    """dpkg-query's answer, '' where it has none (no such package, or no dpkg at all)."""
+    try:
+        shown = subprocess.run(["dpkg-query", *arguments], capture_output=True, text=True,
+                               timeout=60)
+    except OSError:
+        return ""
+    return shown.stdout if shown.returncode == 0 else ""
+
+
+def owner(binary: str) -> str:
+    """The Debian package that installed `binary` as the sandbox finds it, links followed
+    (`go` is golang-1.19-go's, not golang-go's)."""
+    path = which(binary)
+    found = dpkg("-S", os.path.realpath(path)) if path else ""
+    return found.split(":", 1)[0] if found else f"{binary} (not from a Debian package)"
+
+
+def crate_owners() -> list[str]:
+    """The Debian packages of the crates Rust's programs build against, each crate a folder of
+    Debian's registry (its dependencies' among them, which Debian names only virtually)."""
+    crates = sorted(str(path) for path in Path(REGISTRY).iterdir()) \
+        if Path(REGISTRY).is_dir() else []
+    found = dpkg("-S", *crates) if crates else ""
+    return sorted({line.split(":", 1)[0] for line in found.splitlines() if ":" in line})
+
+
+def with_dependencies(packages: list[str]) -> dict[str, str]:
+    """Each package's version, and its direct dependencies' (a compiler's standard library, a
+    crate's crates, a metapackage's real one), by name; 'not installed' where it is not."""
+    versions: dict[str, str] = {}
+    for name in packages:
+        shown = dpkg("-W", "-f", "${db:Status-Status}\t${Version}\t${Depends}", name)
+        status, version, depends = (shown.split("\t") + ["", "", ""])[:3]
+        versions[name] = version if status == "installed" else "not installed"
+        for needed in re.findall(r"(?:^|,)\s*([a-z0-9][a-z0-9+.-]*)", depends):
+            if needed not in versions:
+                shown = dpkg("-W", "-f", "${db:Status-Status}\t${Version}", needed)
+                status, _, version = shown.partition("\t")
+                versions[needed] = version if status == "installed" else "not installed"
+    return versions
 
 
 def tool_version(binary: str) -> str:
+    """What `binary --version` prints first, run as the sandbox runs it (a JVM reads its
+    options from the environment and says so first); the failure where it fails."""
     path = which(binary)
     if path is None:
         return "not found"
-    shown = subprocess.run([path, *VERSION_ARGS.get(binary, ("--version",))],
-                           capture_output=True, text=True, timeout=60)
-    return (shown.stdout + shown.stderr).strip().splitlines()[0]
+    arguments = ("version",) if binary == "go" else ("-version",) if binary.startswith("java") \
+        else ("--version",)
+    shown = subprocess.run([path, *arguments], capture_output=True, text=True, timeout=60,
+                           env=SAFE_ENV)
+    lines = (shown.stdout + shown.stderr).strip().splitlines()
+    return (lines[0] if lines else "(prints nothing)") + \
+        (f" (exit status {shown.returncode})" if shown.returncode else "")
 
 
-def library_version(package: str) -> str:
-    if package.startswith("npm:"):
-        manifest = NPM_PREFIX / package.removeprefix("npm:") / "package.json"
-        return json.loads(manifest.read_text())["version"] if manifest.is_file() else "not found"
-    shown = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
-                           capture_output=True, text=True)
-    return shown.stdout.strip() if shown.returncode == 0 else "not found"
+def grammar_version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
-def inputs(name: str) -> dict[str, str]:
+def npm_version(package: str) -> str:
+    manifest = Path(NODE_MODULES) / package / "package.json"
+    return json.loads(manifest.read_text())["version"] if manifest.is_file() else "not found"
+
+
+def inputs(name: str, package: Path = PACKAGE) -> dict[str, str]:
     """What language `name`'s canonical control depends on, each with its digest or version."""
-    return {**source_digests(), "data": HUMANEVALPACK[name].sha256,
-            **{f"tool {binary}": tool_version(binary) for binary, _ in language(name).tools},
-            **{f"library {package}": library_version(package) for package in LIBRARIES[name]}}
+    binaries = [binary for binary, _ in language(name).tools]
+    debian = [owner(binary) for binary in binaries] + [*LIBRARIES[name], "libc6"] + \
+        (crate_owners() if name == "rust" else [])
+    return {**{f"source {path}": value for path, value in source_digests(package).items()},
+            **{f"tool {binary}": tool_version(binary) for binary in binaries},
+            **{f"debian {package}": version
+               for package, version in with_dependencies(debian).items()},
+            "architecture": dpkg("-W", "-f", "${Architecture}", "dpkg").strip(),
+            "grammar": f"tree-sitter {grammar_version('tree-sitter')}, "
+                       f"{GRAMMARS[name]} {grammar_version(GRAMMARS[name])}",
+            **({"npm js-md5": npm_version("js-md5")} if name == "js" else {})}
 
 
 def changed(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
@@ -92,13 +157,15 @@ def differs_from_receipt(name: str, current: dict[str, str]) -> str:
     return f"{shown} changed since {path.name} was recorded ({receipt['recorded']})"
 
 
-def record(name: str, current: dict[str, str], tasks: int) -> Path:
-    """Write the receipt of a full run that passed: one file a language, so that xdist's
-    workers never write one file together."""
+def record(name: str, current: dict[str, str], tasks: dict[str, int]) -> Path:
+    """Write the receipt of a full run that passed, with its summary's counts: one file a
+    language, so that xdist's workers never write one file together, and whole or not at all."""
     path = receipt_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
+    draft = path.with_suffix(".tmp")
+    draft.write_text(json.dumps({
         "language": name, "tasks": tasks,
         "recorded": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "inputs": current}, indent=1, sort_keys=True) + "\n")
+    draft.replace(path)
     return path

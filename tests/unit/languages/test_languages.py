@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -462,15 +463,16 @@ def control_sample(name: str) -> list[str]:
     return every_8th + sorted(set(language(name).known_failures) - set(every_8th))
 
 
-def why_whole(name: str, model: str, current: dict[str, str] | None) -> str:
-    """Why the control runs all 164 tasks; '' where it runs `control_sample`."""
+def why_whole(name: str, model: str, current: dict[str, str]) -> str:
+    """Why the control runs all 164 tasks; '' where it runs `control_sample`. `current` is the
+    canonical control's inputs (`control_receipts.inputs`); the buggy control reads none."""
     if os.environ.get(FULL_CONTROLS) == "1":
         return f"{FULL_CONTROLS}=1"
     if model == "buggy":
         return ""
     if os.environ.get(RECORD_CONTROLS) == "1":
         return f"{RECORD_CONTROLS}=1"
-    return control_receipts.differs_from_receipt(name, current or {})
+    return control_receipts.differs_from_receipt(name, current)
 
 
 @pytest.mark.slow
@@ -484,7 +486,7 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_re
     control runs under a 10 s limit: a buggy loop would otherwise run Rust's 300 s twice."""
     monkeypatch.delenv("HUMANFIX_DATASET")
     known = KNOWN_FAILURES[name]
-    current = control_receipts.inputs(name) if model == "canonical" else None
+    current = control_receipts.inputs(name) if model == "canonical" else {}
     whole = why_whole(name, model, current)
     if whole:
         print(f"{name} {model} control: all 164 tasks, since {whole}")
@@ -514,47 +516,55 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_re
     assert known_failures_not_shown(records, model) == []
     if model == "canonical" and os.environ.get(RECORD_CONTROLS) == "1":
         # The inputs as they were before the run: a change made during it is not vouched for.
-        assert current is not None and control_receipts.inputs(name) == current, \
+        assert control_receipts.inputs(name) == current, \
             "the sources or the toolchain changed during the run: run it again"
-        print(f"recorded {control_receipts.record(name, current, total)}")
+        print(f"recorded {control_receipts.record(name, current, summary['tasks'])}")
 
 
 def test_a_receipt_stands_for_its_own_inputs_only(tmp_path, monkeypatch):
     """A receipt lets the canonical control run the sample only while every input is as it
-    recorded; any source, the data or a tool's version that differs, is new or is gone names
-    itself and makes the control run whole."""
+    recorded; any file of the package, a tool's or a Debian package's version, the grammar,
+    that differs, is new or is gone names itself and makes the control run whole."""
     monkeypatch.delenv(FULL_CONTROLS, raising=False)
     monkeypatch.delenv(RECORD_CONTROLS, raising=False)
-    monkeypatch.setattr(control_receipts, "RECEIPTS", tmp_path)
+    monkeypatch.setattr(control_receipts, "RECEIPTS", tmp_path / "receipts")
     current = control_receipts.inputs("go")
-    assert {"languages/go.py", "languages/base.py", "sandbox/toolchain.py", "agent/extract.py",
-            "models/controls.py", "data", "tool go",
-            "library golang-github-stretchr-testify-dev"} <= set(current)
-    assert current["data"] == HUMANEVALPACK["go"].sha256
+    assert {"source languages/go.py", "source session/items.py", "source models/base.py",
+            "source data/humanevalpack-go.jsonl.gz", "tool go", "debian golang-1.19-go",
+            "debian golang-1.19-src", "debian golang-github-stretchr-testify-dev",
+            "debian libc6", "architecture", "grammar"} <= set(current)
+    assert current["tool go"].startswith("go version go1.")
     assert why_whole("go", "canonical", current).endswith("go.json does not exist")
-    control_receipts.record("go", current, 164)
+    control_receipts.record("go", current, {"total": 164})
     assert why_whole("go", "canonical", current) == ""
-    assert why_whole("go", "buggy", None) == ""
-    edited = {**current, "languages/go.py": "0" * 16, "tool go": "go version go9.99"}
+    assert why_whole("go", "buggy", {}) == ""
+    # An edit to one file of a copy of the package is seen, and only it.
+    copy = tmp_path / "package"
+    shutil.copytree(control_receipts.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "languages" / "go.py").write_text((copy / "languages" / "go.py").read_text() + "#\n")
+    edited = control_receipts.inputs("go", copy)
+    assert control_receipts.changed(current, edited) == ["source languages/go.py"]
     assert why_whole("go", "canonical", edited).startswith(
-        "languages/go.py, tool go changed since go.json was recorded (")
-    gone = {k: v for k, v in current.items() if k != "sandbox/toolchain.py"}
-    assert why_whole("go", "canonical", {**gone, "sandbox/new.py": "1" * 16}).startswith(
-        "sandbox/new.py, sandbox/toolchain.py changed since")
+        "source languages/go.py changed since go.json was recorded (")
+    gone = {k: v for k, v in current.items() if k != "debian libc6"}
+    assert why_whole("go", "canonical", {**gone, "source sandbox/new.py": "1" * 16}).startswith(
+        "debian libc6, source sandbox/new.py changed since")
     monkeypatch.setenv(RECORD_CONTROLS, "1")
     assert why_whole("go", "canonical", current) == f"{RECORD_CONTROLS}=1"
-    assert why_whole("go", "buggy", None) == ""
+    assert why_whole("go", "buggy", {}) == ""
     monkeypatch.setenv(FULL_CONTROLS, "1")
-    assert why_whole("go", "buggy", None) == f"{FULL_CONTROLS}=1"
+    assert why_whole("go", "buggy", {}) == f"{FULL_CONTROLS}=1"
 
 
 def test_each_compiled_language_has_a_receipt_of_all_164():
-    """The receipts are in the checkout, each of a full run; whether they still stand is the
-    control's own question (`why_whole`)."""
+    """The receipts are in the checkout, each of a full run that passed; whether they still
+    stand is the control's own question (`why_whole`). A missing one fails here, so that CI does
+    not run all 164 for want of a file."""
     for name in COMPILED:
         receipt = json.loads(control_receipts.receipt_path(name).read_text())
-        assert receipt["language"] == name and receipt["tasks"] == 164
-        assert receipt["inputs"]["data"] == HUMANEVALPACK[name].sha256
+        assert receipt["language"] == name and receipt["tasks"]["total"] == 164
+        assert receipt["tasks"]["fixed"] + receipt["tasks"]["known_failures"] == 164
+        assert f"source data/humanevalpack-{name}.jsonl.gz" in receipt["inputs"]
 
 
 def test_go_program_imports_what_the_code_uses_once(tasks):
