@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -488,8 +489,11 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_re
     known = KNOWN_FAILURES[name]
     current = control_receipts.inputs(name) if model == "canonical" else {}
     whole = why_whole(name, model, current)
-    if whole:
-        print(f"{name} {model} control: all 164 tasks, since {whole}")
+    asked = "1" in (os.environ.get(FULL_CONTROLS), os.environ.get(RECORD_CONTROLS))
+    if whole and not asked:
+        # A receipt that does not stand: CI's log says why it ran the whole, and what spares it.
+        warnings.warn(f"the {name} canonical control runs all 164 tasks, since {whole}: record "
+                      f"the receipts again (tests/README.md)", stacklevel=1)
     chosen = [] if whole else ["--humanfix-task", ",".join(control_sample(name))]
     total = 164 if whole else len(control_sample(name))
     limit = ["--humanfix-timeout", "10"] if model == "buggy" else []
