@@ -75,19 +75,22 @@ def crate_owners() -> list[str]:
     return sorted({line.split(":", 1)[0] for line in found.splitlines() if ":" in line})
 
 
+def installed(name: str) -> tuple[str, str]:
+    """A Debian package's version ('not installed' where it is not) and what it depends on."""
+    shown = dpkg("-W", "-f", "${db:Status-Status}\t${Version}\t${Depends}", name)
+    status, version, depends = (shown.split("\t") + ["", "", ""])[:3]
+    return (version if status == "installed" else "not installed"), depends
+
+
 def with_dependencies(packages: list[str]) -> dict[str, str]:
     """Each package's version, and its direct dependencies' (a compiler's standard library, a
-    crate's crates, a metapackage's real one), by name; 'not installed' where it is not."""
+    crate's crates, a metapackage's real one), by name."""
     versions: dict[str, str] = {}
     for name in packages:
-        shown = dpkg("-W", "-f", "${db:Status-Status}\t${Version}\t${Depends}", name)
-        status, version, depends = (shown.split("\t") + ["", "", ""])[:3]
-        versions[name] = version if status == "installed" else "not installed"
+        versions[name], depends = installed(name)
         for needed in re.findall(r"(?:^|,)\s*([a-z0-9][a-z0-9+.-]*)", depends):
             if needed not in versions:
-                shown = dpkg("-W", "-f", "${db:Status-Status}\t${Version}", needed)
-                status, _, version = shown.partition("\t")
-                versions[needed] = version if status == "installed" else "not installed"
+                versions[needed] = installed(needed)[0]
     return versions
 
 
@@ -125,8 +128,8 @@ def inputs(name: str, package: Path = PACKAGE) -> dict[str, str]:
         (crate_owners() if name == "rust" else [])
     return {**{f"source {path}": value for path, value in source_digests(package).items()},
             **{f"tool {binary}": tool_version(binary) for binary in binaries},
-            **{f"debian {package}": version
-               for package, version in with_dependencies(debian).items()},
+            **{f"debian {debian_package}": version
+               for debian_package, version in with_dependencies(debian).items()},
             "architecture": dpkg("-W", "-f", "${Architecture}", "dpkg").strip(),
             "grammar": f"tree-sitter {grammar_version('tree-sitter')}, "
                        f"{GRAMMARS[name]} {grammar_version(GRAMMARS[name])}",
