@@ -1,7 +1,7 @@
 """The repair agent's nodes: each takes the state and the runtime and returns the state's
 update. `propose` and `call` ask the model, `check` reads the reply's code, `execute` runs it,
 `reflect` and `reflect_call` tell the model what happened, `sample_again` begins a resampling
-round, `finish` grades (docs/agent.md, "The repair loop")."""
+round and `sample_hinted` a hinted one, `finish` grades (docs/agent.md, "The repair loop")."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def agent(text: str) -> str:
     target, colon, name = text.rpartition(":")
     if text in BUILT_IN_AGENTS or (colon and target.strip() and name.strip()):
         return text
-    raise ValueError("must be repair, tools, resample, hinted, module:callable or "
+    raise ValueError(f"must be {', '.join(BUILT_IN_AGENTS)}, module:callable or "
                      "path/to/file.py:callable")
 
 

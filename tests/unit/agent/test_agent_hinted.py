@@ -37,16 +37,6 @@ def test_later_rounds_are_the_first_prompt_told_how_the_buggy_code_fails(tmp_pat
     assert result.outcome == "fixed" and result.fixed_round == 2
 
 
-def test_a_repeated_or_rejected_sample_costs_its_round_and_is_not_asked_again(tmp_path, task,
-                                                                              replies, run):
-    model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again,
-                                       replies.syntax_error, replies.wrong[1]])
-    result, _ = run(task, model, agent="hinted", iters=3, resample_temperature=(0.6, 1.0))
-    assert statuses(result) == ["failed", "repeat", "rejected", "failed"]
-    assert [a.round for a in result.attempts] == [0, 1, 2, 3]
-    assert result.outcome == "unfixed"
-
-
 def test_a_fixed_first_attempt_runs_no_buggy_code(tmp_path, task, replies, run):
     model = replay(tmp_path, TASK_ID, [replies.fixed])
     result, sandbox = run(task, model, agent="hinted", iters=3)
