@@ -1,7 +1,7 @@
 """The repair agent's nodes: each takes the state and the runtime and returns the state's
 update. `propose` and `call` ask the model, `check` reads the reply's code, `execute` runs it,
 `reflect` and `reflect_call` tell the model what happened, `sample_again` begins a resampling
-round and `sample_hinted` a hinted one, `finish` grades (docs/agent.md, "The repair loop")."""
+round, `finish` grades (docs/agent.md, "The repair loop")."""
 
 from __future__ import annotations
 
@@ -212,23 +212,6 @@ def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     sampled at the round's temperature; the model's seed for it is drawn per reply, so a rerun
     draws the same samples (models/base.py, `sample_seed`)."""
     return {"round": state["round"] + 1, "resamples": 0}
-
-
-def sample_hinted(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
-    """The hinted agent's next round: a fresh sample, as `resample` draws, of the first prompt
-    told how the buggy code fails (`prompts.hinted_prompt`). The buggy code runs once, before
-    round 1, in the sandbox and counted among the task's runs; later rounds keep that prompt.
-    No failed attempt stands in the conversation, so the model has none to copy."""
-    if state["round"] > 0:
-        return sample_again(state, runtime)
-    ctx = runtime.context
-    name, tests = ctx.round_tests
-    buggy = ctx.base + ctx.task.buggy_solution
-    verdict = run_hidden(ctx, buggy)[0] if name == "test" else run_tests(ctx, buggy, tests)
-    failure = "" if verdict.passed else what_happened(verdict)
-    return {**sample_again(state, runtime), "messages": [
-        {"role": "user", "content": prompts.hinted_prompt(ctx.task, ctx.config.variant,
-                                                          failure)}]}
 
 
 def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:

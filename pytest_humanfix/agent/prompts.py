@@ -72,18 +72,6 @@ def first_messages(task: Task, variant: str) -> list[Message]:
     return [{"role": "user", "content": first_prompt(task, variant)}]
 
 
-def hinted_prompt(task: Task, variant: str, failure: str) -> str:
-    """The first prompt told what the buggy code does on the tests the variant lets the agent
-    run (`failure`, from agent/feedback.py), just before the instruction; without a failure to
-    tell, the first prompt as it is."""
-    prompt = first_prompt(task, variant)
-    if not failure.strip():
-        return prompt
-    which = "the examples from the docstring" if variant == "docs" else "the tests"
-    told = f"{task.entry_point} fails {which}:\n{failure.strip()}"
-    return prompt.removesuffix(instruction(task)) + told + "\n" + instruction(task)
-
-
 RUN_TESTS = "run_tests"
 
 

@@ -19,7 +19,6 @@ from .nodes import (
     reflect,
     reflect_call,
     sample_again,
-    sample_hinted,
 )
 
 
@@ -97,6 +96,4 @@ GRAPHS: dict[str, Graph] = {
     "tools": repair_loop("call", call, reflect_call, after_call_check),
     "resample": repair_loop("propose", propose, sample_again, after_sample_check,
                             asks_again=False),
-    "hinted": repair_loop("propose", propose, sample_hinted, after_sample_check,
-                          asks_again=False),
 }

@@ -1,6 +1,5 @@
 """The resampling agent (`--humanfix-agent resample`) through both graph runners: its first
-attempt is repair's, each later round a fresh sample of the first prompt, told nothing; where
-the hinted agent draws alike, it is held to the same."""
+attempt is repair's, each later round a fresh sample of the first prompt, told nothing."""
 
 from __future__ import annotations
 
@@ -47,7 +46,7 @@ def test_the_first_attempt_is_repairs_byte_for_byte(tmp_path, task, replies, run
     assert asked["resample"].chats[1] == asked["resample"].chats[0]
 
 
-@pytest.mark.parametrize("agent", ["repair", "resample", "hinted"])
+@pytest.mark.parametrize("agent", ["repair", "resample"])
 def test_it_stops_at_the_first_pass_and_counts_rounds_as_repair(tmp_path, task, replies, run,
                                                                  agent):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong[1], replies.fixed,
@@ -59,19 +58,18 @@ def test_it_stops_at_the_first_pass_and_counts_rounds_as_repair(tmp_path, task, 
     assert len(model.chats) == 3
 
 
-@pytest.mark.parametrize(("agent", "buggy_runs"), [("resample", 0), ("hinted", 1)])
-def test_a_repeated_or_rejected_sample_costs_its_round_and_is_not_asked_again(
-        tmp_path, task, replies, run, agent, buggy_runs):
+def test_a_repeated_or_rejected_sample_costs_its_round_and_is_not_asked_again(tmp_path, task,
+                                                                              replies, run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again,
                                        replies.syntax_error, replies.wrong[1]])
-    result, sandbox = run(task, model, agent=agent, iters=3, resample_temperature=(0.6, 1.0))
+    result, sandbox = run(task, model, agent="resample", iters=3,
+                          resample_temperature=(0.6, 1.0))
     assert statuses(result) == ["failed", "repeat", "rejected", "failed"]
     assert [a.round for a in result.attempts] == [0, 1, 2, 3]
     assert [a.feedback for a in result.attempts] == ["", "", "", ""]
     assert result.outcome == "unfixed"
-    # The repeat is not run again; the last sample is graded where it ran. The hinted agent
-    # also ran the buggy code, once, to tell the model how it fails.
-    assert len(sandbox.programs) == 2 + buggy_runs
+    # The repeat is not run again; the last sample is graded where it ran.
+    assert len(sandbox.programs) == 2
 
 
 def test_the_requests_are_greedy_then_seeded_per_round(task, run):
