@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_humanfix.records import natural_order
 from pytest_humanfix.reporting import compare
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,8 +31,8 @@ def rows(compared: dict, half: str) -> list[str]:
     written = []
     for number, run in enumerate(compared["runs"]):
         total, curve = run["cost"]["total"], run["curve"]
-        numbers = sorted(int(task.split("/")[1]) for task in only[number])
-        fixed = "Python/" + ", ".join(map(str, numbers)) if numbers else "none"
+        numbers = [str(natural_order(task)[1]) for task in sorted(only[number], key=natural_order)]
+        fixed = "Python/" + ", ".join(numbers) if numbers else "none"
         p_value = f"p = {compared['p_value']:.3g}" if number == 0 else ""
         written.append(
             f"| {half} ({compared['tasks']}) | `{run['agent']}` | {curve[-1]['fixed']}/"
