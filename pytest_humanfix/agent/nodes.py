@@ -214,6 +214,15 @@ def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     return {"round": state["round"] + 1, "resamples": 0}
 
 
+def sample_anew(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
+    """The rewriting agent's next round: the function written anew from what specifies it
+    (`prompts.rewrite_prompt`: no buggy code, no failed attempt), told nothing, sampled at the
+    round's temperature with its per-reply seed, as `resample` samples."""
+    ctx = runtime.context
+    return {**sample_again(state, runtime), "messages": [
+        {"role": "user", "content": prompts.rewrite_prompt(ctx.task, ctx.config.variant)}]}
+
+
 def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     result = graded(runtime.context, state["attempts"], final_candidate(state["attempts"]))
     return {"result": result, "attempts": result.attempts}

@@ -72,6 +72,21 @@ def first_messages(task: Task, variant: str) -> list[Message]:
     return [{"role": "user", "content": first_prompt(task, variant)}]
 
 
+def rewrite_prompt(task: Task, variant: str) -> str:
+    """The first prompt without the buggy code: the prompt base (the declaration, or with its
+    docstring in the `docs` variant) and, in the `tests` variant, the tests, then an ask to
+    write the function anew. The model is never shown code it could copy."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    context = prompt_base(task, variant)
+    if variant == "tests":
+        context += "\n" + task.test
+        ask = f"Implement {task.entry_point} so that it passes the tests."
+    else:
+        ask = f"Implement {task.entry_point}."
+    return (context + "\n" + ask).strip()
+
+
 RUN_TESTS = "run_tests"
 
 

@@ -19,6 +19,7 @@ from .nodes import (
     reflect,
     reflect_call,
     sample_again,
+    sample_anew,
 )
 
 
@@ -96,4 +97,6 @@ GRAPHS: dict[str, Graph] = {
     "tools": repair_loop("call", call, reflect_call, after_call_check),
     "resample": repair_loop("propose", propose, sample_again, after_sample_check,
                             asks_again=False),
+    "rewrite": repair_loop("propose", propose, sample_anew, after_sample_check,
+                           asks_again=False),
 }

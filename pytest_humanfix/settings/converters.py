@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Callable
 
 # The agents of agent/routing.py; any other --humanfix-agent names a brought one (agent/loader.py).
-BUILT_IN_AGENTS = ("repair", "tools", "resample")
+BUILT_IN_AGENTS = ("repair", "tools", "resample", "rewrite")
 
 
 def _number(text: str, kind: type[int] | type[float], takes: str) -> float:
@@ -149,7 +149,7 @@ def agent(text: str) -> str:
     target, colon, name = text.rpartition(":")
     if text in BUILT_IN_AGENTS or (colon and target.strip() and name.strip()):
         return text
-    raise ValueError("must be repair, tools, resample, module:callable or "
+    raise ValueError("must be repair, tools, resample, rewrite, module:callable or "
                      "path/to/file.py:callable")
 
 
