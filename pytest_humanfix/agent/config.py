@@ -33,12 +33,20 @@ class RepairConfig:
         """The asks again a round may spend on replies that repeat failed code."""
         return len(self.resample_temperature)
 
+    @property
+    def first_attempts(self) -> int:
+        """The rounds that are first attempts, each from a prompt of its own at the first
+        attempt's temperature: `rewrite`'s round 1 is the function written anew (agent/nodes.py,
+        `sample_anew`)."""
+        return 2 if self.agent == "rewrite" else 1
+
     def temperature_of(self, round: int, resample: int = 0) -> float:
-        """The temperature of a reply: the first attempt's (round 0), a repair round's from the
-        schedule, or the `resample`-th ask again of a round whose reply repeated failed code."""
+        """The temperature of a reply: a first attempt's (round 0, and `rewrite`'s round 1), a
+        later round's from the schedule, or the `resample`-th ask again of a round whose reply
+        repeated failed code."""
         if resample:
             return self.resample_temperature[resample - 1]
-        if round == 0:
+        if round < self.first_attempts:
             return self.temperature
         schedule = self.round_temperature or (self.temperature,)
         return schedule[min(round, len(schedule)) - 1]

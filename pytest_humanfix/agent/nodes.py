@@ -215,12 +215,15 @@ def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 
 
 def sample_anew(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
-    """The rewriting agent's next round: the function written anew from what specifies it
-    (`prompts.rewrite_prompt`: no buggy code, no failed attempt), told nothing, sampled at the
-    round's temperature with its per-reply seed, as `resample` samples."""
+    """The rewriting agent's next round. Round 1 is a second first attempt: the function written
+    anew from what specifies it (`prompts.rewrite_prompt`: no buggy code to copy), at the first
+    attempt's temperature. Each later round is a fresh sample of the first prompt, as `resample`
+    draws it: a greedy round takes no sample's seed, so rounds 2 and 3 draw `resample`'s rounds
+    1 and 2."""
     ctx = runtime.context
+    first = prompts.rewrite_prompt if state["round"] == 0 else prompts.first_prompt
     return {**sample_again(state, runtime), "messages": [
-        {"role": "user", "content": prompts.rewrite_prompt(ctx.task, ctx.config.variant)}]}
+        {"role": "user", "content": first(ctx.task, ctx.config.variant)}]}
 
 
 def finish(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:

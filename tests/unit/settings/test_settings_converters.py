@@ -196,11 +196,11 @@ def test_an_agent_refused_says_the_forms_taken(text):
     with pytest.raises(ValueError) as raised:
         converters.agent(text)
     assert str(raised.value) == \
-        "must be repair, tools, resample, module:callable or path/to/file.py:callable"
+        "must be repair, tools, resample, rewrite, module:callable or path/to/file.py:callable"
 
 
-def test_the_built_in_agents_are_repair_tools_and_resample():
-    assert converters.BUILT_IN_AGENTS == ("repair", "tools", "resample")
+def test_the_built_in_agents_are_repair_tools_resample_and_rewrite():
+    assert converters.BUILT_IN_AGENTS == ("repair", "tools", "resample", "rewrite")
 
 
 @pytest.mark.parametrize(("text", "value"), [
