@@ -36,7 +36,7 @@ def refusal(first: list[Record], second: list[Record]) -> str | None:
                 "selected); compare runs that share tasks.")
     tasks = {r["task_id"] for r in first}, {r["task_id"] for r in second}
     if tasks[0] != tasks[1]:
-        only = sorted(tasks[0] ^ tasks[1])
+        only = sorted(tasks[0] ^ tasks[1], key=natural_order)
         return (f"the runs are of other tasks ({len(only)} in one only: "
                 f"{', '.join(only[:5])}{', ...' if len(only) > 5 else ''}); run both on the "
                 "same selection, or compare the tasks both have finished (--common).")
@@ -147,7 +147,8 @@ def side_by_side(first: list[Record], second: list[Record],
     runs = [side(labels[0], first, counted), side(labels[1], second, counted)]
     fixed = [{r["task_id"] for r in records if r["task_id"] in counted and r["outcome"] == "fixed"}
              for records in (first, second)]
-    only_first, only_second = sorted(fixed[0] - fixed[1]), sorted(fixed[1] - fixed[0])
+    only_first = sorted(fixed[0] - fixed[1], key=natural_order)
+    only_second = sorted(fixed[1] - fixed[0], key=natural_order)
     return {"tasks": len(counted), "selection": selection, "runs": runs,
             "matched": [matched(one, other, measure) for measure in MEASURES
                         for one, other in ((runs[1], runs[0]), (runs[0], runs[1]))],

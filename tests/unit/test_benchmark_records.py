@@ -31,7 +31,7 @@ def rows(compared: dict, half: str) -> list[str]:
     written = []
     for number, run in enumerate(compared["runs"]):
         total, curve = run["cost"]["total"], run["curve"]
-        numbers = [str(natural_order(task)[1]) for task in sorted(only[number], key=natural_order)]
+        numbers = [str(natural_order(task)[1]) for task in only[number]]
         fixed = "Python/" + ", ".join(numbers) if numbers else "none"
         p_value = f"p = {compared['p_value']:.3g}" if number == 0 else ""
         written.append(

@@ -273,3 +273,16 @@ def test_a_baseline_of_another_agent_is_compared_over_this_runs_tasks_and_says_s
     compared = compare.against_baseline(now, baseline)
     assert compared is not None and compared["selection"] == "this run's tasks"
     assert compare.lines(compared)[0] == "Tasks: this run's tasks, 4 scored by both."
+
+
+def test_the_tasks_only_one_run_fixes_are_listed_in_task_order():
+    """Python/30 before Python/138, as the run's own reports order tasks, not as text sorts."""
+    ids = ["Python/138", "Python/30", "Python/4", "Python/10", "Python/2"]
+    first = run("repair", dict(zip(ids, [1, 1, None, None, 0])), [100] * 4)
+    second = run("resample", dict(zip(ids, [None, None, 2, 1, 0])), [100] * 4)
+    compared = compare.side_by_side(first, second, ("repair", "resample"))
+    assert compared["only_first"] == ["Python/30", "Python/138"]
+    assert compared["only_second"] == ["Python/4", "Python/10"]
+    other = run("resample", dict(zip(["Python/11", "Python/9"], [0, 0])), [100] * 4)
+    refused = compare.refusal(first[:1], other)
+    assert refused is not None and "Python/9, Python/11, Python/138" in refused
