@@ -80,11 +80,13 @@ class Settings:
         "needs a server: --humanfix-serve, or openai:<model> on a server that serves tool "
         "calls), resample (each round after the greedy first attempt is a fresh sample of the "
         "first prompt at --humanfix-round-temperature, told nothing: the baseline an agent's "
-        "rounds should beat at the same cost), or your own: module:callable or "
+        "rounds should beat at the same cost), rewrite (round 1 is a second greedy first "
+        "attempt, the function written anew from its declaration and tests, or its docstring, "
+        "never shown the buggy code; later rounds are resample's), or your own: module:callable or "
         "path/to/file.py:callable, a function that takes the context and returns the code, or a "
         "compiled LangGraph graph (docs/own-agent.md; a conftest.py's humanfix_agent fixture "
         "overrides it)",
-        convert=to.agent, metavar="repair|tools|resample|MODULE:CALLABLE")
+        convert=to.agent, metavar="repair|tools|resample|rewrite|MODULE:CALLABLE")
     samples: int = option(1, "independent attempts per task, for pass@k", convert=to.positive_int,
                           metavar="N")
     temperature: float = option(0.0, "sampling temperature; 0 is greedy",

@@ -275,7 +275,7 @@ def test_a_contract_broken_is_the_agents_failure_in_one_line(humanfix_pytester, 
     ("syntax.py:agent", "--humanfix-agent syntax.py:agent: importing {syntax} raised "
                         "SyntaxError: expected ':' ({syntax}:1); fix the file"),
     ("agents", "--humanfix-agent / humanfix_agent: 'agents' must be repair, tools, "
-               "resample, module:callable or path/to/file.py:callable"),
+               "resample, rewrite, module:callable or path/to/file.py:callable"),
 ])
 def test_an_agent_that_cannot_be_loaded_is_a_one_line_usage_error(humanfix_pytester, spec,
                                                                   said):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,18 +45,56 @@ def rows(compared: dict, half: str) -> list[str]:
     return written
 
 
+def compared(first: str, second: str, half: str) -> dict:
+    runs = records(RECORDS / first), records(RECORDS / second)
+    one, other, selection = compare.selected(*runs, half)
+    return compare.side_by_side(one, other, (first, second), selection)
+
+
 @pytest.fixture(scope="module")
 def even() -> dict:
-    folder = RECORDS / "qwen-coder-even"
-    first, second, selection = compare.selected(
-        records(folder / "hinted.jsonl.gz"), records(folder / "resample.jsonl.gz"), "even")
-    return compare.side_by_side(first, second, ("hinted", "resample"), selection)
+    return compared("qwen-coder-even/hinted.jsonl.gz", "qwen-coder-even/resample.jsonl.gz",
+                    "even")
 
 
-def test_the_hinted_candidates_rows_are_what_compare_gives_on_its_records(even):
-    assert even["tasks"] == 82
-    for row in rows(even, "even"):
+# Each candidate against `resample` on a half: (its records, resample's, the half).
+CANDIDATES = {
+    "hinted, even": ("qwen-coder-even/hinted.jsonl.gz", "qwen-coder-even/resample.jsonl.gz",
+                     "even"),
+    "rewrite, odd": ("qwen-coder-rewrite/rewrite-odd.jsonl.gz",
+                     "qwen-coder-rewrite/resample-odd.jsonl.gz", "odd"),
+}
+
+
+@pytest.mark.parametrize("candidate", CANDIDATES)
+def test_each_candidates_rows_are_what_compare_gives_on_its_records(candidate):
+    first, second, half = CANDIDATES[candidate]
+    both = compared(first, second, half)
+    assert both["tasks"] == 82
+    for row in rows(both, half):
         assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
+
+
+def test_rewrites_first_attempt_and_samples_are_resamples_own():
+    """Round 0 is the same greedy reply in both arms, and `rewrite`'s rounds 2 and 3 are
+    `resample`'s rounds 1 and 2, reply for reply, wherever both arms asked them: its round 1
+    alone differs. What makes the even half's projection exact, shown on the odd half's runs;
+    the even half's runs of round 1 alone begin with `resample`'s round 0 too."""
+    first, second, _ = CANDIDATES["rewrite, odd"]
+    resample = {r["task_id"]: r["attempts"] for r in records(RECORDS / second)}
+    compared_replies = 0
+    for record in records(RECORDS / first):
+        rewrite, sampled = record["attempts"], resample[record["task_id"]]
+        assert rewrite[0]["reply"] == sampled[0]["reply"]
+        for later in range(2, min(len(rewrite), len(sampled) + 1)):
+            assert rewrite[later]["reply"] == sampled[later - 1]["reply"]
+            compared_replies += 1
+    assert compared_replies > 50
+    even = {r["task_id"]: r["attempts"]
+            for r in records(RECORDS / "qwen-coder-even/resample.jsonl.gz")}
+    for name in ("screen-even", "round1-even"):
+        for record in records(RECORDS / f"qwen-coder-rewrite/{name}.jsonl.gz"):
+            assert record["attempts"][0]["reply"] == even[record["task_id"]][0]["reply"]
 
 
 def test_the_recomputed_resample_arm_is_the_documented_one(even):
@@ -69,3 +109,40 @@ def test_the_recomputed_resample_arm_is_the_documented_one(even):
     assert " / ".join(str(point["fixed"]) for point in resample["curve"]) == documented[2]
     assert str(resample["cost"]["total"]["replies"]) == documented[3]
     assert f"{resample['cost']['total']['tokens']:,}" == documented[4]
+
+
+def projected(tmp_path: Path, names: tuple[str, ...]) -> tuple[list[str], dict]:
+    """benchmarks/harness/project_round_mixes.py on these records: its table's rows, and the
+    figures of its --json."""
+    paths = []
+    for name in names:
+        path = tmp_path / (name.replace("/", "-") + ".jsonl")
+        path.write_text("".join(json.dumps(r) + "\n"
+                                for r in records(RECORDS / f"{name}.jsonl.gz")))
+        paths.append(str(path))
+    written = tmp_path / "mixes.json"
+    done = subprocess.run([sys.executable, "benchmarks/harness/project_round_mixes.py", *paths,
+                           "--json", str(written)],
+                          cwd=REPO, capture_output=True, text=True, check=True)
+    table = [line for line in done.stdout.splitlines() if line.startswith("| ")][2:]
+    return table, json.loads(written.read_text())["figures"]
+
+
+RESAMPLE_EVEN = "qwen-coder-even/resample"
+SCREEN = "qwen-coder-rewrite/screen-even"
+ROUND1 = "qwen-coder-rewrite/round1-even"
+
+
+@pytest.mark.parametrize("names, tasks", [((RESAMPLE_EVEN, SCREEN), 29),
+                                          ((RESAMPLE_EVEN, SCREEN, ROUND1), 82)])
+def test_the_projected_mixes_are_on_the_page(tmp_path, names, tasks):
+    """On the screen's 29 tasks, and on the whole even half with round 1 run alone on the rest:
+    the page shows the table the records give, row for row."""
+    table, figures = projected(tmp_path, names)
+    assert figures["tasks"] == tasks and len(table) == 7
+    for row in table:
+        assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
+    # resample (F F F) as it ran: its own record's figures on these tasks.
+    assert figures["mixes"]["FFF"]["unknown"] == [] and figures["mixes"]["GFF"]["unknown"] == []
+    if tasks == 82:
+        assert figures["mixes"]["FFF"]["fixed"] == 28

@@ -119,3 +119,14 @@ def test_a_completion_prompt_is_the_turns_then_the_prompt_base(task):
     text = prompts.completion_prompt(messages, task.declaration)
     assert text == (prompts.first_prompt(task, "tests") + "\n\ndef f(): pass\n\nYour code does "
                     "not pass the tests.\n\n" + task.declaration).strip()
+
+
+def test_the_rewrite_prompt_of_a_braced_language_is_its_first_prompt_less_the_buggy_code(go_task):
+    """Go's first prompt, its prompt base and tests, with the buggy body taken out and the ask
+    to write the function anew in place of the instruction."""
+    rewrite = prompts.rewrite_prompt(go_task, "tests")
+    first = prompts.first_prompt(go_task, "tests")
+    assert go_task.buggy_solution.strip() not in rewrite
+    assert rewrite.startswith(prompts.prompt_base(go_task, "tests").strip())
+    assert go_task.test.strip() in rewrite and go_task.test.strip() in first
+    assert rewrite.endswith(f"\nImplement {go_task.entry_point} so that it passes the tests.")

@@ -216,7 +216,7 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
      "--humanfix-prompt completion does not: use --humanfix-prompt chat*"),
     (["--humanfix-model=canonical", "--humanfix-iters=1", "--humanfix-agent=planner"],
      "*--humanfix-agent / humanfix_agent: 'planner' must be repair, tools, resample, "
-     "module:callable or path/to/file.py:callable*"),
+     "rewrite, module:callable or path/to/file.py:callable*"),
 ])
 def test_what_the_tools_agent_cannot_run_is_a_usage_error(humanfix_pytester, arguments,
                                                           message):

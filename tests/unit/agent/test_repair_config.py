@@ -104,7 +104,8 @@ def test_the_resampling_agent_never_asks_a_repeat_again_and_has_no_node_for_it()
     assert routed(after_check, [attempt("repeat")], asks_left) == "ask_again"
     assert routed(after_sample_check, [attempt("repeat")], asks_left) == "reflect"
     assert routed(after_sample_check, [attempt("repeat")], asks_left, rounds_left=0) == "finish"
-    assert set(GRAPHS["resample"].nodes) == {"propose", "check", "execute", "reflect", "finish"}
+    assert set(GRAPHS["resample"].nodes) == set(GRAPHS["rewrite"].nodes) == {
+        "propose", "check", "execute", "reflect", "finish"}
     assert "ask_again" in GRAPHS["repair"].nodes and "ask_again" in GRAPHS["tools"].nodes
 
 

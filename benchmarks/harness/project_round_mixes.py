@@ -1,0 +1,120 @@
+"""Round mixes projected from two arms' records: which prompt each round after the greedy first
+attempt asks, from `rewrite`'s screen (round 1 greedy, written anew; later rounds sampled,
+written anew) and `resample`'s run, on the tasks both ran. Exact, not estimated: a reply is a
+function of its prompt, its temperature and its seed, and a sampled reply's seed is the task's
+count of sampled replies before it (a greedy one takes none), so a mix asks what one of the
+arms asked. Method: docs/benchmarks.md, "How each script measures"; figures: docs/benchmarks.md,
+"Written anew, then resampled".
+
+    python benchmarks/harness/project_round_mixes.py RESAMPLE/humanfix.jsonl \
+        SCREEN/humanfix.jsonl [MORE/humanfix.jsonl ...] [--json PATH]
+
+Each file after the first is a run of `rewrite`'s prompts, read as one: the screen, and runs of
+its round 1 alone (`--humanfix-iters 1`) on tasks it did not reach.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
+from common import benchmark_parser, read_records, write_json
+
+from pytest_humanfix.records import latest_per_task, natural_order
+from pytest_humanfix.reporting.gates import first_computed_by
+from pytest_humanfix.reporting.stats import mcnemar_exact
+
+# A mix is the prompt of rounds 1 to 3: G the screen's greedy round 1 (written anew), W a
+# sample written anew (the screen's rounds 2 and 3 drew its samples 0 and 1), F a sample of the
+# first prompt (resample's round k drew its sample k - 1). FFF is resample itself, GWW the screen.
+MIXES = ("FFF", "GWW", "GFF", "GFW", "GWF", "FGF", "FFG")
+
+Reply = tuple[bool, int]  # passed, its tokens
+
+
+def replies(record: dict[str, Any]) -> dict[int, Reply]:
+    return {attempt["round"]: (attempt["status"] == "passed",
+                               attempt["prompt_tokens"] + attempt["completion_tokens"])
+            for attempt in record["attempts"]}
+
+
+def project(mix: str, screen: dict[int, Reply], resample: dict[int, Reply]
+            ) -> tuple[int | None, int] | None:
+    """The round that fixed the task (None: unfixed) and the tokens spent, or None where a
+    reply of the mix is in neither record (an arm that stopped at its fix did not ask it)."""
+    passed, spent = screen[0]
+    sampled = 0
+    for round_number, prompt in enumerate(mix, 1):
+        if passed:
+            return round_number - 1, spent
+        if prompt == "G":
+            reply = screen.get(1)
+        else:
+            reply = screen.get(sampled + 2) if prompt == "W" else resample.get(sampled + 1)
+            sampled += 1
+        if reply is None:
+            return None
+        passed, spent = reply[0], spent + reply[1]
+    return (len(mix) if passed else None), spent
+
+
+def figures(screen: list[dict[str, Any]], resample: list[dict[str, Any]]) -> dict[str, Any]:
+    by_task = {r["task_id"]: r for r in resample}
+    tasks = sorted({r["task_id"] for r in screen} & set(by_task), key=natural_order)
+    screened = {r["task_id"]: r for r in screen}
+    rows: dict[str, dict[str, Any]] = {}
+    for mix in MIXES:
+        by_round, tokens, unknown, fixed = [0] * 4, 0, [], set()
+        for task in tasks:
+            projected = project(mix, replies(screened[task]), replies(by_task[task]))
+            if projected is None:
+                unknown.append(task)
+                continue
+            fixed_in, spent = projected
+            tokens += spent
+            if fixed_in is not None:
+                fixed.add(task)
+            for k in range(4):
+                by_round[k] += fixed_in is not None and fixed_in <= k
+        rows[mix] = {"fixed": by_round[-1], "by_round": by_round, "tokens": tokens,
+                     "unknown": unknown, "fixed_tasks": sorted(fixed, key=natural_order)}
+    # Against resample (F F F) on the tasks both tell: the tasks only one fixes, McNemar's p.
+    resampled = set(rows["FFF"]["fixed_tasks"])
+    for row in rows.values():
+        told = set(tasks) - set(row["unknown"])
+        mine = set(row["fixed_tasks"])
+        row["only_this"] = sorted(mine - resampled, key=natural_order)
+        row["only_resample"] = sorted((resampled & told) - mine, key=natural_order)
+        row["p_value"] = mcnemar_exact(len(row["only_this"]), len(row["only_resample"]),
+                                       "two-sided")
+    return {"tasks": len(tasks), "mixes": rows}
+
+
+def main() -> int:
+    parser = benchmark_parser(__doc__)
+    parser.add_argument("resample", type=Path, help="the resample run's humanfix.jsonl")
+    parser.add_argument("screen", type=Path, nargs="+",
+                        help="the rewrite screen's humanfix.jsonl, and any run of its round 1")
+    args = parser.parse_args()
+    resample = latest_per_task(read_records(args.resample))
+    screen = latest_per_task([r for path in args.screen for r in read_records(path)])
+    projected = figures(screen, resample)
+    print(f"{projected['tasks']} tasks in both runs")
+    print("| rounds 1 / 2 / 3 | fixed within 3 rounds | by round (r0 / r1 / r2 / r3) | tokens |"
+          " against `resample`: only this / only `resample` (McNemar) | tasks the records "
+          "cannot tell |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for mix, row in projected["mixes"].items():
+        told = projected["tasks"] - len(row["unknown"])
+        print(f"| {' / '.join(mix)} | {row['fixed']}/{told} | "
+              f"{' / '.join(map(str, row['by_round']))} | {row['tokens']:,} | "
+              f"{len(row['only_this'])} / {len(row['only_resample'])} "
+              f"(p = {row['p_value']:.3g}) | {len(row['unknown'])} |")
+    write_json(args.json, projected, first_computed_by(screen))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
