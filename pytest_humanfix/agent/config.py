@@ -33,20 +33,13 @@ class RepairConfig:
         """The asks again a round may spend on replies that repeat failed code."""
         return len(self.resample_temperature)
 
-    @property
-    def first_attempts(self) -> int:
-        """The rounds that are first attempts, each from a prompt of its own at the first
-        attempt's temperature: `rewrite`'s round 1 is the function written anew (agent/nodes.py,
-        `sample_anew`)."""
-        return 2 if self.agent == "rewrite" else 1
-
-    def temperature_of(self, round: int, resample: int = 0) -> float:
-        """The temperature of a reply: a first attempt's (round 0, and `rewrite`'s round 1), a
-        later round's from the schedule, or the `resample`-th ask again of a round whose reply
-        repeated failed code."""
+    def temperature_of(self, round: int, resample: int = 0, first_attempts: int = 1) -> float:
+        """The temperature of a reply: a first attempt's (the graph's `first_attempts` rounds:
+        round 0, and `rewrite`'s round 1), a later round's from the schedule, or the
+        `resample`-th ask again of a round whose reply repeated failed code."""
         if resample:
             return self.resample_temperature[resample - 1]
-        if round < self.first_attempts:
+        if round < first_attempts:
             return self.temperature
         schedule = self.round_temperature or (self.temperature,)
         return schedule[min(round, len(schedule)) - 1]

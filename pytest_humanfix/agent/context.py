@@ -27,6 +27,9 @@ class RepairContext:
     # --humanfix-tests plus: runs a candidate on HumanEval+ (None without it). Only `finish`
     # calls it: the repair rounds never see HumanEval+.
     plus: Callable[[str], Verdict] | None = None
+    # The rounds that are first attempts, at the first attempt's temperature (the agent's
+    # `routing.Graph.first_attempts`).
+    first_attempts: int = 1
 
     @property
     def base(self) -> str:

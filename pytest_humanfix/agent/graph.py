@@ -77,7 +77,8 @@ def repair(task: Task, model: Model, sandbox: Sandbox, config: RepairConfig, *,
     """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
     the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
-    context = RepairContext(task=task, model=model, sandbox=sandbox, config=config, plus=plus)
+    context = RepairContext(task=task, model=model, sandbox=sandbox, config=config, plus=plus,
+                            first_attempts=GRAPHS[config.agent].first_attempts)
     first = prompts.first_tool_messages if config.agent == "tools" else prompts.first_messages
     state: RepairState = {"messages": first(task, config.variant),
                           "attempts": [], "rounds_left": config.iters + 1, "round": 0,

@@ -78,7 +78,8 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
     kind = ctx.model.prompt
-    temperature = ctx.config.temperature_of(state["round"], state["resamples"])
+    temperature = ctx.config.temperature_of(state["round"], state["resamples"],
+                                            ctx.first_attempts)
     if kind == "completion":
         generation = ctx.model.complete(
             prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
@@ -101,7 +102,8 @@ def call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     no call may hold one written as bare JSON (`written_calls`), which counts as a call."""
     ctx = runtime.context
     began = time.monotonic()
-    temperature = ctx.config.temperature_of(state["round"], state["resamples"])
+    temperature = ctx.config.temperature_of(state["round"], state["resamples"],
+                                            ctx.first_attempts)
     generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
                                     tools=[prompts.run_tests_tool(ctx.config.variant)])
     calls = generation.tool_calls or written_calls(generation.text)
@@ -219,7 +221,8 @@ def sample_anew(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     anew from what specifies it (`prompts.rewrite_prompt`: no buggy code to copy), at the first
     attempt's temperature. Each later round is a fresh sample of the first prompt, as `resample`
     draws it: a greedy round takes no sample's seed, so rounds 2 and 3 draw `resample`'s rounds
-    1 and 2."""
+    1 and 2. That holds at --humanfix-temperature 0 only: a sampled first attempt takes a seed,
+    and rounds 2 and 3 then draw `resample`'s rounds 2 and 3."""
     ctx = runtime.context
     first = prompts.rewrite_prompt if state["round"] == 0 else prompts.first_prompt
     return {**sample_again(state, runtime), "messages": [

@@ -59,13 +59,17 @@ def answer_start(task: Task, variant: str) -> str:
     return prompt_base(task, variant).rstrip()
 
 
-def first_prompt(task: Task, variant: str) -> str:
+def task_context(task: Task, variant: str, code: str) -> str:
+    """What a first prompt shows before its ask: the prompt base, then `code`, then in the
+    `tests` variant the tests, the source of ground truth the model may read."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
-    context = prompt_base(task, variant) + task.buggy_solution
-    if variant == "tests":  # the tests are the source of ground truth the model may read
-        context += "\n" + task.test
-    return (context + "\n" + instruction(task)).strip()
+    context = prompt_base(task, variant) + code
+    return context + "\n" + task.test if variant == "tests" else context
+
+
+def first_prompt(task: Task, variant: str) -> str:
+    return (task_context(task, variant, task.buggy_solution) + "\n" + instruction(task)).strip()
 
 
 def first_messages(task: Task, variant: str) -> list[Message]:
@@ -76,15 +80,9 @@ def rewrite_prompt(task: Task, variant: str) -> str:
     """The first prompt without the buggy code: the prompt base (the declaration, or with its
     docstring in the `docs` variant) and, in the `tests` variant, the tests, then an ask to
     write the function anew. The model is never shown code it could copy."""
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
-    context = prompt_base(task, variant)
-    if variant == "tests":
-        context += "\n" + task.test
-        ask = f"Implement {task.entry_point} so that it passes the tests."
-    else:
-        ask = f"Implement {task.entry_point}."
-    return (context + "\n" + ask).strip()
+    passes = " so that it passes the tests" if variant == "tests" else ""
+    return (task_context(task, variant, "") + "\n"
+            + f"Implement {task.entry_point}{passes}.").strip()
 
 
 RUN_TESTS = "run_tests"

@@ -70,10 +70,13 @@ class Graph:
     first: str
     nodes: dict[str, Node]
     next: dict[str, After]
+    # The rounds that are first attempts, each from a prompt of its own at the first attempt's
+    # temperature, not the round schedule's: `rewrite`'s round 1 is one (nodes.sample_anew).
+    first_attempts: int = 1
 
 
 def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router, *,
-                asks_again: bool = True) -> Graph:
+                asks_again: bool = True, first_attempts: int = 1) -> Graph:
     """The built-in agents are one loop: ask, check, execute, and reflect or finish; they differ
     in how a reply is asked for (`ask`), how what happened goes back to the model
     (`reflect_node`; for `resample`, nothing does), what may follow the check (`check_router`)
@@ -88,7 +91,7 @@ def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Rout
         checked = ("execute", "ask_again", "reflect", "finish")
         nodes["ask_again"] = ask_again
         after["ask_again"] = ask_name
-    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)})
+    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)}, first_attempts)
 
 
 # By --humanfix-agent.
@@ -98,5 +101,5 @@ GRAPHS: dict[str, Graph] = {
     "resample": repair_loop("propose", propose, sample_again, after_sample_check,
                             asks_again=False),
     "rewrite": repair_loop("propose", propose, sample_anew, after_sample_check,
-                           asks_again=False),
+                           asks_again=False, first_attempts=2),
 }

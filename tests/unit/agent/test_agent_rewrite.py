@@ -12,6 +12,7 @@ from test_agent import (  # noqa: F401 (fixtures)
 
 from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.config import RepairConfig
+from pytest_humanfix.agent.routing import GRAPHS
 from pytest_humanfix.models.base import sample_seed
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.openai_api import OpenAIModel
@@ -67,9 +68,9 @@ def test_a_repeated_or_rejected_reply_costs_its_round_and_is_not_asked_again(tmp
 def test_its_first_attempts_take_the_run_temperature():
     rewrite = RepairConfig.of(Settings(agent="rewrite", temperature=0.1,
                                        round_temperature=(0.5, 0.9)))
-    assert rewrite.first_attempts == 2
-    assert [rewrite.temperature_of(k) for k in range(4)] == [0.1, 0.1, 0.9, 0.9]
-    assert RepairConfig.of(Settings(agent="resample")).first_attempts == 1
+    assert GRAPHS["rewrite"].first_attempts == 2
+    assert [rewrite.temperature_of(k, first_attempts=2) for k in range(4)] == [0.1, 0.1, 0.9, 0.9]
+    assert {GRAPHS[agent].first_attempts for agent in GRAPHS if agent != "rewrite"} == {1}
 
 
 def test_on_the_wire_its_samples_are_resamples_own(task, run):
