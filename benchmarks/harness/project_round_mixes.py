@@ -1,16 +1,19 @@
 """Round mixes projected from two arms' records: which prompt each round after the greedy first
 attempt asks, from `rewrite`'s screen (round 1 greedy, written anew; later rounds sampled,
-written anew) and `resample`'s run, on the tasks both ran. Exact, not estimated: a reply is a
-function of its prompt, its temperature and its seed, and a sampled reply's seed is the task's
+written anew) and `resample`'s run, on the tasks the screen ran. Exact, not estimated: a reply
+is a function of its prompt, its temperature and its seed, and a sampled reply's seed is the task's
 count of sampled replies before it (a greedy one takes none), so a mix asks what one of the
 arms asked. Method: docs/benchmarks.md, "How each script measures"; figures: docs/benchmarks.md,
 "Written anew, then resampled".
 
     python benchmarks/harness/project_round_mixes.py RESAMPLE/humanfix.jsonl \
-        SCREEN/humanfix.jsonl [MORE/humanfix.jsonl ...] [--json PATH]
+        SCREEN/humanfix.jsonl [MORE/humanfix.jsonl ...] [--mixes FFF,GFF] [--json PATH]
 
 Each file after the first is a run of `rewrite`'s prompts, read as one: the screen, and runs of
-its round 1 alone (`--humanfix-iters 1`) on tasks it did not reach.
+its round 1 alone (`--humanfix-iters 1`) on tasks it did not reach. A run of `rewrite` itself
+holds G as its round 1 but F, not W, as its rounds 2 and 3: read it with `--mixes FFF,GFF`. A
+task `resample` did not run is told by the mixes that need none of its replies (those fixed
+by the screen's round 0 or 1), and unknown for the others.
 """
 
 from __future__ import annotations
@@ -60,15 +63,16 @@ def project(mix: str, screen: dict[int, Reply], resample: dict[int, Reply]
     return (len(mix) if passed else None), spent
 
 
-def figures(screen: list[dict[str, Any]], resample: list[dict[str, Any]]) -> dict[str, Any]:
-    by_task = {r["task_id"]: r for r in resample}
-    tasks = sorted({r["task_id"] for r in screen} & set(by_task), key=natural_order)
+def figures(screen: list[dict[str, Any]], resample: list[dict[str, Any]],
+            mixes: tuple[str, ...] = MIXES) -> dict[str, Any]:
+    by_task = {r["task_id"]: replies(r) for r in resample}
+    tasks = sorted({r["task_id"] for r in screen}, key=natural_order)
     screened = {r["task_id"]: r for r in screen}
     rows: dict[str, dict[str, Any]] = {}
-    for mix in MIXES:
+    for mix in ("FFF", *(mix for mix in mixes if mix != "FFF")):
         by_round, tokens, unknown, fixed = [0] * 4, 0, [], set()
         for task in tasks:
-            projected = project(mix, replies(screened[task]), replies(by_task[task]))
+            projected = project(mix, replies(screened[task]), by_task.get(task, {}))
             if projected is None:
                 unknown.append(task)
                 continue
@@ -97,11 +101,18 @@ def main() -> int:
     parser.add_argument("resample", type=Path, help="the resample run's humanfix.jsonl")
     parser.add_argument("screen", type=Path, nargs="+",
                         help="the rewrite screen's humanfix.jsonl, and any run of its round 1")
+    parser.add_argument("--mixes", default=",".join(MIXES),
+                        help=f"the mixes to read, comma-separated, of {', '.join(MIXES)} "
+                             "(FFF, resample itself, always)")
     args = parser.parse_args()
+    mixes = tuple(args.mixes.split(","))
+    if unknown := [mix for mix in mixes if mix not in MIXES]:
+        parser.error(f"--mixes {args.mixes}: {', '.join(unknown)} is not a mix; each is one "
+                     f"of {', '.join(MIXES)}")
     resample = latest_per_task(read_records(args.resample))
     screen = latest_per_task([r for path in args.screen for r in read_records(path)])
-    projected = figures(screen, resample)
-    print(f"{projected['tasks']} tasks in both runs")
+    projected = figures(screen, resample, mixes)
+    print(f"{projected['tasks']} tasks the screen ran")
     print("| rounds 1 / 2 / 3 | fixed within 3 rounds | by round (r0 / r1 / r2 / r3) | tokens |"
           " against `resample`: only this / only `resample` (McNemar) | tasks the records "
           "cannot tell |")

@@ -113,7 +113,8 @@ def test_the_recomputed_resample_arms_are_the_documented_ones(half, path):
     assert f"{resample['cost']['total']['tokens']:,}" == documented[4]
 
 
-def projected(tmp_path: Path, names: tuple[str, ...]) -> tuple[list[str], dict]:
+def projected(tmp_path: Path, names: tuple[str, ...], *options: str
+              ) -> tuple[list[str], dict]:
     """benchmarks/harness/project_round_mixes.py on these records: its table's rows, and the
     figures of its --json."""
     paths = []
@@ -124,7 +125,7 @@ def projected(tmp_path: Path, names: tuple[str, ...]) -> tuple[list[str], dict]:
         paths.append(str(path))
     written = tmp_path / "mixes.json"
     done = subprocess.run([sys.executable, "benchmarks/harness/project_round_mixes.py", *paths,
-                           "--json", str(written)],
+                           *options, "--json", str(written)],
                           cwd=REPO, capture_output=True, text=True, check=True)
     table = [line for line in done.stdout.splitlines() if line.startswith("| ")][2:]
     return table, json.loads(written.read_text())["figures"]
@@ -148,3 +149,21 @@ def test_the_projected_mixes_are_on_the_page(tmp_path, names, tasks):
     assert figures["mixes"]["FFF"]["unknown"] == [] and figures["mixes"]["GFF"]["unknown"] == []
     if tasks == 81:  # all but Python/162, whose round 1 was not run
         assert figures["mixes"]["FFF"]["fixed"] == 28
+
+
+def test_rewrites_projection_is_its_run_where_it_ran(tmp_path):
+    """G F F projected from `resample`'s records and `rewrite`'s own, read as a screen, is the
+    run itself on the odd tasks it ran: each task's fix, round and tokens, so a projection of the
+    tasks it did not reach is what running them would have given."""
+    first, second, half, tasks = CANDIDATES["rewrite, odd"]
+    _, figures = projected(tmp_path, (second.removesuffix(".jsonl.gz"),
+                                      first.removesuffix(".jsonl.gz")), "--mixes", "GFF")
+    assert set(figures["mixes"]) == {"FFF", "GFF"} and figures["tasks"] == tasks
+    run = compared(first, second, half)
+    rewrite, resample = run["runs"]
+    for mix, arm in (("GFF", rewrite), ("FFF", resample)):
+        row = figures["mixes"][mix]
+        assert row["by_round"] == [point["fixed"] for point in arm["curve"]]
+        assert row["tokens"] == arm["cost"]["total"]["tokens"]
+    assert figures["mixes"]["GFF"]["only_this"] == run["only_first"]
+    assert figures["mixes"]["GFF"]["only_resample"] == run["only_second"]
