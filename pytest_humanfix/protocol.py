@@ -69,6 +69,15 @@ class Fingerprinted(TypedDict, total=False):
 # refused, as it cannot tell what it was made under.
 FILLED_WHEN_READ = RecordedProtocol(prompt="auto", strict=False, language="python",
                                     tests="hidden", agent="repair", chat_stop="none")
+# The built-in agents whose round 0 is `repair`'s first attempt, request for request: without
+# repair rounds they ask the same, so a run of any of them is recorded, and read, as `repair`'s
+# (a pass@1 run keeps its fingerprint whichever is the default).
+FIRST_ATTEMPT_OF_REPAIR = ("repair", "resample", "rewrite")
+
+
+def decided_agent(agent: str, iters: int) -> str:
+    """The agent as far as it decides what the run asks."""
+    return FILLED_WHEN_READ["agent"] if not iters and agent in FIRST_ATTEMPT_OF_REPAIR else agent
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,7 @@ class RunProtocol:
         # was made under (FILLED_WHEN_READ), so old records keep their fingerprint.
         if self.tests != FILLED_WHEN_READ["tests"]:
             protocol["tests"] = self.tests
-        if self.agent != FILLED_WHEN_READ["agent"]:
+        if decided_agent(self.agent, self.iters) != FILLED_WHEN_READ["agent"]:
             protocol["agent"] = self.agent
         if self.chat_stop != FILLED_WHEN_READ["chat_stop"]:
             protocol["chat_stop"] = self.chat_stop
@@ -137,8 +146,13 @@ class RunProtocol:
     @staticmethod
     def read(protocol: RecordedProtocol) -> RecordedProtocol:
         """A record's protocol as this version compares it: the fields written since it was
-        made filled with the value it was made under."""
-        return {**FILLED_WHEN_READ, **protocol}
+        made filled with the value it was made under, and a pass@1 run's agent as
+        `decided_agent` records it."""
+        read = RecordedProtocol(**{**FILLED_WHEN_READ, **protocol})
+        iters = read.get("iters")
+        if isinstance(iters, int):
+            read["agent"] = decided_agent(read["agent"], iters)
+        return read
 
 
 def run_fingerprint(model: str | None, protocol: RecordedProtocol | None,

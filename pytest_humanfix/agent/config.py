@@ -15,7 +15,7 @@ class RepairConfig:
     """Each field is the `Settings` field of its name (docs/options.md has what it means)."""
 
     variant: str                    # tests or docs: what the model sees and may run
-    agent: str                      # repair or tools (agent/contract runs a brought one)
+    agent: str                      # a built-in agent (agent/contract runs a brought one)
     iters: int                      # repair rounds after the first attempt
     temperature: float              # of the first attempt
     round_temperature: tuple[float, ...]     # round k takes the k-th, later rounds the last

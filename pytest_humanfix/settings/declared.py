@@ -73,20 +73,20 @@ class Settings:
     iters: int = option(0, "repair rounds after the first attempt; 0 is strict pass@1",
                         convert=to.non_negative_int, metavar="N")
     agent: str = option(
-        "repair", "the repair agent: repair (each round, the model answers with code and is told "
-        "what it did) or tools (the model is given a run_tests(code) tool through the OpenAI "
-        "tools API, each call runs its code on the tests the variant allows, and a reply "
-        "without a call ends the repair; --humanfix-iters counts the calls after the first; "
-        "needs a server: --humanfix-serve, or openai:<model> on a server that serves tool "
-        "calls), resample (each round after the greedy first attempt is a fresh sample of the "
-        "first prompt at --humanfix-round-temperature, told nothing: the baseline an agent's "
-        "rounds should beat at the same cost), rewrite (round 1 is a second greedy first "
-        "attempt, the function written anew from its declaration and tests, or its docstring, "
-        "never shown the buggy code; later rounds are resample's), or your own: module:callable or "
-        "path/to/file.py:callable, a function that takes the context and returns the code, or a "
-        "compiled LangGraph graph (docs/own-agent.md; a conftest.py's humanfix_agent fixture "
-        "overrides it)",
-        convert=to.agent, metavar="repair|tools|resample|rewrite|MODULE:CALLABLE")
+        "rewrite", "the repair agent: rewrite (round 1 is a second greedy first attempt, the "
+        "function written anew from its declaration and tests, or its docstring, never shown "
+        "the buggy code; later rounds are resample's: it beats resample at 3 rounds), repair "
+        "(each round, the model answers with code and is told what it did), tools (the model "
+        "is given a run_tests(code) tool through the OpenAI tools API, each call runs its code "
+        "on the tests the variant allows, and a reply without a call ends the repair; "
+        "--humanfix-iters counts the calls after the first; needs a server: --humanfix-serve, "
+        "or openai:<model> on a server that serves tool calls), resample (each round after the "
+        "greedy first attempt is a fresh sample of the first prompt at "
+        "--humanfix-round-temperature, told nothing: the baseline an agent's rounds should "
+        "beat at the same cost), or your own: module:callable or path/to/file.py:callable, a "
+        "function that takes the context and returns the code, or a compiled LangGraph graph "
+        "(docs/own-agent.md; a conftest.py's humanfix_agent fixture overrides it)",
+        convert=to.agent, metavar="rewrite|repair|tools|resample|MODULE:CALLABLE")
     samples: int = option(1, "independent attempts per task, for pass@k", convert=to.positive_int,
                           metavar="N")
     temperature: float = option(0.0, "sampling temperature; 0 is greedy",

@@ -37,7 +37,8 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
                                                     records_by_task):
     result = humanfix_pytester.runpytest(
         f"--humanfix-model=replay:{replay_file}", "--humanfix-task=Python/0,Python/2",
-        "--humanfix-iters=2", f"--humanfix-variant={variant}",
+        # Repair's rounds (told, asked again), named: they hold whatever the default agent.
+        "--humanfix-iters=2", "--humanfix-agent=repair", f"--humanfix-variant={variant}",
         *(["-n", "2"] if variant == "tests" else []))  # one run crosses xdist, one does not
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"

@@ -96,6 +96,7 @@ def test_qwen_coder_repairs_through_the_llamacpp_engine(humanfix_pytester, read_
     result = humanfix_pytester.runpytest(
         "--humanfix-model", "qwen-coder", "--humanfix-serve", "--humanfix-task",
         "Python/2,Python/3", "--humanfix-iters", "1", "--humanfix-max-new-tokens", "160",
+        "--humanfix-agent", "repair",  # its round is told the first attempt's failure: repair's
         "-n", "2")
     records = read_records()
     assert sorted(r["task_id"] for r in records) == ["Python/2", "Python/3"]

@@ -96,7 +96,8 @@ def test_resume_under_another_protocol_is_refused(humanfix_pytester, read_record
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--humanfix-resume: *humanfix.jsonl record 1 (Python/0) was made "
                                  "under another protocol: model: 'canonical' there, 'buggy' here;"
-                                 " iters: 0 there, 1 here*"])
+                                 " agent: 'repair' there, 'rewrite' here; iters: 0 there, 1 "
+                                 "here*"])
     assert len(read_records()) == 2
 
 

@@ -166,8 +166,9 @@ def test_merge_refuses_what_is_not_one_whole_run(humanfix_pytester, tmp_path, ca
     out = str(tmp_path / "out")
 
     other = humanfix_pytester.path / "other-protocol.jsonl"
-    run_subprocess(humanfix_pytester, *args, "--humanfix-iters=1", "--humanfix-shard=2/2",
-                   f"--humanfix-jsonl={other}")
+    # The agent named, so that the rounds alone differ.
+    run_subprocess(humanfix_pytester, *args, "--humanfix-iters=1", "--humanfix-agent=repair",
+                   "--humanfix-shard=2/2", f"--humanfix-jsonl={other}")
     assert refusal(capsys, str(first), str(other), "--out", out) == (
         f"humanfix-report: shard 2/2 ({other}), task {second_ids[0]}: made under another model, "
         f"protocol or dataset than shard 1/2 ({first}) (iters: 1 there, 0 here; round_temperature: "

@@ -17,17 +17,36 @@ from pytest_humanfix.protocol import (
 )
 from pytest_humanfix.settings import Settings
 
-# What a default Python run wrote before the protocol had a type of its own.
+# What a default Python run wrote before the protocol had a type of its own: the repair
+# agent's, the only one then, so the runs below name it where they have rounds.
+REPAIR = Settings(agent="repair")
 DEFAULT = {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
            "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
            "language": "python", "chat_stop": "code"}
+ROUNDS = {**DEFAULT, "iters": 1, "round_temperature": [1.0], "resample_temperature": [1.2]}
+
+
+def naming(agent: str, protocol: dict) -> dict:
+    """`protocol` with its agent written where a record writes it, before `chat_stop`."""
+    keys = list(protocol)
+    at = keys.index("chat_stop")
+    return {**{k: protocol[k] for k in keys[:at]}, "agent": agent,
+            **{k: protocol[k] for k in keys[at:]}}
 
 
 @pytest.mark.parametrize("settings, language, expected", [
+    # Without rounds, the agents whose round 0 is repair's write what repair always wrote.
     (Settings(), "python", DEFAULT),
-    (Settings(chat_stop="none"), "python",
+    (REPAIR, "python", DEFAULT),
+    (Settings(agent="resample"), "python", DEFAULT),
+    (Settings(agent="tools"), "python", naming("tools", DEFAULT)),
+    # With rounds, the default agent is rewrite, and says so.
+    (Settings(iters=1), "python", naming("rewrite", ROUNDS)),
+    (Settings(iters=1, agent="repair"), "python", ROUNDS),
+    (Settings(agent="repair", chat_stop="none"), "python",
      {k: v for k, v in DEFAULT.items() if k != "chat_stop"}),
-    (Settings(max_length=600, timeout=3.0, strict=True, prompt="primed"), "python",
+    (Settings(agent="repair", max_length=600, timeout=3.0, strict=True, prompt="primed"),
+     "python",
      {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0, "max_length": 600,
       "timeout": 3.0, "prompt": "primed", "strict": True, "language": "python",
       "chat_stop": "code"}),
@@ -36,7 +55,8 @@ DEFAULT = {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
       "timeout": 10.0, "prompt": "auto", "strict": False, "language": "python",
       "tests": "plus", "agent": "tools", "chat_stop": "code",
       "round_temperature": [1.0], "resample_temperature": [1.2]}),
-    (Settings(iters=1, round_temperature=(0.5, 0.7), resample_temperature=()), "go",
+    (Settings(agent="repair", iters=1, round_temperature=(0.5, 0.7), resample_temperature=()),
+     "go",
      {"variant": "tests", "iters": 1, "samples": 1, "temperature": 0.0, "max_new_tokens": 512,
       "timeout": 20.0, "prompt": "auto", "strict": False, "language": "go",
       "chat_stop": "code", "round_temperature": [0.5, 0.7], "resample_temperature": []}),
@@ -52,8 +72,8 @@ def test_a_record_from_before_prompt_strict_and_language_reads_as_made():
     old = {"task_id": "Python/0", "model": "m", "dataset_hash": "h",
            "protocol": {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
                         "max_new_tokens": 512, "timeout": 10.0}}
-    today = run_fingerprint("m", RunProtocol.of(Settings(chat_stop="none"), "python").to_json(),
-                            "h")
+    made = Settings(agent="repair", chat_stop="none")
+    today = run_fingerprint("m", RunProtocol.of(made, "python").to_json(), "h")
     assert record_fingerprint(old)["protocol"] == {
         "variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
         "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
@@ -66,8 +86,8 @@ def test_an_old_record_still_differs_where_it_was_made_otherwise():
     old = {"model": "m", "dataset_hash": "h",
            "protocol": {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
                         "max_new_tokens": 512, "timeout": 10.0}}
-    strict = run_fingerprint("m", RunProtocol.of(Settings(strict=True, chat_stop="none"),
-                                                 "python").to_json(), "h")
+    made = Settings(agent="repair", strict=True, chat_stop="none")
+    strict = run_fingerprint("m", RunProtocol.of(made, "python").to_json(), "h")
     assert fingerprint_differences(record_fingerprint(old), strict) == \
         ["strict: False there, True here"]
 
@@ -93,11 +113,11 @@ def fingerprint(settings: Settings) -> dict:
 
 @pytest.mark.parametrize("there, here, line", [
     # A field the run leaves out at its old value still meets the record's other value...
-    (Settings(agent="tools"), Settings(), "agent: 'tools' there, 'repair' here"),
+    (Settings(agent="tools"), REPAIR, "agent: 'tools' there, 'repair' here"),
     (Settings(tests="plus"), Settings(), "tests: 'plus' there, 'hidden' here"),
     (Settings(chat_stop="none"), Settings(), "chat_stop: 'none' there, 'code' here"),
     # ...and the other way round: the record leaves it out, the run writes it.
-    (Settings(), Settings(agent="tools"), "agent: 'repair' there, 'tools' here"),
+    (REPAIR, Settings(agent="tools"), "agent: 'repair' there, 'tools' here"),
     (Settings(), Settings(tests="plus"), "tests: 'hidden' there, 'plus' here"),
     (Settings(), Settings(chat_stop="none"), "chat_stop: 'code' there, 'none' here"),
 ])
@@ -122,3 +142,19 @@ def test_the_fix_names_the_option_of_each_differing_field():
              "model: 'a' there, 'b' here", "max_new_tokens: 512 there, None here"]
     assert options_of(lines) == ("--humanfix-agent, --humanfix-chat-stop, --humanfix-model, "
                                  "--humanfix-max-new-tokens or --humanfix-max-length")
+
+
+def test_a_pass_at_1_record_of_any_agent_with_repairs_round_0_reads_as_repairs():
+    """A run without rounds of resample or rewrite asked what repair's asks: its record, as
+    an earlier version wrote it (agent named), stands for a default run of today, and the
+    other way round; with rounds it does not."""
+    for agent in ("resample", "rewrite"):
+        old = {"model": "m", "dataset_hash": "h",
+               "protocol": {**DEFAULT, "agent": agent}}
+        assert fingerprint_differences(record_fingerprint(old), fingerprint(REPAIR)) == []
+        assert fingerprint_differences(record_fingerprint(old), fingerprint(Settings())) == []
+    rounds = {"model": "m", "dataset_hash": "h", "protocol": {**ROUNDS, "agent": "rewrite"}}
+    assert fingerprint_differences(record_fingerprint(rounds),
+                                   fingerprint(Settings(iters=1, agent="repair"))) == \
+        ["agent: 'rewrite' there, 'repair' here"]
+    assert fingerprint_differences(record_fingerprint(rounds), fingerprint(Settings(iters=1))) == []

@@ -91,6 +91,8 @@ def run(request: pytest.FixtureRequest):
     graph that the controls use: every routing test holds for both."""
     def repair(task, model, sandbox=None, **settings):
         sandbox = sandbox or CountingSandbox()
+        # These are the repair agent's routes: named, so they hold whatever the default agent.
+        settings.setdefault("agent", "repair")
         return agent.repair(task, model, sandbox, RepairConfig.of(Settings(**settings)),
                             langgraph=request.param == "langgraph"), sandbox
 
@@ -421,7 +423,8 @@ class TokenModel:
 
 
 def test_trajectory_in_the_record_is_plain_json(task, dataset):
-    runner = Runner(Settings(model="tokens", dataset=str(dataset), iters=1), RunState("run-1"))
+    runner = Runner(Settings(model="tokens", dataset=str(dataset), iters=1,
+                             agent="repair"), RunState("run-1"))
     runner._model = TokenModel()
     record = json.loads(json.dumps(runner.record(runner.evaluate(task))))
     first, second, *asked_again = record["attempts"]
@@ -460,7 +463,8 @@ def test_langgraph_is_not_imported_with_the_plugin():
 def test_a_results_jsonl_replays_to_the_same_trajectory(tmp_path, task, replies, dataset, run):
     """The raw replies in the trajectory let `replay:<results.jsonl>` re-score a run."""
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
-    runner = Runner(Settings(model="first", dataset=str(dataset), iters=2), RunState("run-3"))
+    runner = Runner(Settings(model="first", dataset=str(dataset), iters=2,
+                             agent="repair"), RunState("run-3"))
     runner._model = model
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps(runner.record(runner.evaluate(task))) + "\n", encoding="utf-8")

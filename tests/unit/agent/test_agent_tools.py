@@ -204,7 +204,9 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
     assert [a["status"] for a in records[1]["attempts"]][:4] == \
         ["failed", "repeat", "repeat", "repeat"]
     assert all(a["tool_calls"] == 1 for r in records for a in r["attempts"])
-    assert RunProtocol.of(Settings(iters=3), "python").to_json().get("agent") is None
+    # Repair's protocol leaves the agent out (named: it need not be the default).
+    repair = Settings(iters=3, agent="repair")
+    assert RunProtocol.of(repair, "python").to_json().get("agent") is None
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

@@ -219,7 +219,8 @@ def test_a_base_model_runs_on_bigcodes_completion_prompt(run_on_a_device, tiny_b
                                                          task, read_records) -> None:
     result = run_on_a_device(
         f"--humanfix-model={tiny_base_model}", "--humanfix-task=Python/0",
-        "--humanfix-max-new-tokens=8", "--humanfix-iters=1", "--humanfix-in-process")
+        "--humanfix-max-new-tokens=8", "--humanfix-iters=1", "--humanfix-in-process",
+        "--humanfix-agent=repair")  # its round is told the first attempt: repair's, named
     (record,) = read_records()
     assert record["outcome"] in ("fixed", "unfixed"), record["error"]
     result.stdout.fnmatch_lines(["*prompt=auto *"])
