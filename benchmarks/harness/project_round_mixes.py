@@ -7,13 +7,15 @@ arms asked. Method: docs/benchmarks.md, "How each script measures"; figures: doc
 "Written anew, then resampled".
 
     python benchmarks/harness/project_round_mixes.py RESAMPLE/humanfix.jsonl \
-        SCREEN/humanfix.jsonl [MORE/humanfix.jsonl ...] [--mixes FFF,GFF] [--json PATH]
+        SCREEN/humanfix.jsonl [MORE/humanfix.jsonl ...] [--mixes FFF,GFF] [--tasks even|odd]
+        [--json PATH]
 
 Each file after the first is a run of `rewrite`'s prompts, read as one: the screen, and runs of
 its round 1 alone (`--humanfix-iters 1`) on tasks it did not reach. A run of `rewrite` itself
 holds G as its round 1 but F, not W, as its rounds 2 and 3: read it with `--mixes FFF,GFF`. A
 task `resample` did not run is told by the mixes that need none of its replies (those fixed
-by the screen's round 0 or 1), and unknown for the others.
+by the screen's round 0 or 1), and unknown for the others. `--tasks` keeps the even- or
+odd-numbered tasks, as `humanfix-report compare --tasks` does.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's fold
 from common import benchmark_parser, read_records, write_json
 
 from pytest_humanfix.records import latest_per_task, natural_order
+from pytest_humanfix.reporting.compare import HALVES, selected
 from pytest_humanfix.reporting.gates import first_computed_by
 from pytest_humanfix.reporting.stats import mcnemar_exact
 
@@ -104,6 +107,8 @@ def main() -> int:
     parser.add_argument("--mixes", default=",".join(MIXES),
                         help=f"the mixes to read, comma-separated, of {', '.join(MIXES)} "
                              "(FFF, resample itself, always)")
+    parser.add_argument("--tasks", choices=HALVES,
+                        help="only the even- or odd-numbered tasks, as compare --tasks")
     args = parser.parse_args()
     mixes = tuple(args.mixes.split(","))
     if unknown := [mix for mix in mixes if mix not in MIXES]:
@@ -111,6 +116,8 @@ def main() -> int:
                      f"of {', '.join(MIXES)}")
     resample = latest_per_task(read_records(args.resample))
     screen = latest_per_task([r for path in args.screen for r in read_records(path)])
+    if args.tasks:
+        screen, resample, _ = selected(screen, resample, args.tasks)
     projected = figures(screen, resample, mixes)
     print(f"{projected['tasks']} tasks the screen ran")
     print("| rounds 1 / 2 / 3 | fixed within 3 rounds | by round (r0 / r1 / r2 / r3) | tokens |"

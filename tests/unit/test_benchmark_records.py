@@ -77,7 +77,7 @@ def test_rewrites_first_attempt_and_samples_are_resamples_own():
     """Round 0 is the same greedy reply in both arms, and `rewrite`'s rounds 2 and 3 are
     `resample`'s rounds 1 and 2, reply for reply, wherever both arms asked them: its round 1
     alone differs. What makes the even half's projection exact, shown on the odd half's runs;
-    the even half's runs of round 1 alone begin with `resample`'s round 0 too."""
+    the runs of round 1 alone begin with `resample`'s round 0 too."""
     first, second, _, _ = CANDIDATES["rewrite, odd"]
     resample = {r["task_id"]: r["attempts"] for r in records(RECORDS / second)}
     compared_replies = 0
@@ -88,11 +88,12 @@ def test_rewrites_first_attempt_and_samples_are_resamples_own():
             assert rewrite[later]["reply"] == sampled[later - 1]["reply"]
             compared_replies += 1
     assert compared_replies > 50
-    even = {r["task_id"]: r["attempts"]
-            for r in records(RECORDS / "qwen-coder-even/resample.jsonl.gz")}
-    for name in ("screen-even", "round1-even"):
+    both = {r["task_id"]: r["attempts"]
+            for path in ("qwen-coder-even/resample.jsonl.gz", second)
+            for r in records(RECORDS / path)}
+    for name in ("screen-even", "round1-even", "round1-tail"):
         for record in records(RECORDS / f"qwen-coder-rewrite/{name}.jsonl.gz"):
-            assert record["attempts"][0]["reply"] == even[record["task_id"]][0]["reply"]
+            assert record["attempts"][0]["reply"] == both[record["task_id"]][0]["reply"]
 
 
 @pytest.mark.parametrize("half, path", [("even", "qwen-coder-even/resample.jsonl.gz"),
@@ -134,21 +135,27 @@ def projected(tmp_path: Path, names: tuple[str, ...], *options: str
 RESAMPLE_EVEN = "qwen-coder-even/resample"
 SCREEN = "qwen-coder-rewrite/screen-even"
 ROUND1 = "qwen-coder-rewrite/round1-even"
+# Round 1 alone on the odd half's last 11 tasks, which `rewrite` did not reach, and Python/162.
+TAIL = "qwen-coder-rewrite/round1-tail"
+RESAMPLE_ODD = "qwen-coder-rewrite/resample-odd"
+REWRITE_ODD = "qwen-coder-rewrite/rewrite-odd"
 
 
-@pytest.mark.parametrize("names, tasks", [((RESAMPLE_EVEN, SCREEN), 29),
-                                          ((RESAMPLE_EVEN, SCREEN, ROUND1), 81)])
-def test_the_projected_mixes_are_on_the_page(tmp_path, names, tasks):
-    """On the screen's 29 tasks, and on the whole even half with round 1 run alone on the rest:
-    the page shows the table the records give, row for row."""
-    table, figures = projected(tmp_path, names)
-    assert figures["tasks"] == tasks and len(table) == 7
+@pytest.mark.parametrize("names, options, tasks, resampled", [
+    ((RESAMPLE_EVEN, SCREEN), (), 29, 8),
+    ((RESAMPLE_EVEN, SCREEN, ROUND1, TAIL), ("--tasks", "even"), 82, 28),
+    ((RESAMPLE_ODD, REWRITE_ODD, TAIL), ("--mixes", "GFF", "--tasks", "odd"), 82, 26),
+])
+def test_the_projected_mixes_are_on_the_page(tmp_path, names, options, tasks, resampled):
+    """On the screen's 29 tasks, and on each whole half with round 1 run alone where `rewrite`
+    did not run: the page shows the table the records give, row for row, and `resample` (F F
+    F) fixes what its own records do, on the whole half the documented arm's count."""
+    table, figures = projected(tmp_path, names, *options)
+    assert figures["tasks"] == tasks and len(table) == len(figures["mixes"])
     for row in table:
         assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
-    # resample (F F F) as it ran: its own record's figures on these tasks.
     assert figures["mixes"]["FFF"]["unknown"] == [] and figures["mixes"]["GFF"]["unknown"] == []
-    if tasks == 81:  # all but Python/162, whose round 1 was not run
-        assert figures["mixes"]["FFF"]["fixed"] == 28
+    assert figures["mixes"]["FFF"]["fixed"] == resampled
 
 
 def test_rewrites_projection_is_its_run_where_it_ran(tmp_path):
