@@ -174,3 +174,21 @@ def test_rewrites_projection_is_its_run_where_it_ran(tmp_path):
         assert row["tokens"] == arm["cost"]["total"]["tokens"]
     assert figures["mixes"]["GFF"]["only_this"] == run["only_first"]
     assert figures["mixes"]["GFF"]["only_resample"] == run["only_second"]
+
+
+def test_rewrite_on_the_15b_is_read_off_its_round_1_and_resamples_samples(tmp_path):
+    """`qwen-coder-1.5b`, odd half: `rewrite` read off its runs of round 1 alone and
+    `resample`'s of rounds 1 and 2 where those did not fix the task. The page shows the rows the
+    records give, round 0 is the documented arms' 18 of 82 (the same reply: a test above), and
+    `rewrite` fixes more than `resample`'s documented 34 within three rounds."""
+    table, figures = projected(tmp_path, ("qwen-coder-1.5b-rewrite/resample-odd",
+                                          "qwen-coder-1.5b-rewrite/round1-odd"),
+                               "--mixes", "GFF", "--tasks", "odd")
+    assert figures["tasks"] == 82
+    for row in table:
+        assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
+    rewrite = figures["mixes"]["GFF"]
+    assert rewrite["by_round"][0] == 18 and rewrite["fixed"] > 34
+    documented = re.search(r"^\| `qwen-coder-1.5b` \| `tests` \| 18/82 \(odd half\): [^|]+ \| "
+                           r"34/82: [^|]+ \| 34/82: ", PAGE, re.MULTILINE)
+    assert documented is not None
