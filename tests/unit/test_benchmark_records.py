@@ -15,6 +15,7 @@ import pytest
 
 from pytest_humanfix.records import natural_order
 from pytest_humanfix.reporting import compare
+from pytest_humanfix.reporting.stats import pct, wilson_interval
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = REPO / "benchmarks" / "records"
@@ -45,8 +46,9 @@ def rows(compared: dict, half: str) -> list[str]:
     return written
 
 
-def compared(first: str, second: str, half: str) -> dict:
-    """`compare --common --tasks HALF` on two arms' records: the tasks both finished."""
+def compared(first: str, second: str, half: str | None) -> dict:
+    """`compare --common --tasks HALF` on two arms' records: the tasks both finished (with
+    `half` None, all of them)."""
     runs = records(RECORDS / first), records(RECORDS / second)
     common = {r["task_id"] for r in runs[0]} & {r["task_id"] for r in runs[1]}
     one, other, selection = compare.selected(
@@ -192,3 +194,36 @@ def test_rewrite_on_the_15b_is_read_off_its_round_1_and_resamples_samples(tmp_pa
     documented = re.search(r"^\| `qwen-coder-1.5b` \| `tests` \| 18/82 \(odd half\): [^|]+ \| "
                            r"34/82: [^|]+ \| 34/82: ", PAGE, re.MULTILINE)
     assert documented is not None
+
+
+DOCS = ("qwen-coder-docs/repair.jsonl.gz", "qwen-coder-docs/resample.jsonl.gz")
+
+
+@pytest.mark.parametrize("half", ["all", "even", "odd"])
+def test_the_docs_variants_arms_give_the_pages_rows_on_every_task(half):
+    """`qwen-coder` (0.5B) in the `docs` variant: both arms finished all 164 tasks, and the page
+    shows what compare gives on each half and on the whole."""
+    both = compared(*DOCS, None if half == "all" else half)
+    assert both["tasks"] == (164 if half == "all" else 82)
+    for row in rows(both, half):
+        assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
+
+
+def test_the_docs_variants_reference_row_is_its_records_and_round_0_the_same_in_both_arms():
+    """The reference table's `docs` row: round 0, and each arm within three rounds, with its
+    Wilson interval. Round 0 is one greedy reply, the same in both arms task by task: the
+    rounds alone differ."""
+    first = {r["task_id"]: r["attempts"][0] for r in records(RECORDS / DOCS[0])}
+    second = {r["task_id"]: r["attempts"][0] for r in records(RECORDS / DOCS[1])}
+    assert len(first) == 164 and {task: attempt["code"] for task, attempt in first.items()} == {
+        task: attempt["code"] for task, attempt in second.items()}
+    repair, resample = compared(*DOCS, None)["runs"]
+    assert repair["curve"][0]["fixed"] == resample["curve"][0]["fixed"]
+
+    def cell(fixed: int) -> str:
+        low, high = wilson_interval(fixed, 164)
+        return f"{fixed}/164: {pct(fixed / 164)} [{pct(low)}, {pct(high)}]"
+
+    row = (f"| `qwen-coder` (0.5B) | `docs` | {cell(repair['curve'][0]['fixed'])} | "
+           f"{cell(repair['curve'][-1]['fixed'])} | {cell(resample['curve'][-1]['fixed'])} |")
+    assert row in PAGE, f"docs/benchmarks.md lacks the reference row the records give: {row}"
