@@ -213,10 +213,9 @@ def test_the_docs_variants_reference_row_is_its_records_and_round_0_the_same_in_
     """The reference table's `docs` row: round 0, and each arm within three rounds, with its
     Wilson interval. Round 0 is one greedy reply, the same in both arms task by task: the
     rounds alone differ."""
-    first = {r["task_id"]: r["attempts"][0] for r in records(RECORDS / DOCS[0])}
-    second = {r["task_id"]: r["attempts"][0] for r in records(RECORDS / DOCS[1])}
-    assert len(first) == 164 and {task: attempt["code"] for task, attempt in first.items()} == {
-        task: attempt["code"] for task, attempt in second.items()}
+    first, second = ({r["task_id"]: r["attempts"][0]["code"] for r in records(RECORDS / path)}
+                     for path in DOCS)
+    assert len(first) == 164 and first == second
     repair, resample = compared(*DOCS, None)["runs"]
     assert repair["curve"][0]["fixed"] == resample["curve"][0]["fixed"]
 
