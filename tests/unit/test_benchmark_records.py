@@ -5,11 +5,13 @@ and a recomputed arm is the one the page documented before, fix for fix and toke
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -197,32 +199,105 @@ def test_rewrite_on_the_15b_is_read_off_its_round_1_and_resamples_samples(tmp_pa
 
 
 DOCS = ("qwen-coder-docs/repair.jsonl.gz", "qwen-coder-docs/resample.jsonl.gz")
+REWRITE_DOCS = "qwen-coder-docs/rewrite.jsonl.gz"  # the replay of the queued replies, priced
+ROUND1_DOCS = "qwen-coder-docs/round1.jsonl.gz"  # the model's run of round 1 alone
 
 
+@pytest.mark.parametrize("first", [DOCS[0], REWRITE_DOCS], ids=["repair", "rewrite"])
 @pytest.mark.parametrize("half", ["all", "even", "odd"])
-def test_the_docs_variants_arms_give_the_pages_rows_on_every_task(half):
-    """`qwen-coder` (0.5B) in the `docs` variant: both arms finished all 164 tasks, and the page
-    shows what compare gives on each half and on the whole."""
-    both = compared(*DOCS, None if half == "all" else half)
+def test_the_docs_variants_arms_give_the_pages_rows_on_every_task(first, half):
+    """`qwen-coder` (0.5B) in the `docs` variant: `repair` and `rewrite` each against
+    `resample`, all 164 tasks in each arm, and the page shows what compare gives on each half
+    and on the whole."""
+    both = compared(first, DOCS[1], None if half == "all" else half)
     assert both["tasks"] == (164 if half == "all" else 82)
     for row in rows(both, half):
         assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
 
 
-def test_the_docs_variants_reference_row_is_its_records_and_round_0_the_same_in_both_arms():
+def test_the_docs_variants_reference_row_is_its_records_and_round_0_the_same_in_every_arm():
     """The reference table's `docs` row: round 0, and each arm within three rounds, with its
-    Wilson interval. Round 0 is one greedy reply, the same in both arms task by task: the
+    Wilson interval. Round 0 is one greedy reply, the same in every arm task by task: the
     rounds alone differ."""
-    first, second = ({r["task_id"]: r["attempts"][0]["code"] for r in records(RECORDS / path)}
-                     for path in DOCS)
-    assert len(first) == 164 and first == second
+    first, second, third = ({r["task_id"]: r["attempts"][0]["code"]
+                             for r in records(RECORDS / path)}
+                            for path in (*DOCS, REWRITE_DOCS))
+    assert len(first) == 164 and first == second == third
     repair, resample = compared(*DOCS, None)["runs"]
-    assert repair["curve"][0]["fixed"] == resample["curve"][0]["fixed"]
+    rewrite = compared(REWRITE_DOCS, DOCS[1], None)["runs"][0]
+    assert repair["curve"][0]["fixed"] == resample["curve"][0]["fixed"] \
+        == rewrite["curve"][0]["fixed"]
 
     def cell(fixed: int) -> str:
         low, high = wilson_interval(fixed, 164)
         return f"{fixed}/164: {pct(fixed / 164)} [{pct(low)}, {pct(high)}]"
 
     row = (f"| `qwen-coder` (0.5B) | `docs` | {cell(repair['curve'][0]['fixed'])} | "
-           f"{cell(repair['curve'][-1]['fixed'])} | {cell(resample['curve'][-1]['fixed'])} |")
+           f"{cell(repair['curve'][-1]['fixed'])} | {cell(resample['curve'][-1]['fixed'])} | "
+           f"{cell(rewrite['curve'][-1]['fixed'])} (")
     assert row in PAGE, f"docs/benchmarks.md lacks the reference row the records give: {row}"
+
+
+@pytest.fixture(scope="module")
+def mix() -> ModuleType:
+    """benchmarks/harness/replay_round_mix.py, loaded from its file."""
+    path = REPO / "benchmarks" / "harness" / "replay_round_mix.py"
+    spec = importlib.util.spec_from_file_location("replay_round_mix", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rewrite_in_docs_is_served_round_1s_replies_then_resamples_in_order(mix):
+    """Every attempt of the replayed `rewrite` is the reply queued in its place: round 0 and
+    round 1 from the model's run of round 1 alone, then `resample`'s samples, each in the round
+    it was asked for, with the tokens and seconds it took;
+    and where two runs graded the same code, on the same hidden tests, they agree."""
+    rewrite, round1, resample = (records(RECORDS / path)
+                                 for path in (REWRITE_DOCS, ROUND1_DOCS, DOCS[1]))
+    assert len(rewrite) == len(round1) == 164
+    assert mix.priced(mix.queued(resample, round1), rewrite) == rewrite
+    graded = {r["task_id"]: (r["code"], r["outcome"]) for r in rewrite}
+    agreeing = 0
+    for other in (*round1, *resample):
+        code, outcome = graded[other["task_id"]]
+        if other["code"] == code:
+            assert other["outcome"] == outcome, other["task_id"]
+            agreeing += 1
+    assert agreeing > 164  # each task graded the same code as one run at least, most both
+
+
+# A task of each way the replay ends: fixed by round 0, 1, 2 or 3, the examples passed but not
+# the hidden tests (at round 0: Python/82), a task without examples, graded at once
+# (Python/38), a reply repeating an earlier one in the last round (Python/163), every reply
+# rejected (Python/124), and three rounds failed (Python/93).
+REPLAYED = ("Python/5", "Python/12", "Python/26", "Python/38", "Python/82",
+            "Python/93", "Python/119", "Python/124", "Python/163")
+
+
+def test_the_agent_given_the_queued_replies_is_the_recorded_rewrite(mix, humanfix_pytester,
+                                                                    records_by_task):
+    """`--humanfix-model replay:` on the queued replies, the agent and the sandbox deciding:
+    each task ends in the round, the outcome and the attempts that the committed records
+    hold, on tasks that end in each way."""
+    rewrite = {r["task_id"]: r for r in records(RECORDS / REWRITE_DOCS)}
+    queue = [line for line in mix.queued(records(RECORDS / DOCS[1]),
+                                         records(RECORDS / ROUND1_DOCS))
+             if line["task_id"] in REPLAYED]
+    replies = humanfix_pytester.path / "mix.jsonl"
+    replies.write_text("".join(json.dumps(line) + "\n" for line in queue), encoding="utf-8")
+    humanfix_pytester.runpytest(
+        f"--humanfix-model=replay:{replies}", "--humanfix-agent=rewrite",
+        "--humanfix-variant=docs", "--humanfix-iters=3", f"--humanfix-task={','.join(REPLAYED)}")
+    got = records_by_task()
+    assert sorted(got) == sorted(REPLAYED)
+    for task, replayed in zip(REPLAYED, mix.priced(queue, [got[t] for t in REPLAYED]),
+                              strict=True):
+        expected = rewrite[task]
+        assert (replayed["outcome"], replayed["fixed_round"]) == \
+            (expected["outcome"], expected["fixed_round"]), task
+        assert [(a["round"], a["status"], a["repeat_of"], a["tests"]) for a in
+                replayed["attempts"]] == [(a["round"], a["status"], a["repeat_of"], a["tests"])
+                                          for a in expected["attempts"]], task
+        assert replayed["tokens"] == expected["tokens"], task

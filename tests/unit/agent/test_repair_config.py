@@ -8,13 +8,15 @@ import types
 
 import pytest
 
+from pytest_humanfix import protocol
+from pytest_humanfix.agent import nodes
 from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.context import PlainRuntime, RepairContext
 from pytest_humanfix.agent.graph import recursion_limit
 from pytest_humanfix.agent.routing import (
     GRAPHS, after_call_check, after_check, after_execute, after_sample_check)
 from pytest_humanfix.records import Attempt
-from pytest_humanfix.settings import Settings
+from pytest_humanfix.settings import BUILT_IN_AGENTS, Settings
 
 
 def config(**settings: object) -> RepairConfig:
@@ -96,6 +98,16 @@ def test_each_graph_goes_only_to_its_own_nodes_and_ends_at_finish(agent):
         targets = [] if after is None else [after] if isinstance(after, str) else after[1]
         assert set(targets) <= set(graph.nodes)
     assert [name for name, after in graph.next.items() if after is None] == ["finish"]
+
+
+def test_the_agents_named_without_the_graphs_are_the_graphs():
+    """The settings and the protocol name the built-in agents without importing the agent
+    package (no heavy import at plugin import time): their lists are what GRAPHS holds, and
+    the agents read as `repair`'s in a pass@1 run are those whose graph starts at `propose`,
+    `repair`'s first attempt."""
+    assert BUILT_IN_AGENTS == tuple(GRAPHS)
+    assert protocol.FIRST_ATTEMPT_OF_REPAIR == tuple(
+        name for name, graph in GRAPHS.items() if graph.nodes[graph.first] is nodes.propose)
 
 
 def test_the_resampling_agent_never_asks_a_repeat_again_and_has_no_node_for_it():
