@@ -26,7 +26,6 @@ run asked a reply in another round than it was queued for, or more replies than 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's folder
 from common import benchmark_parser, read_records, write_json
 
+from pytest_humanfix.jsonl import jsonl_bytes
 from pytest_humanfix.records import latest_per_task, natural_order
 
 PRICED = ("prompt_tokens", "completion_tokens", "generate_seconds")
@@ -94,7 +94,7 @@ def priced(mix: list[dict[str, Any]], replayed: list[dict[str, Any]]) -> list[di
 
 def written(path: Path, lines: list[dict[str, Any]]) -> dict[str, Any]:
     """LINES to PATH, one JSON object a line; the figures of what was written."""
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    path.write_bytes(jsonl_bytes(lines))
     print(f"{len(lines)} lines written to {path}")
     return {"lines": len(lines), "tasks": len({line["task_id"] for line in lines})}
 

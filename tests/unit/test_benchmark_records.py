@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 
+from pytest_humanfix.jsonl import jsonl_bytes
 from pytest_humanfix.records import natural_order
 from pytest_humanfix.reporting import compare
 from pytest_humanfix.reporting.stats import pct, wilson_interval
@@ -125,8 +126,7 @@ def projected(tmp_path: Path, names: tuple[str, ...], *options: str
     paths = []
     for name in names:
         path = tmp_path / (name.replace("/", "-") + ".jsonl")
-        path.write_text("".join(json.dumps(r) + "\n"
-                                for r in records(RECORDS / f"{name}.jsonl.gz")))
+        path.write_bytes(jsonl_bytes(records(RECORDS / f"{name}.jsonl.gz")))
         paths.append(str(path))
     written = tmp_path / "mixes.json"
     done = subprocess.run([sys.executable, "benchmarks/harness/project_round_mixes.py", *paths,
@@ -286,7 +286,7 @@ def test_the_agent_given_the_queued_replies_is_the_recorded_rewrite(mix, humanfi
                                          records(RECORDS / ROUND1_DOCS))
              if line["task_id"] in REPLAYED]
     replies = humanfix_pytester.path / "mix.jsonl"
-    replies.write_text("".join(json.dumps(line) + "\n" for line in queue), encoding="utf-8")
+    replies.write_bytes(jsonl_bytes(queue))
     humanfix_pytester.runpytest(
         f"--humanfix-model=replay:{replies}", "--humanfix-agent=rewrite",
         "--humanfix-variant=docs", "--humanfix-iters=3", f"--humanfix-task={','.join(REPLAYED)}")
