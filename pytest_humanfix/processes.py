@@ -1,7 +1,7 @@
 """Signalling and stopping processes the harness started: the sandbox's executions and its
 warm executor, and the model engines of --humanfix-serve. Each runs in its own process group
-(session), so that stopping it stops everything it started that stayed in the group, the leader
-gone first or not (docs/sandbox.md#stopping-a-process-group)."""
+(the sandbox's in a session of its own), so that stopping it stops everything it started that
+stayed in the group, the leader gone first or not (docs/sandbox.md#stopping-a-process-group)."""
 
 from __future__ import annotations
 

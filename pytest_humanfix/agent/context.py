@@ -31,6 +31,11 @@ class RepairContext:
     # `routing.Graph.first_attempts`).
     first_attempts: int = 1
 
+    def temperature(self, state: RepairState) -> float:
+        """The temperature of the reply asked for in `state`: its round's, or its ask again's
+        (`RepairConfig.temperature_of`)."""
+        return self.config.temperature_of(state["round"], state["resamples"], self.first_attempts)
+
     @property
     def base(self) -> str:
         return prompts.prompt_base(self.task, self.config.variant)

@@ -78,8 +78,7 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
     kind = ctx.model.prompt
-    temperature = ctx.config.temperature_of(state["round"], state["resamples"],
-                                            ctx.first_attempts)
+    temperature = ctx.temperature(state)
     if kind == "completion":
         generation = ctx.model.complete(
             prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
@@ -102,8 +101,7 @@ def call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     no call may hold one written as bare JSON (`written_calls`), which counts as a call."""
     ctx = runtime.context
     began = time.monotonic()
-    temperature = ctx.config.temperature_of(state["round"], state["resamples"],
-                                            ctx.first_attempts)
+    temperature = ctx.temperature(state)
     generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
                                     tools=[prompts.run_tests_tool(ctx.config.variant)])
     calls = generation.tool_calls or written_calls(generation.text)

@@ -1,7 +1,7 @@
-"""One engine started: its process in a session (process group) of its own on a free loopback
-port, its log in the report folder, waited for until healthy, and stopped with its whole group;
-the kernel kills it when the controller dies outright (PR_SET_PDEATHSIG). See docs/models.md,
-"OpenAI-compatible servers and a shared engine".
+"""One engine started: its processes in a process group of their own on a free loopback
+port, its log in the report folder, waited for until healthy, and stopped with its
+whole group; when the controller dies outright, its `watchdog` kills the group. See
+docs/models.md, "OpenAI-compatible servers and a shared engine".
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ...computed_by import ComputedBy
 from ...devices import gpu_description
 from ...processes import stop_group
 from ...settings import Settings
+from . import watchdog
 from .commands import HOST, CpuLayout, cache_blocks, engine_command, request_tokens
 from .kinds import (
     ENGINE_KINDS,
@@ -58,8 +59,10 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    # SIGKILL, not SIGTERM: a server busy in native code (llama.cpp's decode loop) may not run
-    # its Python signal handler until the request ends; nothing is left for it to save.
+    # The engine's first process dies with the controller by itself, before its watchdog is up
+    # too; the watchdog ends the rest of the group. SIGKILL, not SIGTERM: a server busy in native
+    # code (llama.cpp's decode loop) may not run its Python signal handler until the request
+    # ends, and nothing is left for it to save.
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -82,6 +85,9 @@ class Engine:
     # Set for this engine, under the user's own environment (which wins).
     environment: tuple[tuple[str, str], ...] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    # The group's watchdog, and the end of its pipe that only this process holds.
+    watchdog_process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    lifeline: int | None = field(default=None, repr=False)
     # Its group ended: a later stop (atexit after pytest_unconfigure) signals nothing, since
     # the group's id may by then belong to another process.
     stopped: bool = field(default=False, repr=False)
@@ -143,10 +149,33 @@ class Engine:
         with log:
             log.write(f"# {shlex.join(self.command)}\n".encode())
             log.flush()
-            self.process = subprocess.Popen(
-                self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            try:
+                self.process = subprocess.Popen(
+                    self.command, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, env=env, process_group=0,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            except OSError as exc:
+                raise ServeError(f"cannot start the {self.model.engine} engine "
+                                 f"{self.command[0]!r}: {exc.strerror or exc}") from None
+        self._watch_group()
+
+    def _watch_group(self) -> None:
+        """Starts the watchdog in the engine's group, which is why that group is a new one of
+        this session and not a session of its own: a process joins only a group of its own
+        session. The other end of its pipe is inherited by no child (os.pipe's are not), so
+        it ends when this process does."""
+        assert self.process is not None
+        read_end, self.lifeline = os.pipe()
+        try:
+            # Run as a file, isolated: the watchdog needs no import path of the package.
+            self.watchdog_process = subprocess.Popen(
+                [sys.executable, "-I", watchdog.__file__, str(read_end)], pass_fds=(read_end,),
+                process_group=self.process.pid, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError:
+            pass  # the engine ended at once, and its group with it: wait_healthy says why
+        finally:
+            os.close(read_end)
 
     def healthy(self) -> bool:
         url = f"http://{HOST}:{self.port}{ENGINE_KINDS[self.model.engine].health_path}"
@@ -180,6 +209,12 @@ class Engine:
             return
         left = stop_group(self.process, STOP_GRACE)
         self.stopped = not left
+        if self.watchdog_process is not None:  # ended with its group, unless it never joined it
+            self.watchdog_process.kill()
+            self.watchdog_process.wait()
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
         if left:  # said, not raised: stop runs while an error is raised and for each engine
             print(f"humanfix serve: WARNING: the {self.model.engine} engine's processes "
                   f"{left} did not end after SIGKILL (stuck in the kernel?)", file=sys.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +32,38 @@ def engine(tmp_path: Path, *code: str, model: ServedModel = TRANSFORMERS,
     command = [sys.executable, "-c", *code] if len(code) == 1 else [sys.executable, *code]
     return launch.Engine(model, device, port or launch.free_port(), tmp_path / "logs" / "e.log",
                          command)
+
+
+# A controller that starts an engine whose server has a child of its own, as vLLM's server has
+# its engine core and workers, then says the engine's process group and the child's pid. With
+# "exits", the server then ends and leaves the child, as a crashed vLLM server leaves them.
+CONTROLLER = """
+import sys, time
+from pathlib import Path
+from pytest_humanfix.models.engines import launch
+from pytest_humanfix.models.engines.kinds import ServedModel
+log, then = Path(sys.argv[1]), sys.argv[2]
+server = ("import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', "
+          "'import time; time.sleep(120)']); print(child.pid, flush=True); "
+          + ("time.sleep(120)" if then == "stays" else "sys.exit(1)"))
+engine = launch.Engine(ServedModel("vllm", "m", "m"), None, launch.free_port(), log,
+                       [sys.executable, "-c", server])
+engine.start()
+deadline = time.monotonic() + 30
+while len(log.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(engine.pid, log.read_text().splitlines()[1], flush=True)
+time.sleep(120)
+"""
+
+
+def output_of(started: launch.Engine, lines: int) -> list[str]:
+    """The started engine's output once it holds `lines` lines (its log opens with the
+    command), or what it holds after 30 s."""
+    deadline = time.monotonic() + 30
+    while len(started.log_path.read_text().splitlines()) <= lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return started.log_path.read_text().splitlines()[1:]
 
 
 def running(pid: int) -> bool:
@@ -153,10 +186,7 @@ def test_stopping_ends_the_engines_whole_process_group(tmp_path):
                     "[sys.executable, '-c', 'import time; time.sleep(60)']); "
                     "print(child.pid, flush=True); time.sleep(60)")
     parent.start()
-    deadline = time.monotonic() + 30
-    while len(parent.log_path.read_text().splitlines()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    child = int(parent.log_path.read_text().splitlines()[1])
+    child = int(output_of(parent, 1)[0])
     assert running(child)
     parent.stop()
     assert parent.process is not None and parent.process.returncode is not None
@@ -184,6 +214,50 @@ def test_stopping_an_engine_whose_process_died_first_ends_its_children(tmp_path,
     orphaning.stop()
     assert not running(child)
     assert group_members(orphaning.process.pid) == []
+
+
+@pytest.mark.parametrize("server", ["stays", "exits"])
+def test_killing_the_controller_outright_ends_every_process_of_its_engine(tmp_path, server):
+    """Before, the kernel killed the engine's first process alone when the controller died
+    (PR_SET_PDEATHSIG): vLLM's engine core and workers lived on, holding 6 GB here, and on a
+    GPU the memory the next run's engine needs."""
+    controller = subprocess.Popen(
+        [sys.executable, "-c", CONTROLLER, str(tmp_path / "e.log"), server],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert controller.stdout is not None
+        group, child = map(int, controller.stdout.readline().split())
+        assert running(child) and child in group_members(group)
+    finally:
+        controller.kill()
+        controller.wait()
+    deadline = time.monotonic() + 10
+    while group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_members(group) == []
+
+
+def test_a_stop_reaches_the_engine_politely_and_ends_its_watchdog(tmp_path):
+    polite = engine(tmp_path, "import signal, sys, time; signal.signal(signal.SIGTERM, "
+                    "lambda *_: (print('stopping', flush=True), sys.exit(0))); "
+                    "print('up', flush=True); time.sleep(60)")
+    polite.start()
+    assert output_of(polite, 1) == ["up"]
+    assert polite.watchdog_process is not None and running(polite.watchdog_process.pid)
+    polite.stop()
+    assert polite.log_path.read_text().splitlines()[1:] == ["up", "stopping"]
+    assert polite.process is not None and polite.process.returncode == 0
+    assert polite.watchdog_process.returncode is not None and polite.lifeline is None
+
+
+def test_an_engine_command_that_cannot_start_is_an_error_saying_why(tmp_path):
+    missing = launch.Engine(TRANSFORMERS, None, launch.free_port(), tmp_path / "e.log",
+                            [str(tmp_path / "no-such-engine"), "--port", "1"])
+    with pytest.raises(ServeError) as raised:
+        missing.start()
+    assert str(raised.value) == (f"cannot start the transformers engine "
+                                 f"'{tmp_path / 'no-such-engine'}': No such file or directory")
+    assert missing.process is None and missing.watchdog_process is None
 
 
 def test_launch_stops_an_engine_that_never_becomes_healthy(tmp_path, monkeypatch):
