@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 POLL_SECONDS = 0.05
@@ -52,34 +52,37 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def _wait_group(process: subprocess.Popen[bytes], seconds: float) -> bool:
-    """Reaps `process` once it ends and waits until the group has no live process; False if
-    some remain `seconds` later."""
+def _wait_group(process: subprocess.Popen[bytes], seconds: float,
+                spared: Collection[int] = ()) -> bool:
+    """Reaps `process` once it ends and waits until the group has no live process but the
+    `spared`; False if some remain `seconds` later."""
     deadline = time.monotonic() + seconds
     while True:
         process.poll()
-        if not group_members(process.pid):
+        if not set(group_members(process.pid)) - set(spared):
             return True
         if time.monotonic() >= deadline:
             return False
         time.sleep(POLL_SECONDS)
 
 
-def stop_group(process: subprocess.Popen[bytes], grace: float = 0.0) -> list[int]:
+def stop_group(process: subprocess.Popen[bytes], grace: float = 0.0,
+               spared: Collection[int] = ()) -> list[int]:
     """Ends every process of the group that `process` leads, whether the leader is running,
     dead or already reaped, reaps `process`, and waits until no process of the group remains.
     With a grace period the group gets SIGTERM first, and SIGKILL if any of it is still there
-    `grace` seconds later. Returns the pids still in the group KILL_WAIT seconds after SIGKILL
-    (none unless one is stuck in the kernel)."""
+    `grace` seconds later; the `spared` (an engine's watchdog, which ignores SIGTERM) are not
+    waited for then. Returns the pids besides the `spared` still in the group KILL_WAIT seconds
+    after SIGKILL (none unless one is stuck in the kernel)."""
     if process.returncode is not None and not group_members(process.pid):
         # Reaped with nothing of its group left: the pid may lead another group by now.
         return []
     stopped = grace > 0 and signal_group(process.pid, signal.SIGTERM) \
-        and _wait_group(process, grace)
+        and _wait_group(process, grace, spared)
     if not stopped:
         signal_group(process.pid, signal.SIGKILL)
         _wait_group(process, KILL_WAIT)
-    left = group_members(process.pid)
+    left = [pid for pid in group_members(process.pid) if pid not in spared]
     if process.pid not in left:
         process.wait()  # dead: a zombie at most, reaped at once
     return left

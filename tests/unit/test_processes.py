@@ -83,6 +83,28 @@ def test_a_group_that_ignores_sigterm_is_killed_after_the_grace_period() -> None
     assert gone(grandchild)
 
 
+def test_a_spared_member_is_neither_waited_for_nor_killed_in_the_grace_period() -> None:
+    """An engine's watchdog, which ignores SIGTERM and is ended after the stop."""
+    # A group of this session, as an engine's is, so that a process may join it: a leader that
+    # exits, leaving a child that ignores SIGTERM, and a polite member.
+    process = subprocess.Popen([sys.executable, "-c", ORPHANING_LEADER], stdout=subprocess.PIPE,
+                               process_group=0)
+    assert process.stdout is not None
+    int(process.stdout.readline())
+    process.stdout.close()
+    process.wait()
+    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              process_group=process.pid)
+    try:
+        spared = [pid for pid in group_members(process.pid) if pid != polite.pid]
+        assert len(spared) == 1
+        assert stop_group(process, grace=60, spared=spared) == []  # not 60 s, nor SIGKILL
+        assert polite.wait(10) == -signal.SIGTERM
+        assert not gone(spared[0])
+    finally:
+        signal_group(process.pid, signal.SIGKILL)
+
+
 def test_without_grace_the_group_is_killed_at_once() -> None:
     process, grandchild = start("polite")
     stop_group(process)

@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import BinaryIO, NotRequired, TypedDict
 
 from ... import computed_by
 from ...computed_by import ComputedBy
@@ -40,6 +40,18 @@ from .kinds import (
 
 START_TIMEOUT = 900.0  # a first run may download the weights before the engine is healthy
 STOP_GRACE = 10.0
+# The controller's ends of its engines' watchdog pipes. A child forked without exec (os.fork,
+# multiprocessing's fork) would hold them open, and the watchdogs would outwait the controller.
+_LIFELINES: set[int] = set()
+
+
+def _close_lifelines() -> None:
+    for lifeline in _LIFELINES:
+        os.close(lifeline)
+    _LIFELINES.clear()
+
+
+os.register_at_fork(after_in_child=_close_lifelines)
 
 
 class Endpoint(TypedDict):
@@ -157,25 +169,41 @@ class Engine:
             except OSError as exc:
                 raise ServeError(f"cannot start the {self.model.engine} engine "
                                  f"{self.command[0]!r}: {exc.strerror or exc}") from None
-        self._watch_group()
+            self._watch_group(log)
 
-    def _watch_group(self) -> None:
+    def _watch_group(self, log: BinaryIO) -> None:
         """Starts the watchdog in the engine's group, which is why that group is a new one of
         this session and not a session of its own: a process joins only a group of its own
-        session. The other end of its pipe is inherited by no child (os.pipe's are not), so
-        it ends when this process does."""
+        session. The other end of its pipe is inherited by no child (os.pipe's are not, and
+        a fork closes it: `_close_lifelines`), so it ends when this process does."""
         assert self.process is not None
         read_end, self.lifeline = os.pipe()
+        _LIFELINES.add(self.lifeline)
         try:
             # Run as a file, isolated: the watchdog needs no import path of the package.
             self.watchdog_process = subprocess.Popen(
                 [sys.executable, "-I", watchdog.__file__, str(read_end)], pass_fds=(read_end,),
-                process_group=self.process.pid, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except OSError:
-            pass  # the engine ended at once, and its group with it: wait_healthy says why
+                process_group=self.process.pid, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT)
+        except OSError as exc:
+            if self.process.poll() is None:  # an engine no watchdog would end: not started
+                stop_group(self.process)
+                self._end_watch()
+                raise ServeError(f"cannot start the {self.model.engine} engine's watchdog: "
+                                 f"{exc.strerror or exc}") from None
+            # The engine has ended already; wait_healthy says why.
         finally:
             os.close(read_end)
+
+    def _end_watch(self) -> None:
+        """Closes the watchdog's pipe, which ends the watchdog and whatever is left of the
+        group, and reaps it."""
+        if self.lifeline is not None:
+            _LIFELINES.discard(self.lifeline)
+            os.close(self.lifeline)
+            self.lifeline = None
+        if self.watchdog_process is not None:
+            self.watchdog_process.wait()
 
     def healthy(self) -> bool:
         url = f"http://{HOST}:{self.port}{ENGINE_KINDS[self.model.engine].health_path}"
@@ -207,14 +235,10 @@ class Engine:
         started (vLLM's workers, say) may still hold a GPU or the port."""
         if self.process is None or self.stopped:
             return
-        left = stop_group(self.process, STOP_GRACE)
+        spared = [self.watchdog_process.pid] if self.watchdog_process is not None else []
+        left = stop_group(self.process, STOP_GRACE, spared)
         self.stopped = not left
-        if self.watchdog_process is not None:  # ended with its group, unless it never joined it
-            self.watchdog_process.kill()
-            self.watchdog_process.wait()
-        if self.lifeline is not None:
-            os.close(self.lifeline)
-            self.lifeline = None
+        self._end_watch()
         if left:  # said, not raised: stop runs while an error is raised and for each engine
             print(f"humanfix serve: WARNING: the {self.model.engine} engine's processes "
                   f"{left} did not end after SIGKILL (stuck in the kernel?)", file=sys.stderr)
@@ -241,8 +265,8 @@ def launch(settings: Settings, log_path: Path, device: str | None = None,
     never does."""
     engine = new_engine(served_model(settings, gpus=device is not None), log_path, device,
                         settings)
-    engine.start()
     try:
+        engine.start()
         engine.wait_healthy(timeout)
     except BaseException:
         engine.stop()

@@ -1,9 +1,9 @@
-"""Kills an engine's whole process group once the controller is gone, however it went: vLLM's
-server starts an engine core and workers of its own, which outlived a controller killed
-outright when only the server had a death signal. It runs in the engine's group and blocks on
-a pipe whose other end only the controller holds; the kernel closes that end when the
-controller exits, from any thread, by any signal. A stop of the group ends it with the engine.
-Standard library only: it runs as a file, with no import path of the package.
+"""Kills an engine's whole process group once the controller is gone, however it went (vLLM's
+engine core and workers outlived a controller killed outright when only its server had a death
+signal). It runs in the engine's group and blocks on a pipe whose other end only the controller
+holds, which the kernel closes when the controller exits, by any signal, and the controller after
+a stop. It ignores a stop's SIGTERM, to watch on through the engine's grace period. Standard
+library only: it runs as a file, with no import path of the package.
 
     python -I pytest_humanfix/models/engines/watchdog.py PIPE_FD
 
@@ -18,6 +18,7 @@ import sys
 
 
 def watch(lifeline: int) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while os.read(lifeline, 1):  # nothing is ever written: only the end comes
         pass
     os.killpg(os.getpgrp(), signal.SIGKILL)

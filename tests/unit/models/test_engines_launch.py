@@ -5,6 +5,8 @@ healthy, the error that shows why it is not, and stopping its whole process grou
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -35,24 +37,38 @@ def engine(tmp_path: Path, *code: str, model: ServedModel = TRANSFORMERS,
 
 
 # A controller that starts an engine whose server has a child of its own, as vLLM's server has
-# its engine core and workers, then says the engine's process group and the child's pid. With
-# "exits", the server then ends and leaves the child, as a crashed vLLM server leaves them.
+# its engine core and workers, says the engine's process group and the child's pid, and waits to
+# be killed. Then, by its argument: "stays", nothing more; "exits", the server ends and leaves
+# the child, as a crashed vLLM server leaves them; "stopping", the engine is being stopped, its
+# processes taking their grace period (they ignore SIGTERM); "forks", the controller has forked a
+# child that lives on (whose pid it says too).
 CONTROLLER = """
-import sys, time
+import os, signal, sys, threading, time
 from pathlib import Path
 from pytest_humanfix.models.engines import launch
 from pytest_humanfix.models.engines.kinds import ServedModel
 log, then = Path(sys.argv[1]), sys.argv[2]
-server = ("import subprocess, sys, time; child = subprocess.Popen([sys.executable, '-c', "
-          "'import time; time.sleep(120)']); print(child.pid, flush=True); "
-          + ("time.sleep(120)" if then == "stays" else "sys.exit(1)"))
+ignore = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+server = (ignore + "import subprocess, sys, time; child = subprocess.Popen([sys.executable, "
+          f"'-c', {ignore + 'import time; time.sleep(120)'!r}]); print(child.pid, flush=True); "
+          + ("sys.exit(1)" if then == "exits" else "time.sleep(120)"))
 engine = launch.Engine(ServedModel("vllm", "m", "m"), None, launch.free_port(), log,
                        [sys.executable, "-c", server])
 engine.start()
 deadline = time.monotonic() + 30
 while len(log.read_text().splitlines()) < 2 and time.monotonic() < deadline:
     time.sleep(0.05)
-print(engine.pid, log.read_text().splitlines()[1], flush=True)
+said = [engine.pid, log.read_text().splitlines()[1]]
+if then == "stopping":
+    threading.Thread(target=engine.stop).start()
+    time.sleep(0.5)
+if then == "forks":
+    forked = os.fork()
+    if forked == 0:
+        time.sleep(60)
+        os._exit(0)
+    said.append(forked)
+print(*said, flush=True)
 time.sleep(120)
 """
 
@@ -216,25 +232,32 @@ def test_stopping_an_engine_whose_process_died_first_ends_its_children(tmp_path,
     assert group_members(orphaning.process.pid) == []
 
 
-@pytest.mark.parametrize("server", ["stays", "exits"])
-def test_killing_the_controller_outright_ends_every_process_of_its_engine(tmp_path, server):
+@pytest.mark.parametrize("then", ["stays", "exits", "stopping", "forks"])
+def test_killing_the_controller_outright_ends_every_process_of_its_engine(tmp_path, then):
     """Before, the kernel killed the engine's first process alone when the controller died
     (PR_SET_PDEATHSIG): vLLM's engine core and workers lived on, holding 6 GB here, and on a
-    GPU the memory the next run's engine needs."""
+    GPU the memory the next run's engine needs. So they would, unwatched, during a stop's
+    grace period, and while a child forked by the controller held the watchdog's pipe."""
     controller = subprocess.Popen(
-        [sys.executable, "-c", CONTROLLER, str(tmp_path / "e.log"), server],
+        [sys.executable, "-c", CONTROLLER, str(tmp_path / "e.log"), then],
         stdout=subprocess.PIPE, text=True)
+    forked = []
     try:
         assert controller.stdout is not None
-        group, child = map(int, controller.stdout.readline().split())
+        group, child, *forked = map(int, controller.stdout.readline().split())
         assert running(child) and child in group_members(group)
     finally:
         controller.kill()
         controller.wait()
-    deadline = time.monotonic() + 10
-    while group_members(group) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert group_members(group) == []
+    try:
+        deadline = time.monotonic() + 10
+        while group_members(group) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group_members(group) == []
+        assert all(running(pid) for pid in forked)  # ended the group, not by its own end
+    finally:
+        for pid in forked:
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_stop_reaches_the_engine_politely_and_ends_its_watchdog(tmp_path):
