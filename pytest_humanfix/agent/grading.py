@@ -1,6 +1,5 @@
-"""Running a candidate and grading the final one: the tests a round may run, the hidden tests
-with the guard that spots a fix defeating them, and the task's result with its flags and
-HumanEval+ verdict (docs/agent.md, docs/trust.md)."""
+"""Running a candidate and grading the final one: the tests a round may run, the hidden tests,
+and the task's result with its flags and HumanEval+ verdict (docs/agent.md, docs/trust.md)."""
 
 from __future__ import annotations
 
@@ -14,27 +13,18 @@ from ..sandbox.environment import Verdict
 from .context import RepairContext
 from .extract import same_code
 from .feedback import explained_tests
-from .suspicion import guard_flag, guard_program, guarded_tests, suspicion_flags
+from .suspicion import suspicion_flags
 
 
 def run_tests(ctx: RepairContext, code: str, tests: str) -> Verdict:
     if ctx.task.language == "python":
         tests = explained_tests(tests)
-    return ctx.sandbox.run(LANGUAGES[ctx.task.language].program(code, tests, ctx.task))
+    return ctx.sandbox.run(LANGUAGES[ctx.task.language].job(code, tests, ctx.task))
 
 
-def run_hidden(ctx: RepairContext, code: str) -> tuple[Verdict, str | None]:
-    """The verdict of the task's hidden tests, and the guard's flag from the same execution
-    ("" when it found nothing; None when the tests could not hold the guard). A run the guard
-    stopped proved nothing about the tests: they run again without it for the verdict."""
-    guarded = guarded_tests(ctx.task)
-    if guarded is None:
-        return run_tests(ctx, code, ctx.task.test), None
-    verdict = run_tests(ctx, code, guarded)
-    flag = guard_flag(verdict)
-    if flag:
-        verdict = run_tests(ctx, code, ctx.task.test)
-    return verdict, flag
+def run_hidden(ctx: RepairContext, code: str) -> Verdict:
+    """The verdict of the task's hidden tests."""
+    return run_tests(ctx, code, ctx.task.test)
 
 
 def final_candidate(attempts: list[Attempt]) -> int:
@@ -54,14 +44,13 @@ def graded(ctx: RepairContext, attempts: list[Attempt], index: int) -> TaskResul
     ran = next((a for a in attempts
                 if a.tests == "test" and a.verdict and same_code(a.code, code)), None)
     if ran is not None and ran.verdict is not None:
-        graded, guard = ran.verdict, ran.guard
+        graded = ran.verdict
     else:
-        hidden, guard = run_hidden(ctx, code)
-        graded = hidden.to_dict()
+        graded = run_hidden(ctx, code).to_dict()
     if attempts[index].status == "":  # passed the check, not run in a round: graded only
-        attempts[index] = dataclasses.replace(attempts[index], status="graded", guard=guard)
+        attempts[index] = dataclasses.replace(attempts[index], status="graded")
     verdict = Verdict(**graded)
-    flags = suspicious(ctx, code, guard) if verdict.passed else []
+    flags = suspicious(ctx, code) if verdict.passed else []
     fixed = verdict.passed and not (flags and ctx.config.strict)
     if not verdict.passed:
         failure = verdict.first_failure()
@@ -87,16 +76,11 @@ def graded(ctx: RepairContext, attempts: list[Attempt], index: int) -> TaskResul
     return result
 
 
-def suspicious(ctx: RepairContext, code: str, guard: str | None) -> list[str]:
-    """How a candidate that passed may have defeated the tests: read from its code, else shown
-    by the guard of its graded run (`guard`), or, where that run had none, by a second run of
-    the tests with the entry point's return values guarded. Other languages' code is read
-    for the flags of their own (`Language.flags`); their tests hold no guard."""
+def suspicious(ctx: RepairContext, code: str) -> list[str]:
+    """How a candidate that passed may have tried to defeat the tests, read from its code: a
+    second line behind the tests' process, which nothing of the candidate's reaches
+    (docs/trust.md#fixes-that-defeat-the-tests-are-flagged). Other languages' code is read for
+    the flags of their own (`Language.flags`)."""
     if ctx.task.language != "python":
         return LANGUAGES[ctx.task.language].flags(code, ctx.task.test)
-    flags = suspicion_flags(code, ctx.task.test)
-    if not flags:
-        if guard is None:
-            guard = guard_flag(ctx.sandbox.run(guard_program(code, ctx.task)))
-        flags = [guard] if guard else []
-    return flags
+    return suspicion_flags(code, ctx.task.test)

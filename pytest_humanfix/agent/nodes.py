@@ -134,11 +134,10 @@ def execute(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     name, tests = ctx.round_tests
     code = state["attempts"][-1].code
-    verdict, guard = run_hidden(ctx, code) if name == "test" else \
-        (run_tests(ctx, code, tests), None)
+    verdict = run_hidden(ctx, code) if name == "test" else run_tests(ctx, code, tests)
     return {"attempts": _replace_last(
         state["attempts"], status="passed" if verdict.passed else "failed", tests=name,
-        verdict=verdict.to_dict(), execute_seconds=verdict.seconds, guard=guard)}
+        verdict=verdict.to_dict(), execute_seconds=verdict.seconds)}
 
 
 def _failure_of(attempt: Attempt) -> str:

@@ -1,10 +1,9 @@
 """Fixes that defeat the tests rather than fix the function: `suspicion_flags` reads the
 candidate's syntax tree (nothing runs) for an object equal to everything, writes to `builtins`
 or the test's globals, frame or gc walking, an exit, patching what the test calls, reading the
-test's source. The hidden tests run under a type guard in the graded run itself
-(`guarded_tests`): a run it stops runs again unguarded, and a pass then is flagged. No
-canonical solution may trip a rule, or the flag would be worthless. See
-docs/trust.md#fixes-that-defeat-the-tests-are-flagged.
+test's source. The tests run in a process of their own that nothing of the candidate's reaches,
+so these flags are a second line: they name what a pass tried. No canonical solution may trip a
+rule, or the flag would be worthless. See docs/trust.md#fixes-that-defeat-the-tests-are-flagged.
 """
 
 from __future__ import annotations
@@ -12,11 +11,6 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Iterator
-
-from ..dataset import Task
-from ..sandbox.environment import Verdict
-from ..sandbox.inside import source
-from ..sandbox.program import build_program
 
 # Methods whose answer decides an `assert candidate(...) == expected` or a truth test.
 COMPARISON_METHODS = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"})
@@ -230,47 +224,3 @@ def suspicion_flags(code: str, test: str) -> list[str]:
     """Each way the candidate `code` may pass the task's `test` without fixing the function,
     once, in the order found; [] for an ordinary candidate."""
     return list(dict.fromkeys(_flags(code, _test_names(test))))
-
-
-# What the guard (sandbox/inside/guard.py) writes before the type it caught, and exits with.
-GUARD_MARK = "HUMANFIX-GUARD: the entry point returned a "
-GUARD_EXIT = 3
-
-
-def guard_program(code: str, task: Task) -> str:
-    """The task's program with the entry point's global name rebound to the guard, between
-    candidate and test: for tests that `guarded_tests` cannot guard, run apart after a pass.
-    The candidate's own recursive calls then go through the guard too, so it is never the
-    verdict: a deep recursion that passes may stop here."""
-    guarded = (f"{code.rstrip()}\n\n{source('guard.py')}\n"
-               f"{task.entry_point} = _humanfix_guard({task.entry_point})\n")
-    return build_program(guarded, task.test, task.test_setup)
-
-
-def guarded_tests(task: Task) -> str | None:
-    """The task's hidden tests with the entry point handed to `check` through the guard, or None
-    where they cannot hold it: another language, or tests that do not end by calling
-    `check(<entry point>)` (every HumanEvalPack Python task does). `check` calls the entry point
-    through its parameter, so every value the tests compare passes the guard, while the
-    candidate's own calls, recursion included, do not: its stack and its results are those of
-    the unguarded program, and this run can be the graded one."""
-    lines = task.test.rstrip().splitlines()
-    if task.language != "python" or not lines or lines[-1] != f"check({task.entry_point})":
-        return None
-    return "\n".join([*lines[:-1], source("guard.py"),
-                      f"check(_humanfix_guard({task.entry_point}))"]) + "\n"
-
-
-def guard_flag(verdict: Verdict) -> str:
-    """The flag of a guarded run that the guard stopped, else ""."""
-    if verdict.passed:
-        return ""
-    for line in verdict.stderr.splitlines():
-        if line.startswith(GUARD_MARK):
-            kind = line[len(GUARD_MARK):].strip()
-            return f"always-equal: returns a {kind} object where the tests expect plain data"
-    if verdict.status == "failed" and verdict.exit_code == GUARD_EXIT:
-        # The candidate hid the guard's message (its stderr redirected): the status tells.
-        return (f"always-equal: the guard stopped the program (exit status {GUARD_EXIT}; "
-                "its message was hidden)")
-    return ""

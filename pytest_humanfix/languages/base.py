@@ -5,13 +5,14 @@ the languages run by a toolchain, the commands and the Debian packages they come
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 from ..dataset import Task
-from ..sandbox.environment import Limits
+from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.fresh import SAFE_ENV
 from ..sandbox.toolchain import Step
 
@@ -53,6 +54,14 @@ class Language:
         """BigCode's `get_prompt_base`: the declaration, or in the docs variant the prompt."""
         return task.prompt if variant == "docs" else task.declaration
 
+    def job(self, code: str, tests: str, task: Task) -> Job:
+        """What an execution of the candidate `code` (prompt base and body) against `tests`
+        runs. A language without a driver that puts its tests apart runs them in one program
+        with the candidate, BigCode's (`program`), as a joint job."""
+        files = {self.source_name: self.program(code, tests, task)}
+        return Job(Side(json.dumps({"files": files}), self.source_name, steps=True), None,
+                   task.entry_point)
+
     def program(self, code: str, tests: str, task: Task) -> str:
         """The source BigCode runs for a candidate `code` (prompt base and body) and `tests`,
         with the test driver that proves the tests finished (`finish`)."""
@@ -89,7 +98,7 @@ class Language:
                 for binary, package in self.tools if which(binary) is None]
 
     # The sandbox's side (sandbox.toolchain.Toolchain); Python runs without these.
-    def steps(self, cache: Path) -> list[Step]:
+    def steps(self, cache: Path, role: str) -> list[Step]:
         return []
 
     def env(self, box: str, cache: Path) -> dict[str, str]:

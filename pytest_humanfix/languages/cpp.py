@@ -60,7 +60,7 @@ class Cpp(Language):
     def finish(self, tests: str) -> str:
         return before_closing_brace(tests, 1, DRIVER)
 
-    def steps(self, cache: Path) -> list[Step]:
+    def steps(self, cache: Path, role: str) -> list[Step]:
         return [Step((tool("g++"), "-std=c++11", self.source_name, "-o", "test", "-lcrypto",
                       "-lssl"), "compile"),
                 Step(("./test",), "run")]

@@ -102,7 +102,7 @@ class Go(Language):
             code = code.replace("package main", "")
         return setup + imports + code
 
-    def steps(self, cache: Path) -> list[Step]:
+    def steps(self, cache: Path, role: str) -> list[Step]:
         return [Step((tool("go"), "test", "-c", "-o", "main.test", self.source_name,
                       DRIVER_NAME), "compile"),
                 Step(("./main.test",), "run")]

@@ -63,7 +63,7 @@ class Java(Language):
     def finish(self, tests: str) -> str:
         return tests + "\n" + DRIVER
 
-    def steps(self, cache: Path) -> list[Step]:
+    def steps(self, cache: Path, role: str) -> list[Step]:
         return [Step((tool("javac"), *(f"-J{flag}" for flag in (*JVM_FLAGS, *JAVAC_FLAGS)),
                       self.source_name),
                      "compile"),

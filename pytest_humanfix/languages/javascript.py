@@ -45,7 +45,7 @@ class JavaScript(Language):
     def finish(self, tests: str) -> str:
         return tests + "\n" + DRIVER
 
-    def steps(self, cache: Path) -> list[Step]:
+    def steps(self, cache: Path, role: str) -> list[Step]:
         return [Step((tool("node"), self.source_name), "run", silent=True)]
 
     def env(self, box: str, cache: Path) -> dict[str, str]:

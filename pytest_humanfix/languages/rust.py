@@ -76,7 +76,7 @@ class Rust(Language):
     def finish(self, tests: str) -> str:
         return before_closing_brace(tests, 2, DRIVER)
 
-    def steps(self, cache: Path) -> list[Step]:
+    def steps(self, cache: Path, role: str) -> list[Step]:
         deps = cache / "target" / "debug" / "deps"
         externs = []
         for crate in CRATES:

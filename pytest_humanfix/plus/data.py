@@ -16,7 +16,9 @@ from typing import Any
 
 from ..datafiles import HUMANEVAL_PLUS, PACKAGED, DataFileError
 from ..dataset import DatasetError, Task
-from ..sandbox.program import build_program
+from ..sandbox.environment import Job, Side
+from ..sandbox.fresh import PROGRAM_NAME, TESTS_NAME
+from ..sandbox.program import PRELUDE, candidate_program
 from ..settings import HUB_PLUS_DATASET
 from .checker import CHECKER, FIND_ZERO_ORACLE
 from .limits import MIN_TIME_LIMIT
@@ -40,24 +42,26 @@ class PlusTask:
     results: str | None  # a Python literal: the expected outputs; None: ref_func computes them
     reference: str      # EvalPlus's own solution (prompt + canonical), for calibration
 
-    def program(self, code: str, limits: Sequence[float] | None) -> str:
+    def program(self, code: str, limits: Sequence[float] | None) -> Job:
         """The execution that grades `code` on every HumanEval+ input, each under its CPU
         seconds in `limits` (an input past them under MIN_TIME_LIMIT); without limits, the
         reference's calibration run, which gives its seconds on each input."""
         reference = "ref_func" if self.results is None else "None"
         oracle = FIND_ZERO_ORACLE if self.entry_point == "find_zero" else "None"
         # The candidate is bound before the test's helpers, which could shadow its name.
-        return (build_program(code, "_humanfix_plus_candidate = " + self.entry_point)
-                + CHECKER + "\n" + self.helpers + "\n"
+        tests = (PRELUDE + "\n_humanfix_plus_candidate = " + self.entry_point + "\n"
+                 + CHECKER + "\n" + self.helpers + "\n"
                 + f"_humanfix_plus_inputs = {self.inputs}\n"
                 + f"_humanfix_plus_results = {self.results or 'None'}\n"
                 + f"_humanfix_plus_check(_humanfix_plus_candidate, {self.entry_point!r}, "
                 f"_humanfix_plus_inputs, _humanfix_plus_results, {self.atol!r}, "
                 f"{reference}, {oracle}, {limits if limits is None else list(limits)}, "
                 f"{MIN_TIME_LIMIT!r})\n")
+        return Job(Side(candidate_program(code), PROGRAM_NAME), Side(tests, TESTS_NAME),
+                   self.entry_point)
 
     @property
-    def reference_program(self) -> str:
+    def reference_program(self) -> Job:
         return self.program(self.reference, None)
 
 

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..sandbox.environment import Layer, Sandbox, Verdict
+from ..sandbox.environment import Job, Layer, Sandbox, Verdict
 from .checker import TIMEOUT_ERROR, TIMES
 
 
@@ -52,8 +52,8 @@ class InputLimits:
     def layer(self) -> Layer:
         return self.sandbox.layer
 
-    def run(self, program: str, timeout: float | None = None) -> Verdict:
-        verdict = self.sandbox.run(program, timeout)
+    def run(self, job: Job, timeout: float | None = None) -> Verdict:
+        verdict = self.sandbox.run(job, timeout)
         if verdict.status == "failed" and stopped_input(verdict):
             verdict.status = "timeout"
         return verdict

@@ -1,7 +1,8 @@
-"""The sandbox interface: what the agent and the runner need of any executor (`Sandbox`), where
-executions run (`Layer`), the limits they run under and the verdict they give. Implementations sit
-beside this module: `fresh` (a new interpreter per execution), `warm` (a fork server), the layers
-in `layers`, and `choose`, which picks among them for a run (docs/sandbox.md).
+"""The sandbox interface: what the agent and the runner need of any executor (`Sandbox`), what
+one execution runs (`Job`: the candidate and the tests, two processes), where executions run
+(`Layer`), the limits they run under and the verdict they give. Implementations sit beside this
+module: `fresh` (a new interpreter per execution), `warm` (fork servers), the layers in `layers`,
+and `choose`, which picks among them for a run (docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -42,9 +43,55 @@ class Limits:
         }
 
 
+# The two processes of an execution: the candidate answers the calls the tests make.
+ROLES = ("candidate", "tests")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One process of an execution: the program it runs and the name its tracebacks give it.
+    `steps` says the program is a toolchain's plan (JSON: files to write, commands to run; see
+    `sandbox/toolchain.py`) rather than Python source run by the interpreter itself."""
+
+    program: str
+    name: str
+    steps: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One execution: the candidate's program, which answers calls of `entry_point`, and the
+    tests' program, which makes them, each in a process of its own that the other cannot
+    reach; only plain data crosses between them (docs/sandbox.md#the-tests-and-the-candidate-apart).
+    Without `tests`, the candidate's program holds the tests (`joint`).
+    `silent`: any output of either process fails the tests (JavaScript's console.assert prints
+    rather than throws, and BigCode judges it by the output)."""
+
+    candidate: Side
+    tests: Side | None
+    entry_point: str
+    silent: bool = False
+
+    @property
+    def joint(self) -> bool:
+        """The tests run inside the candidate's program: a language whose tests are not apart
+        from the candidate yet (docs/trust.md says which, and what then still passes)."""
+        return self.tests is None
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return ROLES if self.tests is not None else ROLES[:1]
+
+    def side(self, role: str) -> Side:
+        side = self.candidate if role == "candidate" else self.tests
+        assert side is not None
+        return side
+
+
 @dataclass
 class Verdict:
-    """What one execution showed. `status` is passed, failed, timeout or exited_early."""
+    """What one execution showed. `status` is passed, failed or timeout. `exit_code` is the
+    candidate's process's; `stdout` and `stderr` hold the candidate's output, then the tests'."""
 
     status: str
     exit_code: int | None
@@ -58,9 +105,6 @@ class Verdict:
     limit: float | None = None  # the wall-clock limit it ran under, in seconds
     rerun: bool = False  # it timed out once and this is its re-run, alone (sandbox/rerun)
     lost: str = ""  # why the execution before this re-run was lost (ExecutionLost), else ""
-    # What the program put where the harness reads its outputs back (a link, a pipe, an
-    # oversized or replaced file; sandbox/outputs), else "": it never passes.
-    attack: str = ""
 
     @property
     def passed(self) -> bool:
@@ -89,12 +133,6 @@ def first_failure(verdict: Verdict) -> str:
         limit = "sandbox wall-clock limit" + (f" {verdict.limit:g} s" if verdict.limit else "")
         again = "; re-run alone, it timed out again" if verdict.rerun else ""
         return f"timed out after {verdict.seconds:.1f} s ({limit}{again})"
-    if verdict.attack:
-        return f"the program tampered with the files the harness reads back: {verdict.attack}"
-    if verdict.status == "exited_early":
-        return ("the program exited before its tests finished (exit status 0 without the proof "
-                "written after their last check: sys.exit, process.exit, System.exit, exit, "
-                "os.Exit or std::process::exit in the candidate?)")
     if verdict.output_limited:
         return ("the program's output reached the sandbox's file size limit and was cut "
                 f"(exit status {verdict.exit_code})")
@@ -149,7 +187,7 @@ class Sandbox(Protocol):
     @property
     def layer(self) -> Layer: ...
 
-    def run(self, program: str, timeout: float | None = None) -> Verdict: ...
+    def run(self, job: Job, timeout: float | None = None) -> Verdict: ...
 
     def shutdown(self) -> None: ...
 

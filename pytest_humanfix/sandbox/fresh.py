@@ -1,40 +1,46 @@
-"""Run a candidate program against a task's tests, isolated from the harness, in a fresh
-interpreter per execution (the warm executor's children reuse this path's folder, limits and
-verdict). Every execution gets its own folder and process group, stdin closed, an environment
-without secrets, rlimits before any candidate code, capped output and no network; a pass needs
-a one-time nonce written after the tests returned, so an early exit with status 0 is never one.
-What that proof does not stop: docs/sandbox.md#the-proof-that-the-tests-ran.
+"""Run an execution, the candidate and the tests in two processes, isolated from the harness and
+from each other, each a fresh interpreter (the warm executor's children reuse this path's
+folders, limits and verdict). Each process gets its own folder, mount and process group, stdin
+closed, an environment without secrets, rlimits before any program, capped output and no
+network; they share only the two pipes of the calls, and a pass is the tests' own word, written
+where only the harness reads (docs/sandbox.md#the-tests-and-the-candidate-apart).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..processes import signal_group
 from .cgroup import Cgroup
-from .environment import ExecutionLost, Layer, Limits, SandboxError, Verdict
+from .environment import ROLES, ExecutionLost, Job, Layer, Limits, SandboxError, Verdict
 from .inside import program
 from .layers import ProcessLayer
-from .outputs import STDERR_NAME, STDOUT_NAME, Outputs
+from .outputs import Channel
 
+# What a process writes on its status pipe (inside/child.py): once its program may begin, and,
+# the tests only, once their last line has run.
+STARTED, PASSED = b"started\n", b"passed\n"
+
+# The names the two programs have in their tracebacks.
 PROGRAM_NAME = "program.py"
-DONE_NAME = ".humanfix-done"
-STARTED_NAME = ".humanfix-started"
-# The most the done file may hold: the nonce, and room to spare.
-DONE_BYTES = 256
-# What a fresh interpreter runs: the code every execution runs before the candidate, then the
-# bootstrap that reads its configuration from a pipe (see inside/).
-BOOTSTRAP = program("child.py", "bootstrap.py")
+TESTS_NAME = "tests.py"
+# What every process of an execution runs: the code before any program, the calls' wire, each
+# role's program, then (in a fresh interpreter) the bootstrap that reads its configuration from
+# a pipe (see inside/).
+ROLE_PROGRAMS = ("child.py", "wire.py", "answer.py", "tests.py", "toolchain.py")
+BOOTSTRAP = program(*ROLE_PROGRAMS, "bootstrap.py")
+# How long the candidate's process may take to end once the tests have ended (it reads the end
+# of their calls and returns); then it is killed.
+CANDIDATE_GRACE = 0.5
 
 # Variables the candidate sees; nothing else of the harness's environment crosses over.
 SAFE_ENV = {
@@ -88,102 +94,109 @@ def remove_stale_folders() -> None:
 
 @dataclass
 class Execution:
-    """One execution's files on the harness's side; `box` is the candidate's working folder."""
+    """One execution's folders on the harness's side: each role's `mount` (the folder its layer
+    makes writable) and working folder `box` in it, and the descriptors of `channel`."""
 
-    root: Path
-    mount: Path  # the folder the layer makes writable: root itself, or the warm executor's
-    nonce: str = field(default_factory=lambda: secrets.token_hex(16))
-    outputs: Outputs | None = None  # opened by `prepare`, closed by `close`
+    mounts: dict[str, Path]
+    boxes: dict[str, Path]
+    channel: Channel | None = None
 
-    def inside(self, layer: Layer, path: Path) -> str:
-        return layer.inside(path, self.mount)
+    @classmethod
+    def under(cls, root: Path) -> Execution:
+        """A fresh interpreter's folders: a mount of its own for each role, in `root`."""
+        mounts = {role: root / role for role in ROLES}
+        return cls(mounts, {role: mounts[role] / "box" for role in ROLES})
 
-    @property
-    def box(self) -> Path:
-        return self.root / "box"
+    def inside(self, layer: Layer, role: str, path: Path) -> str:
+        return layer.inside(path, self.mounts[role])
 
-    @property
-    def stdout(self) -> Path:
-        return self.root / STDOUT_NAME
+    def prepare(self, job: Job, folder: Path | None = None) -> None:
+        # Made here, never through a link or a file left at its name (mkdir refuses anything
+        # already there).
+        for role in job.roles:
+            self.mounts[role].mkdir(exist_ok=True)
+            self.boxes[role].mkdir()
+        self.channel = Channel(job, folder)
 
-    @property
-    def stderr(self) -> Path:
-        return self.root / STDERR_NAME
-
-    def prepare(self, program: str) -> None:
-        # A fresh interpreter's folder is new already; the warm executor's is made here, never
-        # through a link or file left at its name (mkdir refuses anything already there).
-        if self.root.is_symlink() or not self.root.is_dir():
-            self.root.mkdir()
-        self.box.mkdir()
-        (self.box / PROGRAM_NAME).write_text(program, encoding="utf-8")
-        # The output files exist, opened by the harness, before the candidate runs: what it
-        # leaves at their names later is never read (sandbox/outputs).
-        self.outputs = Outputs(self.root, self.box)
-
-    def opened(self) -> Outputs:
-        if self.outputs is None:
-            raise SandboxError("the execution's output files were never opened (prepare)")
-        return self.outputs
+    def opened(self) -> Channel:
+        if self.channel is None:
+            raise SandboxError("the execution's descriptors were never made (prepare)")
+        return self.channel
 
     def close(self) -> None:
-        if self.outputs is not None:
-            self.outputs.close()
+        if self.channel is not None:
+            self.channel.close()
 
-    def config(self, layer: Layer, rlimits: dict) -> dict:
-        """What the code before the candidate needs, with paths as seen inside the layer."""
-        return {"network": layer.network, "rlimits": rlimits, "nonce": self.nonce,
-                "program": PROGRAM_NAME,
-                "started": self.inside(layer, self.box / STARTED_NAME),
-                "done": self.inside(layer, self.box / DONE_NAME)}
+    def config(self, layer: Layer, role: str, job: Job, rlimits: dict) -> dict:
+        """What the code before a role's program needs, paths as seen inside the layer."""
+        side = job.side(role)
+        return {"network": layer.network, "rlimits": rlimits,
+                "role": "joint" if job.joint else role, "name": side.name,
+                "steps": side.steps, "entry_point": job.entry_point,
+                "cwd": self.inside(layer, role, self.boxes[role])}
 
-    def verdict(self, code: int | None, timed_out: bool, seconds: float, limits: Limits,
-                layer: Layer, executor: str) -> Verdict:
-        outputs = self.opened()
-        if outputs.small_file(STARTED_NAME, 0) is None and not outputs.attacks:
-            # The candidate never ran: checked before any output is read, since a process
-            # that vanished may have written none.
-            raise self.not_started(code, timed_out, limits, layer, executor)
-        proven = outputs.small_file(DONE_NAME, DONE_BYTES) == self.nonce
-        outputs.check_replaced()
-        attack = "; ".join(outputs.attacks)
+    def verdict(self, job: Job, codes: dict[str, int | None], timed_out: bool, seconds: float,
+                limits: Limits, layer: Layer, executor: str) -> Verdict:
+        channel = self.opened()
+        roles = job.roles
+        started = {role: channel.status(role) for role in roles}
+        passed = started[roles[-1]] == STARTED + PASSED
+        for role in roles:
+            # A process that never began its program was lost, or its layer failed: nothing
+            # about the candidate is known. Once the candidate began, all that follows is its
+            # doing; a pass needs the tests to have begun and ended.
+            if not started[role].startswith(STARTED) and not passed:
+                raise self.not_started(role, codes[role], timed_out, limits, layer, executor)
+        cap = limits.output_bytes
+        stdout = {role: channel.text(role, "stdout", cap) for role in ("candidate", "tests")
+                  if role in roles}
+        stderr = {role: channel.text(role, "stderr", cap) for role in ("tests", "candidate")
+                  if role in roles}
         if timed_out:
             status = "timeout"
-        elif attack:
-            status = "failed"  # whatever it proved, it tampered with what proves it
-        elif code == 0:
-            status = "passed" if proven else "exited_early"
-        else:
+        elif passed and job.silent and any([*stdout.values(), *stderr.values()]):
             status = "failed"
-        return Verdict(status=status, exit_code=code, seconds=round(seconds, 4),
-                       stdout=outputs.text(outputs.stdout, limits.output_bytes, tail=False),
-                       stderr=outputs.text(outputs.stderr, limits.output_bytes, tail=True),
-                       network=layer.network, layer=layer.name,
-                       executor=executor, limit=limits.timeout, output_limited=max(
-                           outputs.size(outputs.stdout),
-                           outputs.size(outputs.stderr)) >= limits.file_bytes, attack=attack)
+            stderr["tests"] = _joined(stderr["tests"], "AssertionError: the program wrote "
+                                      "output, which fails the tests (any output is a failed "
+                                      "console.assert)\n")
+        else:
+            status = "passed" if passed else "failed"
+        # The tests' stderr first: what the candidate raised or said last is shown first.
+        return Verdict(status=status, exit_code=codes["candidate"], seconds=round(seconds, 4),
+                       stdout=_joined(*stdout.values()), stderr=_joined(*stderr.values()),
+                       network=layer.network, layer=layer.name, executor=executor,
+                       limit=limits.timeout, output_limited=max(
+                           channel.size(role, stream) for role in roles
+                           for stream in ("stdout", "stderr")) >= limits.file_bytes)
 
-    def not_started(self, code: int | None, timed_out: bool, limits: Limits, layer: Layer,
-                    executor: str) -> SandboxError:
-        """Why the program never started. The layer or the bootstrap saying so (an exit status
-        of its own, a message) is a harness fault as it stands; a process killed by a signal,
-        out of time before it started, or gone without a word of output was lost to something
-        outside it (`ExecutionLost`: run once more)."""
-        outputs = self.opened()
-        stderr = outputs.text(outputs.stderr, limits.output_bytes, tail=True).strip()
-        where = f"{layer.name} sandbox ({executor} executor)"
+    def not_started(self, role: str, code: int | None, timed_out: bool, limits: Limits,
+                    layer: Layer, executor: str) -> SandboxError:
+        """Why the process of `role` never began its program. The layer or the bootstrap
+        saying so (an exit status of its own, a message) is a harness fault as it stands; a
+        process killed by a signal, out of time before it began, or gone without a word of
+        output was lost to something outside it (`ExecutionLost`: run once more)."""
+        stderr = self.opened().text(role, "stderr", limits.output_bytes).strip()
+        where = f"{layer.name} sandbox ({executor} executor), {role} process,"
         if code is not None and code > 0:
             return SandboxError(f"{where} did not start: {stderr or f'exit status {code}'}")
         if timed_out:
             why = f"it had not started when the {limits.timeout:g} s limit ran out"
         elif code is not None and code < 0:
-            why = f"its process was killed by {_signal_name(-code)} before the program started"
+            why = f"it was killed by {_signal_name(-code)} before its program began"
         else:
-            why = f"its process ended (exit status {code}) before the program started"
+            why = f"it ended (exit status {code}) before its program began"
         if not stderr:
             why += ", and left no output"
-        return ExecutionLost(f"{where} lost the execution: {why}"
-                             + (f"; it wrote: {stderr}" if stderr else ""))
+        return ExecutionLost(f"{where} was lost: {why}" + (f"; it wrote: {stderr}" if stderr
+                                                            else ""))
+
+
+def _joined(*texts: str) -> str:
+    """The texts one after the other, each on lines of its own."""
+    joined = ""
+    for text in texts:
+        joined += ("\n" if joined and text and not joined.endswith("\n") else "") + text
+    return joined
 
 
 def _signal_name(number: int) -> str:
@@ -194,7 +207,8 @@ def _signal_name(number: int) -> str:
 
 
 class FreshSandbox:
-    """A fresh interpreter per execution inside `layer`; see the module docstring."""
+    """A fresh interpreter for each process of each execution inside `layer`; see the module
+    docstring."""
 
     executor = "fresh"
 
@@ -213,66 +227,87 @@ class FreshSandbox:
     def shutdown(self) -> None:
         """Nothing outlives an execution here; present so every Sandbox can be shut down."""
 
-    def run(self, program: str, timeout: float | None = None) -> Verdict:
+    def run(self, job: Job, timeout: float | None = None) -> Verdict:
         limits = self.limits if timeout is None else replace(self.limits, timeout=timeout)
         root = temp_folder("run")
-        execution = Execution(root, root)
-        group = self.cgroups.child(self.limits.processes, self.limits.memory_bytes) \
-            if self.cgroups else None
+        execution = Execution.under(root)
+        # The candidate's process alone gets a cgroup: the tests' run nothing but the dataset's
+        # code, start no process, and end with their process group.
+        groups = {role: self.cgroups.child(self.limits.processes, self.limits.memory_bytes)
+                  if self.cgroups and role == "candidate" else None for role in job.roles}
         try:
-            self.prepare(execution, program)
-            return self._run(execution, group, limits)
+            self.prepare(execution, job)
+            return self._run(execution, job, groups, limits)
         finally:
-            if group is not None:
-                group.kill()
-                group.remove()
+            for group in groups.values():
+                if group is not None:
+                    group.kill()
+                    group.remove()
             execution.close()
-            shutil.rmtree(execution.root, ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
 
-    def prepare(self, execution: Execution, program: str) -> None:
-        execution.prepare(program)
+    def prepare(self, execution: Execution, job: Job) -> None:
+        execution.prepare(job, execution.mounts["tests"].parent)
 
     def environment(self, box: str) -> dict[str, str]:
-        """The variables the execution sees (`box`: its working folder inside the layer)."""
+        """The variables a process sees (`box`: its working folder inside the layer)."""
         return dict(SAFE_ENV, HOME=box, TMPDIR=box)
 
-    def _run(self, execution: Execution, group: Cgroup | None, limits: Limits) -> Verdict:
-        config = json.dumps(execution.config(self.layer, limits.rlimits())).encode()
-        # The nonce travels through a pipe, not argv, so /proc/self/cmdline does not show it.
+    def _start(self, execution: Execution, job: Job, role: str, group: Cgroup | None,
+               limits: Limits) -> subprocess.Popen[bytes]:
+        channel = execution.opened()
+        fds = channel.fds[role]
+        config = execution.config(self.layer, role, job, limits.rlimits())
+        config["fds"] = [1, 2, *fds[2:]]
         read_end, write_end = os.pipe()
-        os.write(write_end, config)
+        os.write(write_end, json.dumps(config).encode())
         os.close(write_end)
-        box = execution.inside(self.layer, execution.box)
-        env = self.environment(box)
+        box = execution.boxes[role]
         argv = self.layer.command([self.python, "-I", "-c", BOOTSTRAP, str(read_end)],
-                                  execution.mount, execution.box, self.readable)
-        started = time.monotonic()
-        outputs = execution.opened()
+                                  execution.mounts[role], box, self.readable)
         try:
-            proc = subprocess.Popen(
-                argv, cwd=execution.box, env=env, stdin=subprocess.DEVNULL,
-                stdout=outputs.stdout, stderr=outputs.stderr, process_group=0,
-                pass_fds=(read_end,),
-                # Joined before exec, so nothing the candidate starts is outside the group.
+            return subprocess.Popen(
+                argv, cwd=box, env=self.environment(config["cwd"]), stdin=subprocess.DEVNULL,
+                stdout=fds[0], stderr=fds[1], process_group=0, pass_fds=(read_end, *fds[2:]),
+                # Joined before exec, so nothing the process starts is outside the group.
                 preexec_fn=(lambda: group.add(os.getpid())) if group else None)
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot start {argv[0]}: {exc}") from exc
         finally:
             os.close(read_end)
+            channel.sent(role)
+
+    def _run(self, execution: Execution, job: Job, groups: dict[str, Cgroup | None],
+             limits: Limits) -> Verdict:
+        started = time.monotonic()
+        procs: dict[str, subprocess.Popen[bytes]] = {}
+        codes: dict[str, int | None] = dict.fromkeys(job.roles)
+        judge = job.roles[-1]  # the process whose end is the tests' end
+        timed_out = False
         try:
-            code: int | None = self.layer.exit_code(proc.wait(timeout=limits.timeout))
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            code = None
+            for role in job.roles:
+                procs[role] = self._start(execution, job, role, groups[role], limits)
+            try:
+                codes[judge] = self.layer.exit_code(procs[judge].wait(timeout=limits.timeout))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            seconds = time.monotonic() - started
+            if not timed_out and judge != "candidate":
+                try:
+                    codes["candidate"] = self.layer.exit_code(
+                        procs["candidate"].wait(timeout=CANDIDATE_GRACE))
+                except subprocess.TimeoutExpired:
+                    pass  # its answers are all the tests wanted of it
         finally:
-            # Also reaps children the candidate left behind in its process group.
-            signal_group(proc.pid, signal.SIGKILL)
-            if group is not None:
-                group.kill()
-            proc.wait()
-        return execution.verdict(code, timed_out, time.monotonic() - started, limits,
-                                 self.layer, self.executor)
+            for role, proc in procs.items():
+                # Also reaps what the process left behind in its process group.
+                signal_group(proc.pid, signal.SIGKILL)
+                group = groups[role]
+                if group is not None:
+                    group.kill()
+                proc.wait()
+        return execution.verdict(job, codes, timed_out, seconds, limits, self.layer,
+                                 self.executor)
 
 
 class ProcessSandbox(FreshSandbox):

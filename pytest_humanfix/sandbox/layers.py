@@ -1,16 +1,20 @@
 """The two isolation layers an execution can run in: bubblewrap, and a plain process.
 
-`bwrap`: a read-only view of the file system with the home folder, the folders of the run's data
-and every cache of answers hidden (`hidden_folders`), a private writable folder (the only one),
-fresh /tmp and /dev that are read-only, new PID, network, IPC and UTS namespaces,
---die-with-parent, --new-session and every capability dropped; the bootstrap inside sets the
-rlimits. `process`: an ordinary child process with a clean environment, rlimits and its own
-network namespace where the kernel allows one; what it cannot stop, `ProcessLayer.limits`.
+`bwrap`: deny by default. A process sees only what it needs, read-only (`shown_paths`): the
+system's programs and libraries and /etc, the interpreter's standard library and numpy (the
+prelude's one package from outside it), the worker's compile caches; every Python package
+folder in them emptied; its own writable folder; fresh /tmp and /dev that are read-only. Not the
+home folder, /opt, /srv, /var, /work, any checkout, data set, record, wheel or cache. New PID,
+network, IPC and UTS namespaces, --die-with-parent, --new-session and every capability dropped;
+the bootstrap inside sets the rlimits. `process`: an ordinary child process with a clean
+environment, rlimits and its own network namespace where the kernel allows one; what it cannot
+stop, `ProcessLayer.limits`.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -34,6 +38,17 @@ def network_mode(python: str = sys.executable) -> str:
 
 
 BOX = "/tmp/humanfix"  # where the writable folder appears inside bwrap
+# The system's folders a process inside bwrap sees, read-only, where they exist (a link among
+# them, /bin -> usr/bin on a merged /usr, is made as the same link).
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Where Python packages are installed under a folder that is shown: emptied, since any of them
+# may hold an installed copy of this package, whose data holds the canonical solutions.
+PACKAGE_FOLDERS = ("lib/python3*/site-packages", "lib/python3*/dist-packages",
+                   "local/lib/python3*/site-packages", "local/lib/python3*/dist-packages",
+                   "lib/python3/dist-packages")
+# The prelude's packages from outside the standard library, shown again inside their emptied
+# folder, with the libraries their wheels carry beside them.
+PRELUDE_PACKAGES = ("numpy",)
 # The data shipped in the package: every language's tasks and their canonical solutions.
 PACKAGED_DATA = Path(__file__).resolve().parents[1] / "data"
 # Where the Hub's libraries cache datasets (HumanEvalPack, HumanEval+ and their answers).
@@ -86,20 +101,41 @@ class ProcessLayer:
         return f"process layer, network: {net}"
 
 
-def _masked_folders() -> list[Path]:
-    """Folders replaced with an empty read-only one inside bwrap: /tmp (other runs' files) and
-    the home folder (keys, tokens)."""
-    home = Path.home().resolve()
-    return [Path("/tmp"), *([home] if home not in (Path("/"), Path("/tmp")) and home.is_dir()
-                            else [])]
+@functools.cache
+def shown_paths(python: str = sys.executable) -> tuple[tuple[str, str, str], ...]:
+    """What bwrap shows a process, as (option, source, destination) in the order given:
+    the system's folders, the interpreter's prefixes, the package folders in them emptied,
+    then the prelude's packages shown again (docs/sandbox.md#what-a-candidate-can-read)."""
+    shown: list[tuple[str, str, str]] = []
+    roots = []
+    for folder in map(Path, SYSTEM_FOLDERS):
+        if folder.is_symlink():
+            shown.append(("--symlink", os.readlink(folder), str(folder)))
+        elif folder.is_dir():
+            roots.append(folder)
+    interpreter = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    interpreter.add(Path(python).resolve().parent.parent)
+    for prefix in sorted(interpreter):
+        if not any(prefix.is_relative_to(root) for root in roots):
+            roots.append(prefix)
+    shown += [("--ro-bind", str(root), str(root)) for root in roots]
+    emptied = sorted({found for root in roots for pattern in PACKAGE_FOLDERS
+                      for found in root.glob(pattern) if found.is_dir()})
+    shown += [("--tmpfs", str(folder), "") for folder in emptied]
+    for name in PRELUDE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            package = Path(location).resolve()
+            for path in (package, package.with_name(f"{name}.libs")):
+                if path.is_dir():
+                    shown.append(("--ro-bind", str(path), str(path)))
+    shown += [("--remount-ro", str(folder), "") for folder in emptied]
+    return tuple(shown)
 
 
-def _needed_under(folder: Path, python: str) -> list[Path]:
-    """Interpreter folders inside a masked folder (~/.pyenv, a venv in a clone under /tmp) that
-    must stay visible."""
-    needed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                         Path(python).resolve().parent)}
-    return sorted(p for p in needed if p.is_relative_to(folder) and p != folder)
+def _inside_shown(path: Path, python: str) -> bool:
+    return any(option == "--ro-bind" and path.is_relative_to(source)
+               for option, source, _ in shown_paths(python))
 
 
 def answer_caches(environ: dict[str, str] | None = None) -> list[Path]:
@@ -110,17 +146,19 @@ def answer_caches(environ: dict[str, str] | None = None) -> list[Path]:
         + [cache_home / "huggingface"]
 
 
-def hidden_folders(hidden: tuple[str, ...], masked: list[Path]) -> tuple[list[Path], list[Path]]:
-    """The folders to hide whole and the files to hide one by one, for `hidden` (the run's
-    data files and answer folders: a file's whole folder goes, with what lies beside it, such
-    as other languages and HumanEval+), the package's data and the answer caches. What a
-    masked folder hides already, or what does not exist, is left out."""
+def hidden_folders(hidden: tuple[str, ...], python: str = sys.executable
+                   ) -> tuple[list[Path], list[Path]]:
+    """Of `hidden` (the run's data files and answer folders), the package's data and the
+    answer caches, what lies inside a folder bwrap shows (a data set kept under /usr, say):
+    the folders to hide whole and the files to hide one by one (a data file's whole folder
+    goes, with what lies beside it, such as other languages and HumanEval+; a folder close to
+    / loses only its data files). What does not exist, or is not shown, is left out."""
     folders: dict[Path, None] = {}
     files: dict[Path, None] = {}
     for path in [*map(Path, hidden), PACKAGED_DATA, *answer_caches()]:
         for real in dict.fromkeys([path.absolute(), path.resolve()]):
             folder = real if real.is_dir() else real.parent if real.is_file() else None
-            if folder is None or any(folder.is_relative_to(m) for m in masked):
+            if folder is None or not _inside_shown(folder, python):
                 continue
             if len(folder.parts) >= MIN_HIDDEN_DEPTH:
                 folders[folder.resolve()] = None
@@ -144,22 +182,18 @@ class BwrapLayer:
 
     def command(self, argv: list[str], root: Path, cwd: Path,
                 readable: tuple[Path, ...] = ()) -> list[str]:
-        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        masked = _masked_folders()
-        folders, files = hidden_folders(self.hidden, masked)
-        for folder in masked + folders:
-            args += ["--tmpfs", str(folder)]
-            # What must stay visible under it: the interpreter (a venv in the data's folder).
-            for keep in _needed_under(folder, self.python):
-                args += ["--ro-bind", str(keep), str(keep)]
+        args = [self.bwrap]
+        for option, source, destination in shown_paths(self.python):
+            args += [option, source, *([destination] if destination else [])]
+        folders, files = hidden_folders(self.hidden, self.python)
+        for folder in folders:
+            args += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
         for hidden in files:
             args += ["--ro-bind", "/dev/null", str(hidden)]
-        args += ["--bind", str(root), BOX]
-        for folder in readable:  # under a masked folder (/tmp): shown again, read-only
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(root), BOX]
+        for folder in readable:
             args += ["--ro-bind", str(folder), str(folder)]
-        for folder in masked + folders:
-            args += ["--remount-ro", str(folder)]
-        args += ["--remount-ro", "/dev",
+        args += ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/",
                  "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                  "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                  "--cap-drop", "ALL", "--chdir", self.inside(cwd, root), "--", *argv]
@@ -173,9 +207,8 @@ class BwrapLayer:
         return -(code - 128) if 128 < code < 128 + 65 else code
 
     def describe(self) -> str:
-        return ("bwrap layer: read-only file system, home, data folders and answer caches "
-                "hidden, private writable folder, "
-                "new PID/network/IPC namespaces, no capabilities")
+        return ("bwrap layer: only the system, the interpreter and numpy shown, read-only; "
+                "private writable folder, new PID/network/IPC namespaces, no capabilities")
 
 
 @functools.cache

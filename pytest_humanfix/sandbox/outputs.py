@@ -1,113 +1,107 @@
-"""The files an execution leaves for the harness, read only through descriptors the harness
-opened before the candidate started: its stdout and stderr files, and its working folder, in
-which the started and done files are opened without following a link, never a named pipe nor
-more bytes than asked. Whatever the candidate put at those names instead (a link, a pipe, a
-socket, an oversized, unreadable or another file) is an attack on the harness, named in the
-verdict's `attack` (docs/sandbox.md#files-the-harness-reads-back).
+"""What the harness makes for one execution before either process starts, and reads back after:
+the two pipes between the tests and the candidate, a status pipe each, each process's program
+and its stdout and stderr. None of it has a name in any folder: the output files are unlinked
+temporary files and the programs memory files, handed to each process as descriptors, so no
+process can reach the other's, and the harness reads nothing a candidate could have put at a
+name (docs/sandbox.md#what-the-harness-reads-back).
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
+import tempfile
 from pathlib import Path
 
-STDOUT_NAME = "stdout"
-STDERR_NAME = "stderr"
-# Opened here, never through a link or at a name something already holds.
-NEW_FILE = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-# A pipe opened for reading would wait for a writer; non-blocking, it opens and fstat tells.
-SMALL_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+from .environment import Job
+
+# The most a status pipe holds: "started", then the tests' "passed".
+STATUS_BYTES = 64
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+def _file_text(fd: int, cap: int, tail: bool) -> str:
+    size = os.fstat(fd).st_size
+    if size <= cap:
+        return os.pread(fd, size, 0).decode("utf-8", "replace")
+    data = os.pread(fd, cap, size - cap if tail else 0).decode("utf-8", "replace")
+    marker = f"[... {size - cap} bytes cut ...]"
+    return f"{marker}\n{data}" if tail else f"{data}\n{marker}"
 
 
-class Outputs:
-    """Made by `Execution.prepare` with the execution's folder `root` and working folder `box`
-    in place: the candidate's stdout and stderr go to the files opened here."""
+def _unnamed_file(folder: Path | None) -> int:
+    """A temporary file that no name leads to (O_TMPFILE where the file system has it)."""
+    with tempfile.TemporaryFile(dir=folder) as handle:
+        return os.dup(handle.fileno())
 
-    def __init__(self, root: Path, box: Path) -> None:
-        self.paths = {STDOUT_NAME: root / STDOUT_NAME, STDERR_NAME: root / STDERR_NAME,
-                      "working folder": box}
-        self.fds: dict[str, int] = {}
-        self.attacks: list[str] = []
+
+def _memory_file(text: str) -> int:
+    fd = os.memfd_create("humanfix-program")
+    data = memoryview(text.encode("utf-8"))
+    while data:
+        data = data[os.write(fd, data):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+class Channel:
+    """The descriptors of one execution (see the module docstring); `fds(role)` lists what the
+    process of `role` gets, in the order `inside/child.py` puts them at (stdout, stderr, calls
+    in, calls out, status, program). `sent(role)` closes the harness's copies once that process
+    has them; `close` closes the rest."""
+
+    def __init__(self, job: Job, folder: Path | None = None) -> None:
+        self.fds: dict[str, list[int]] = {}
+        self.kept: dict[str, dict[str, int]] = {}
+        opened: list[int] = []
         try:
-            for name in (STDOUT_NAME, STDERR_NAME):
-                self.fds[name] = os.open(self.paths[name], NEW_FILE, 0o600)
-            self.fds["working folder"] = os.open(box, FOLDER)
+            calls = os.pipe()  # the tests write, the candidate reads
+            answers = os.pipe()  # the candidate writes, the tests read
+            opened += [*calls, *answers]
+            ends = {"candidate": (calls[0], answers[1]), "tests": (answers[0], calls[1])}
+            for role in job.roles:
+                status_read, status_write = os.pipe()
+                opened += [status_read, status_write]
+                stdout, stderr = _unnamed_file(folder), _unnamed_file(folder)
+                program = _memory_file(job.side(role).program)
+                opened += [stdout, stderr, program]
+                self.fds[role] = [stdout, stderr, *ends[role], status_write, program]
+                self.kept[role] = {"stdout": stdout, "stderr": stderr, "status": status_read}
         except BaseException:
-            self.close()
+            for fd in opened:
+                os.close(fd)
             raise
+        self._open = set(opened)
 
-    @property
-    def stdout(self) -> int:
-        return self.fds[STDOUT_NAME]
+    def sent(self, role: str) -> None:
+        """The process of `role` holds its descriptors: the harness keeps only what it reads."""
+        keep = set(self.kept[role].values())
+        for fd in self.fds[role]:
+            if fd not in keep and fd in self._open:
+                os.close(fd)
+                self._open.discard(fd)
 
-    @property
-    def stderr(self) -> int:
-        return self.fds[STDERR_NAME]
-
-    def size(self, fd: int) -> int:
-        return os.fstat(fd).st_size
-
-    def text(self, fd: int, cap: int, tail: bool) -> str:
-        """The file's text, cut to `cap` bytes, with a line saying how much was cut."""
-        size = self.size(fd)
-        if size <= cap:
-            return os.pread(fd, size, 0).decode("utf-8", "replace")
-        data = os.pread(fd, cap, size - cap if tail else 0).decode("utf-8", "replace")
-        marker = f"[... {size - cap} bytes cut ...]"
-        return f"{marker}\n{data}" if tail else f"{data}\n{marker}"
-
-    def small_file(self, name: str, cap: int) -> str | None:
-        """The text of the working folder's file `name`, None where there is none. A link, a
-        pipe, anything but a regular file, one over `cap` bytes, or a name that cannot be
-        opened at all (a socket there, the file or the folder made unreadable) is not read: an
-        attack, since an error escaping here would drop the task from pass@1."""
+    def status(self, role: str) -> bytes:
+        """What the process of `role` wrote on its status pipe; every writer must be gone."""
+        fd = self.kept[role]["status"]
+        os.set_blocking(fd, False)
+        data = b""
         try:
-            fd = os.open(name, SMALL_FILE, dir_fd=self.fds["working folder"])
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self.attacks.append(f"{name} is a symbolic link" if exc.errno == errno.ELOOP
-                                else f"{name} cannot be opened: {exc.strerror}")
-            return None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                self.attacks.append(f"{name} is {_kind(info.st_mode)}")
-                return None
-            if info.st_size > cap:
-                self.attacks.append(f"{name} holds {info.st_size} bytes, more than the {cap} "
-                                    "the harness reads")
-                return None
-            return os.pread(fd, cap, 0).decode("utf-8", "replace")
-        finally:
-            os.close(fd)
+            while len(data) < STATUS_BYTES:
+                chunk = os.read(fd, STATUS_BYTES - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        except BlockingIOError:
+            pass  # a writer still holds it (a process that outlived its group): what came
+        return data
 
-    def check_replaced(self) -> None:
-        """An attack for each of the harness's files that its name no longer leads to (the
-        harness reads its own descriptors whatever the name holds; gone is no attack)."""
-        for name, fd in self.fds.items():
-            try:
-                now = os.lstat(self.paths[name])
-            except FileNotFoundError:
-                continue
-            opened = os.fstat(fd)
-            if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
-                self.attacks.append(f"its {name} was replaced with {_kind(now.st_mode)}")
+    def text(self, role: str, stream: str, cap: int) -> str:
+        """The process's stdout or stderr, cut to `cap` bytes (stderr keeps its end)."""
+        return _file_text(self.kept[role][stream], cap, tail=stream == "stderr")
+
+    def size(self, role: str, stream: str) -> int:
+        return os.fstat(self.kept[role][stream]).st_size
 
     def close(self) -> None:
-        for fd in self.fds.values():
+        for fd in self._open:
             os.close(fd)
-        self.fds = {}
+        self._open = set()

@@ -1,7 +1,13 @@
-"""The program an execution runs, assembled as the BigCode harness assembles it: its imports, the
-candidate, then the task's test (docs/sandbox.md)."""
+"""The two Python programs of an execution (docs/sandbox.md#the-tests-and-the-candidate-apart):
+the candidate's, assembled as the BigCode harness assembles its candidates (its imports, then
+the candidate), and the tests', which call it: the same imports, the task's own helpers (the
+declaration before the entry point: `poly` for find_zero, `encode_cyclic` for decode_cyclic),
+the test set-up and the tests. The tests use the task's helpers as the dataset wrote them, never
+a candidate's version of them."""
 
 from __future__ import annotations
+
+import re
 
 from .inside import source
 
@@ -9,8 +15,27 @@ from .inside import source
 PRELUDE = source("prelude.py").rstrip("\n")
 
 
+def candidate_program(code: str) -> str:
+    """The candidate's program, as the BigCode harness puts it before the tests."""
+    return (PRELUDE + "\n" + code).strip() + "\n"
+
+
+def task_helpers(declaration: str, entry_point: str) -> str:
+    """The declaration's text before the entry point's `def`: its imports and helpers."""
+    found = list(re.finditer(rf"(?m)^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(",
+                             declaration))
+    return declaration[:found[-1].start()] if found else declaration
+
+
+def tests_program(tests: str, declaration: str, entry_point: str, test_setup: str = "") -> str:
+    """The tests' program: the imports, the task's helpers, its set-up, then the tests, whose
+    entry point is the candidate across the pipe (`inside/tests.py`)."""
+    parts = [PRELUDE, task_helpers(declaration, entry_point).strip(), test_setup, tests]
+    return "\n".join(part for part in parts if part) + "\n"
+
+
 def build_program(code: str, test: str, test_setup: str = "") -> str:
-    """The program the BigCode harness runs: prelude, candidate, then the task's test."""
+    """The one program the BigCode harness runs (prelude, candidate, the task's test), for the
+    benchmarks that compare with harnesses that run it so."""
     candidate = (PRELUDE + "\n" + code).strip()
     return candidate + "\n" + (test_setup + "\n" if test_setup else "") + test + "\n"
-

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .environment import ExecutionLost, Layer, Sandbox, SandboxError, Verdict
+from .environment import ExecutionLost, Job, Layer, Sandbox, SandboxError, Verdict
 
 # One lock for every humanfix run on this machine: re-runs are alone across runs as well.
 RERUN_LOCK = Path(tempfile.gettempdir()) / "humanfix-rerun.lock"
@@ -45,24 +45,24 @@ class TaskSandbox:
     def layer(self) -> Layer:
         return self.sandbox.layer
 
-    def run(self, program: str, timeout: float | None = None) -> Verdict:
+    def run(self, job: Job, timeout: float | None = None) -> Verdict:
         limit = timeout or self.limit
         self.runs += 1
         try:
-            verdict = self.sandbox.run(program, limit)
+            verdict = self.sandbox.run(job, limit)
         except ExecutionLost as exc:
-            return self.run_again_after_loss(program, limit, str(exc))
+            return self.run_again_after_loss(job, limit, str(exc))
         if verdict.status != "timeout":
             return verdict
         with alone(self.lock):
-            verdict = self.sandbox.run(program, limit)
+            verdict = self.sandbox.run(job, limit)
         verdict.rerun = True
         return verdict
 
-    def run_again_after_loss(self, program: str, limit: float, lost: str) -> Verdict:
+    def run_again_after_loss(self, job: Job, limit: float, lost: str) -> Verdict:
         try:
             with alone(self.lock):
-                verdict = self.sandbox.run(program, limit)
+                verdict = self.sandbox.run(job, limit)
         except ExecutionLost as again:
             raise SandboxError(f"{lost}; run once more, alone: {again}") from None
         verdict.lost = lost

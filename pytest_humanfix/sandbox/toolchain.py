@@ -1,10 +1,10 @@
 """Executions of a language that is compiled, or run by another interpreter than ours (JS,
-Java, Go, C++, Rust): the same fresh path, layer, limits, cgroup and verdict as a Python
-candidate, but the program inside the layer is `inside/toolchain.py`, which runs the language's
-steps (compile, then run) on the source file. Compile caches are per worker and built once
-from fixed code; executions read them (`readable`) or copy one they must write (Go's), so no
-candidate writes into what another reads. A pass needs the proof that the tests finished
-(docs/sandbox.md#the-proof-that-the-tests-ran, docs/languages.md#execution).
+Java, Go, C++, Rust): the same fresh path, layer, limits, cgroups and verdict as a Python
+execution, but each process runs `inside/toolchain.py` on a plan: the files the language's job
+gives it and the language's steps (compile, then run) for its role. Compile caches are per
+worker and built once from fixed code; executions read them (`readable`) or copy one they must
+write (Go's), so no candidate writes into what another reads
+(docs/sandbox.md#the-tests-and-the-candidate-apart, docs/languages.md#execution).
 """
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from .cgroup import Cgroup
-from .environment import Layer, Limits, SandboxError
+from .environment import Job, Layer, Limits, SandboxError, Side, Verdict
 from .fresh import Execution, FreshSandbox, temp_folder
-from .inside import source
 
-PLAN_NAME = "humanfix-plan.json"
-# The proof that a program's tests ran to their end: after the last check, the test driver
-# each language adds (`languages`) writes the secret it finds in this variable, which only the
-# run step's environment holds, to this file of its working folder; `inside/toolchain.py`
-# makes the secret per execution and checks the file.
+# The proof that a joint program's tests ran to their end: after the last check, the test
+# driver each language adds (`languages`) writes the secret it finds in this variable, which
+# only the run step's environment holds, to this file of its working folder;
+# `inside/toolchain.py` makes the secret per execution and checks the file.
 FINISHED_VARIABLE = "HUMANFIX_FINISHED"
 FINISHED_NAME = ".humanfix-finished"
 
@@ -47,7 +45,8 @@ class Toolchain(Protocol):
     source_name: str  # the file the program is written to, in the box
     failure_pattern: str  # a regular expression for the most telling line of a failure
 
-    def steps(self, cache: Path) -> list[Step]: ...
+    def steps(self, cache: Path, role: str) -> list[Step]:
+        """The commands of the process of `role` (candidate, tests, or joint)."""
 
     def env(self, box: str, cache: Path) -> dict[str, str]: ...
 
@@ -85,18 +84,31 @@ class ToolchainSandbox(FreshSandbox):
                                f"{detail.decode(errors='replace')[-500:]}".strip()) from exc
         self.warmed = True
 
-    def prepare(self, execution: Execution, program: str) -> None:
+    def run(self, job: Job, timeout: float | None = None) -> Verdict:
         self.start()
-        execution.prepare(source("toolchain.py"))
-        box = execution.box
-        (box / self.toolchain.source_name).write_text(program, encoding="utf-8")
-        plan = {"steps": [{"argv": list(step.argv), "kind": step.kind, "silent": step.silent}
-                          for step in self.toolchain.steps(self.cache)],
-                "env": {}, "output_cap": self.limits.output_bytes,
-                "pattern": self.toolchain.failure_pattern,
-                "finished": {"variable": FINISHED_VARIABLE, "file": FINISHED_NAME}}
-        (box / PLAN_NAME).write_text(json.dumps(plan), encoding="utf-8")
-        self.toolchain.prepare(box, self.cache)
+        return super().run(self.planned(job), timeout)
+
+    def planned(self, job: Job) -> Job:
+        """The job with each side's files completed into a plan: the steps of its role, run
+        by `inside/toolchain.py`."""
+        def plan(side: Side, role: str) -> Side:
+            plan = {"files": json.loads(side.program)["files"],
+                    "steps": [{"argv": list(step.argv), "kind": step.kind,
+                               "silent": step.silent}
+                              for step in self.toolchain.steps(self.cache, role)],
+                    "env": {}, "output_cap": self.limits.output_bytes,
+                    "pattern": self.toolchain.failure_pattern}
+            if role == "joint":
+                plan["finished"] = {"variable": FINISHED_VARIABLE, "file": FINISHED_NAME}
+            return replace(side, program=json.dumps(plan))
+
+        return replace(job, candidate=plan(job.candidate, "joint" if job.joint else "candidate"),
+                       tests=None if job.tests is None else plan(job.tests, "tests"))
+
+    def prepare(self, execution: Execution, job: Job) -> None:
+        super().prepare(execution, job)
+        for role in job.roles:
+            self.toolchain.prepare(execution.boxes[role], self.cache)
 
     def environment(self, box: str) -> dict[str, str]:
         return {**super().environment(box), **self.toolchain.env(box, self.cache)}

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..dataset import Task
-from ..sandbox.environment import Sandbox, Verdict
-from ..sandbox.program import build_program
+from ..languages import LANGUAGES
+from ..sandbox.environment import Job, Sandbox, Verdict
 from ..settings import user_cache_dir
 
 
@@ -57,8 +57,8 @@ def machine() -> str:
     return f"{os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}"
 
 
-def canonical_program(task: Task) -> str:
-    return build_program(task.canonical_code, task.test, task.test_setup)
+def canonical_program(task: Task) -> Job:
+    return LANGUAGES[task.language].job(task.canonical_code, task.test, task)
 
 
 def is_seconds(value: object) -> bool:
@@ -70,7 +70,7 @@ class Reading:
     """What calibration runs for a task and keeps of its verdict (plain JSON, for the cache and
     the workers), and which cached values are such readings: any other is measured again."""
 
-    program: Callable[[Task], str] = canonical_program
+    program: Callable[[Task], Job] = canonical_program
     of: Callable[[Verdict], Any] = lambda verdict: verdict.seconds
     valid: Callable[[object], bool] = is_seconds
 

@@ -1,19 +1,34 @@
-"""What every execution runs before candidate code: in a fresh interpreter (before
-`bootstrap.py`) and in each child of the warm executor (before `warm_server.py`) alike.
+"""What every process of an execution runs first: in a fresh interpreter (before `bootstrap.py`)
+and in each child of the warm executor (before `warm_server.py`) alike.
 
-The harness reads whether isolation was set up from the files named in the configuration:
-`started` exists once the candidate may run, `done` holds the nonce once its program returned
-(docs/sandbox.md#the-proof-that-the-tests-ran).
+An execution is two processes that never share anything but two pipes: the candidate, which
+answers calls, and the tests, which make them (docs/sandbox.md#the-tests-and-the-candidate-apart).
+Each finds its descriptors at fixed numbers: 1 and 2 its output files, `CALLS_IN` and
+`CALLS_OUT` the pipes to the other process, `STATUS` a pipe only the harness reads, `PROGRAM`
+the program it runs (never a file of its folder). Each writes `started` on `STATUS` once its
+isolation is in place; the candidate then closes it, and only the tests write `passed` there,
+once their last line has run: nothing the candidate does reaches the verdict but its answers.
 """
 
-import builtins
 import os
 import resource
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # at run time the role's program (answer.py, tests.py or toolchain.py) follows
+    from .answer import answer_calls
+    from .tests import run_tests
+    from .toolchain import run_steps
 
 # Isolation could not be set up: the harness reports a sandbox fault, never "not fixed".
 FAULT_EXIT = 113
+CALLS_IN, CALLS_OUT, STATUS, PROGRAM = 3, 4, 5, 6
+# The descriptors a process gets, in this order, at 1, 2, CALLS_IN, CALLS_OUT, STATUS, PROGRAM.
+DESCRIPTORS = (1, 2, CALLS_IN, CALLS_OUT, STATUS, PROGRAM)
+STARTED, PASSED = b"started\n", b"passed\n"
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
 
 
 def fault(message: str) -> None:
@@ -52,13 +67,55 @@ def limit(rlimits: dict[str, list[int]]) -> None:
             fault(f"cannot set {name}: {exc}")
 
 
+def arrange(fds: list[int]) -> None:
+    """Puts the descriptors the harness gave at DESCRIPTORS' numbers and closes every other
+    one but stdin (the control pipes above all)."""
+    moved = [os.dup(fd) for fd in fds]  # above any number they must land on
+    for fd, number in zip(moved, DESCRIPTORS, strict=True):
+        os.dup2(fd, number)
+    os.closerange(PROGRAM + 1, 1 << 16)
+
+
+def unprivileged(role: str) -> None:
+    """No process of an execution can gain privileges; the tests' cannot be read or written
+    through ptrace or /proc/<pid>/mem by a process without CAP_SYS_PTRACE, and the candidate,
+    where it would run as root in the process layer, has every capability dropped first."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if role == "tests":
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if role != "tests" and os.geteuid() == 0:
+        for capability in range(64):
+            prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this pid
+        data = (ctypes.c_uint32 * 6)()
+        if ctypes.CDLL(None, use_errno=True).capset(header, data) != 0:
+            fault(f"cannot drop the candidate's capabilities (errno {ctypes.get_errno()})")
+
+
+def program_text() -> str:
+    with os.fdopen(PROGRAM, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
 def run(cfg: dict[str, Any]) -> None:
-    # Isolation is in place: from here on, whatever happens is the candidate's doing.
-    open(cfg["started"], "w").close()
-    program, done, nonce = cfg["program"], cfg["done"], cfg["nonce"]
-    cfg.clear()
-    with open(program, encoding="utf-8") as f:
-        code = compile(f.read(), program, "exec")
-    exec(code, {"__name__": "__main__", "__builtins__": builtins})
-    with open(done, "w") as f:
-        f.write(nonce)
+    """The role's program: "candidate", "tests", or "joint" (a toolchain's plan that holds
+    both, for a language whose tests are not apart yet: it writes `passed` itself)."""
+    role = cfg["role"]
+    unprivileged(role)
+    os.write(STATUS, STARTED)
+    # From here on, whatever happens is the doing of the process's program.
+    if role == "candidate":
+        os.close(STATUS)
+    text = program_text()
+    if cfg["steps"]:
+        run_steps(text)
+    elif role == "candidate":
+        answer_calls(text, cfg["name"], cfg["entry_point"])
+    else:
+        run_tests(text, cfg["name"], cfg["entry_point"])
+    if role != "candidate":
+        os.write(STATUS, PASSED)
+

@@ -1,11 +1,15 @@
-"""The program a toolchain execution runs inside the layer, after `child.py` (compiled
-languages and JavaScript): it runs the steps of `humanfix-plan.json` (compile, then run) one
-after the other, each with its output in files of the box. A failing step ends the program with
-its status and a last stderr line the harness shows first (`CompileError: ...`, `TestError:
-...`); a `silent` step fails when it writes anything (BigCode's rule for JavaScript). A run
-step gets a secret made here, which the test driver writes to the plan's `finished` file after
-the last check; without it the program ends with status 0 and no nonce, as a Python program
-that exits early does (docs/sandbox.md#the-proof-that-the-tests-ran).
+"""A process of a toolchain execution (compiled languages and JavaScript), after `child.py`: its
+program is a plan (JSON) whose files it writes in its working folder and whose steps (compile,
+then run) it runs one after the other, each with its output in files of the box. A failing step
+ends the process with its status and a last stderr line the harness shows first
+(`CompileError: ...`, `TestError: ...`); a `silent` step fails when it writes anything
+(BigCode's rule for JavaScript). The run step gets the pipes of the calls at descriptors
+CALLS_IN and CALLS_OUT (docs/sandbox.md#the-tests-and-the-candidate-apart).
+
+A `joint` plan runs tests and candidate in one program, for a language whose tests are not yet
+apart from the candidate: its run step gets a secret made here, which the test driver writes to
+the plan's `finished` file after the last check; without it the process ends with status 0 and
+no pass (docs/languages.md#execution).
 """
 
 import json as _humanfix_json
@@ -16,6 +20,10 @@ import signal as _humanfix_signal
 import stat as _humanfix_stat
 import subprocess as _humanfix_subprocess
 import sys as _humanfix_sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
+    from .child import CALLS_IN, CALLS_OUT
 
 
 def _humanfix_read(path: str, cap: int) -> str:
@@ -62,19 +70,27 @@ def _humanfix_holds(path: str, secret: str) -> bool:
         _humanfix_os.close(fd)
 
 
-def _humanfix_steps() -> None:
-    with open("humanfix-plan.json", encoding="utf-8") as handle:
-        plan = _humanfix_json.load(handle)
+def run_steps(text: str) -> None:
+    """Returns once every step ended with status 0 (a joint plan: with its proof), else ends
+    the process."""
+    plan = _humanfix_json.loads(text)
+    for name, content in plan["files"].items():
+        # A name of the plan's own, never a path: nothing is written outside the box.
+        with open(_humanfix_os.path.basename(name), "x", encoding="utf-8") as handle:
+            handle.write(content)
     env = dict(_humanfix_os.environ, **plan["env"])
-    cap, finished = plan["output_cap"], plan["finished"]
+    cap, finished = plan["output_cap"], plan.get("finished")
     # Only in the run steps' environment, never on disk nor in a command line.
     secret = _humanfix_secrets.token_hex(16)
     for number, step in enumerate(plan["steps"]):
         out_path, err_path = f"humanfix-{number}.out", f"humanfix-{number}.err"
-        step_env = dict(env, **{finished["variable"]: secret}) if step["kind"] == "run" else env
+        step_env = env
+        if step["kind"] == "run" and finished:
+            step_env = dict(env, **{finished["variable"]: secret})
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
-                                             stdout=out, stderr=err, env=step_env)
+            code = _humanfix_subprocess.call(
+                step["argv"], stdin=_humanfix_subprocess.DEVNULL, stdout=out, stderr=err,
+                env=step_env, pass_fds=(CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ())
         stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
         _humanfix_sys.stdout.write(stdout)
         _humanfix_sys.stderr.write(stderr)
@@ -84,12 +100,10 @@ def _humanfix_steps() -> None:
             _humanfix_fail(step, 0, stderr + "\n" + stdout, plan["pattern"],
                            "the program wrote output, which fails the tests (any output is "
                            "a failed console.assert)")
-    if not _humanfix_holds(finished["file"], secret):
+    if finished and not _humanfix_holds(finished["file"], secret):
         _humanfix_sys.stderr.write("\nthe program exited before its tests finished: its run "
                                    "step ended with exit status 0 before the test driver wrote "
                                    "its proof\n")
-        # SystemExit skips child.py's nonce: the harness reads exited_early, as for Python.
-        _humanfix_sys.exit(0)
-
-
-_humanfix_steps()
+        _humanfix_sys.stdout.flush()
+        _humanfix_sys.stderr.flush()
+        _humanfix_os._exit(0)  # no pass written: the harness reads a failure

@@ -1,9 +1,10 @@
-"""The warm executor's fork server, run after `child.py` in the same program, inside the layer.
+"""A fork server of the warm executor, run after `child.py` and the roles' programs in the same
+program, inside the layer: one serves the candidates' processes, another the tests'.
 
 Arguments: the network mode, "pdeathsig" when the server must die with the harness (the process
 layer; bwrap's --die-with-parent does it otherwise), and the prelude, imported once here so that
-every child starts with it loaded. The line protocol with the harness is `serve`'s; why it forks
-ahead: docs/sandbox.md#the-warm-executor.
+every child starts with it loaded. The harness speaks to it on a packet socket at descriptor 0
+(`serve`); why it forks ahead: docs/sandbox.md#the-warm-executor.
 """
 
 import atexit
@@ -11,16 +12,19 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
-    from .child import isolate_network, limit, run
+    from .child import DESCRIPTORS, arrange, isolate_network, limit, run
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+# The largest configuration message, and the descriptors that come with it.
+MESSAGE_BYTES = 1 << 16
 
 
 def exit_code(exc: SystemExit) -> int:
@@ -32,27 +36,24 @@ def exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def read_config(fd: int) -> dict[str, Any]:
-    """The execution's configuration, sent once the harness has put this process in its cgroup
-    (nothing at all when the harness went away first)."""
-    with open(fd, "rb") as pipe:
-        config: dict[str, Any] = json.loads(pipe.read())
-    return config
+def read_config(channel: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The execution's configuration and descriptors, sent once the harness has put this
+    process in its cgroup (nothing at all when the harness went away first)."""
+    message, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, len(DESCRIPTORS))
+    channel.close()
+    config: dict[str, Any] = json.loads(message)
+    return config, fds
 
 
-def child(config_fd: int) -> NoReturn:
+def child(channel: socket.socket) -> NoReturn:
     code = 1
     try:
-        cfg = read_config(config_fd)
+        cfg, fds = read_config(channel)
         os.setsid()
         os.chdir(cfg["cwd"])
-        for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
-                                (1, cfg["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                                (2, cfg["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
-            new = os.open(path, flags, 0o600)
-            os.dup2(new, fd)
-            os.close(new)
-        os.closerange(3, 1 << 16)  # the control pipes above all
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        arrange(fds)  # the server's own descriptors above all go
         sys.stdin = open(0, closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
@@ -80,34 +81,33 @@ def child(config_fd: int) -> NoReturn:
         os._exit(code)
 
 
-def serve(requests: TextIO, replies: TextIO) -> None:
-    """One line each way: the server says "ready"; the harness asks for a child ("fork"); the
+def serve(control: socket.socket) -> None:
+    """One packet each way: the server says "ready"; the harness asks for a child ("fork"); the
     server forks one, which waits for its configuration, and says "forked". The harness puts the
-    child in the execution's cgroup and sends its configuration (JSON), which the server hands
-    to the child, then answers {"exit_code": N} once the child has ended."""
-    replies.write("ready\n")
-    replies.flush()
-    while requests.readline() == "fork\n":
-        config_read, config_write = os.pipe()
+    child in the execution's cgroup and sends its configuration (JSON) with its descriptors,
+    which the server hands to the child, then answers {"exit_code": N} once the child has
+    ended."""
+    control.send(b"ready")
+    while control.recv(MESSAGE_BYTES) == b"fork":
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
-            requests.close()
-            replies.close()
-            os.close(config_write)
-            child(config_read)
-        os.close(config_read)
-        replies.write("forked\n")
-        replies.flush()
-        line = requests.readline()
+            control.close()
+            ours.close()
+            child(theirs)
+        theirs.close()
+        control.send(b"forked")
+        message, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, len(DESCRIPTORS))
         try:
-            with open(config_write, "wb") as pipe:
-                pipe.write(line.encode())
-        except BrokenPipeError:
+            socket.send_fds(ours, [message], fds)
+        except OSError:
             pass  # the child was killed before it read: its exit status below says so
-        line = ""  # the next child starts from this frame: nothing of this execution stays
+        for fd in fds:
+            os.close(fd)
+        ours.close()
+        message = b""  # the next child starts from this frame: nothing of this execution stays
         status = os.waitpid(pid, 0)[1]
-        replies.write(json.dumps({"exit_code": os.waitstatus_to_exitcode(status)}) + "\n")
-        replies.flush()
+        control.send(json.dumps({"exit_code": os.waitstatus_to_exitcode(status)}).encode())
 
 
 isolate_network(sys.argv[1])
@@ -118,11 +118,10 @@ if sys.argv[2] == "pdeathsig":
 # through ptrace or /proc/<pid>/mem, so it cannot tamper with the executions after its own.
 prctl(PR_SET_DUMPABLE, 0)
 exec(sys.argv[3], {})
-atexit._clear()  # the children run the candidate's exit handlers, never ours
+atexit._clear()  # the children run their program's exit handlers, never ours
 del sys.argv[1:]
-requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+control = socket.socket(fileno=os.dup(0))
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 0)
 os.dup2(null, 1)
-serve(requests, replies)
+serve(control)

@@ -1,0 +1,112 @@
+"""The tests' process, after `child.py` and `wire.py`: it runs the task's tests with the entry
+point's name bound to `HumanfixCandidate`, which sends each call to the candidate's process and
+rebuilds its answer as plain data. The tests' program comes from the harness, never from a
+file the candidate could reach, and nothing of the candidate's runs here
+(docs/sandbox.md#the-tests-and-the-candidate-apart).
+"""
+
+import builtins as _humanfix_tests_builtins
+import linecache as _humanfix_tests_linecache
+import os as _humanfix_tests_os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # at run time child.py's and wire.py's texts come first in the same program
+    from .child import CALLS_IN, CALLS_OUT
+    from .wire import (
+        HumanfixReader,
+        HumanfixWireError,
+        _humanfix_plain,
+        _humanfix_rebuilt,
+        _humanfix_send,
+    )
+
+_HUMANFIX_SHOWN_CHARS = 200
+
+
+class HumanfixCandidateError(Exception):
+    """The candidate's answer is no value: its process ended, or what it sent is not plain
+    data. Also the base of an exception of the candidate's own class, rebuilt by name."""
+
+
+class HumanfixCallLimitError(HumanfixCandidateError):
+    """A call ran past the CPU limit the tests gave it (`HumanfixCandidate.limit`)."""
+
+
+def _humanfix_shown(args: list, kwargs: dict) -> str:
+    text = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    return text if len(text) <= _HUMANFIX_SHOWN_CHARS else text[:_HUMANFIX_SHOWN_CHARS] + "..."
+
+
+def _humanfix_exception(raised: Any) -> Exception:
+    """The candidate's exception rebuilt: a builtin exception type by its name, with its
+    arguments; any other class as a HumanfixCandidateError named like it."""
+    kind = raised.get("type") if type(raised) is dict else None
+    kind = kind if type(kind) is str and kind.isidentifier() and len(kind) <= 100 else "Exception"
+    try:
+        args = _humanfix_rebuilt(raised.get("args", []))
+    except HumanfixWireError:
+        args = []
+    args = args if type(args) is list else []
+    found = getattr(_humanfix_tests_builtins, kind, None)
+    if isinstance(found, type) and issubclass(found, Exception):
+        try:
+            rebuilt: Exception = found(*args)
+            return rebuilt
+        except Exception:
+            pass
+    named: type[Exception] = type(kind, (HumanfixCandidateError,), {"__module__": "builtins"})
+    return named(*args)
+
+
+class HumanfixCandidate:
+    """The candidate's entry point as the tests see it. `limit` (CPU seconds) bounds the next
+    calls, `cpu` holds the last call's CPU seconds in the candidate's process."""
+
+    def __init__(self, entry_point: str) -> None:
+        self.__name__ = self.__qualname__ = entry_point
+        self.reader = HumanfixReader(CALLS_IN)
+        self.limit: float | None = None
+        self.cpu = 0.0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = {"args": [_humanfix_plain(arg) for arg in args],
+                "kwargs": [[key, _humanfix_plain(value)] for key, value in kwargs.items()],
+                "limit": self.limit}
+        what = f"{self.__name__}({_humanfix_shown(list(args), kwargs)})"
+        try:
+            _humanfix_send(CALLS_OUT, call)
+            answer = self.reader.read()
+        except BrokenPipeError:
+            answer = None
+        except HumanfixWireError as exc:
+            raise HumanfixCandidateError(f"the candidate's answer to {what} is unreadable: "
+                                         f"{exc}") from None
+        if answer is None:
+            raise HumanfixCandidateError(f"the candidate's process ended before it answered "
+                                         f"{what}") from None
+        if "value" in answer:
+            cpu = answer.get("cpu")
+            self.cpu = float(cpu) if isinstance(cpu, (int, float)) else 0.0
+            try:
+                return _humanfix_rebuilt(answer["value"])
+            except HumanfixWireError as exc:
+                raise HumanfixCandidateError(f"the candidate's answer to {what} is not plain "
+                                             f"data: {exc}") from None
+        if "raise" in answer:
+            raise _humanfix_exception(answer["raise"]) from None
+        if "limit" in answer:
+            raise HumanfixCallLimitError(f"{what} ran past its limit, {self.limit:g} s of "
+                                         "CPU") from None
+        refused = answer.get("refused")
+        raise HumanfixCandidateError(str(refused)[:_HUMANFIX_SHOWN_CHARS * 5] if refused else
+                                     f"the candidate's answer to {what} is not plain data")
+
+
+def run_tests(text: str, name: str, entry_point: str) -> None:
+    _humanfix_tests_linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": _humanfix_tests_builtins,
+                                 entry_point: HumanfixCandidate(entry_point),
+                                 "_HumanfixCallLimitError": HumanfixCallLimitError}
+    exec(compile(text, name, "exec"), namespace)
+    # The candidate's process reads the end of the calls, and ends.
+    _humanfix_tests_os.close(CALLS_OUT)
