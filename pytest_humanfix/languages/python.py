@@ -5,9 +5,8 @@ BigCode's prelude of imports, the tests in a process of their own that calls it
 from __future__ import annotations
 
 from ..dataset import Task
-from ..sandbox.environment import Job, Side
-from ..sandbox.fresh import PROGRAM_NAME, TESTS_NAME
-from ..sandbox.program import candidate_program, tests_program
+from ..sandbox.environment import Job
+from ..sandbox.program import python_job
 from .base import Language
 
 
@@ -21,7 +20,4 @@ class Python(Language):
     function_end = "indent"  # BigCode's `check_fn`: the first unindented line leaves it
 
     def job(self, code: str, tests: str, task: Task) -> Job:
-        return Job(Side(candidate_program(code), PROGRAM_NAME),
-                   Side(tests_program(tests, task.declaration, task.entry_point,
-                                      task.test_setup), TESTS_NAME),
-                   task.entry_point)
+        return python_job(code, tests, task.entry_point, task.declaration, task.test_setup)

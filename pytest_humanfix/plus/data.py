@@ -17,8 +17,7 @@ from typing import Any
 from ..datafiles import HUMANEVAL_PLUS, PACKAGED, DataFileError
 from ..dataset import DatasetError, Task
 from ..sandbox.environment import Job, Side
-from ..sandbox.fresh import PROGRAM_NAME, TESTS_NAME
-from ..sandbox.program import PRELUDE, candidate_program
+from ..sandbox.program import PRELUDE, PROGRAM_NAME, TESTS_NAME, candidate_program
 from ..settings import HUB_PLUS_DATASET
 from .checker import CHECKER, FIND_ZERO_ORACLE
 from .limits import MIN_TIME_LIMIT
@@ -51,12 +50,12 @@ class PlusTask:
         # The candidate is bound before the test's helpers, which could shadow its name.
         tests = (PRELUDE + "\n_humanfix_plus_candidate = " + self.entry_point + "\n"
                  + CHECKER + "\n" + self.helpers + "\n"
-                + f"_humanfix_plus_inputs = {self.inputs}\n"
-                + f"_humanfix_plus_results = {self.results or 'None'}\n"
-                + f"_humanfix_plus_check(_humanfix_plus_candidate, {self.entry_point!r}, "
-                f"_humanfix_plus_inputs, _humanfix_plus_results, {self.atol!r}, "
-                f"{reference}, {oracle}, {limits if limits is None else list(limits)}, "
-                f"{MIN_TIME_LIMIT!r})\n")
+                 + f"_humanfix_plus_inputs = {self.inputs}\n"
+                 + f"_humanfix_plus_results = {self.results or 'None'}\n"
+                 + f"_humanfix_plus_check(_humanfix_plus_candidate, {self.entry_point!r}, "
+                 f"_humanfix_plus_inputs, _humanfix_plus_results, {self.atol!r}, "
+                 f"{reference}, {oracle}, {limits if limits is None else list(limits)}, "
+                 f"{MIN_TIME_LIMIT!r})\n")
         return Job(Side(candidate_program(code), PROGRAM_NAME), Side(tests, TESTS_NAME),
                    self.entry_point)
 

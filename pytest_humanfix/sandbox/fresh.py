@@ -30,9 +30,6 @@ from .outputs import Channel
 # the tests only, once their last line has run.
 STARTED, PASSED = b"started\n", b"passed\n"
 
-# The names the two programs have in their tracebacks.
-PROGRAM_NAME = "program.py"
-TESTS_NAME = "tests.py"
 # What every process of an execution runs: the code before any program, the calls' wire, each
 # role's program, then (in a fresh interpreter) the bootstrap that reads its configuration from
 # a pipe (see inside/).

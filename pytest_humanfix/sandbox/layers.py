@@ -64,11 +64,22 @@ class ProcessLayer:
     # What this layer cannot stop, as measured (docs/sandbox.md#the-process-layer); printed
     # at the start of every run in it, one line each.
     NOT_PROTECTED = (
-        "writes and deletions anywhere the harness's user may write (e.g. /tmp, the home folder)",
+        "writes and deletions anywhere the harness's user may write (e.g. /tmp, the home folder, "
+        "the folder where the tests of a compiled language are built)",
         "reading any file the harness's user may read: the dataset and the package's data (the "
         "canonical solutions), the Hugging Face cache, the run's reports and recorded replies",
-        "reading other processes' environments through /proc, the harness's included",
         "a candidate that moves itself out of its cgroup",
+        "signals to the harness's own processes, which run as the same user (a candidate that "
+        "kills the harness stops the run)",
+    )
+    # Added where the harness does not run as root: a candidate of the same user, which has no
+    # capabilities to drop, reads and traces the harness's processes. As root, the candidate's
+    # capabilities are dropped (inside/child.py), and a process without them cannot read the
+    # environment or memory of one that has them.
+    NOT_PROTECTED_WITHOUT_ROOT = (
+        "reading other processes' environments and memory through /proc and ptrace, the "
+        "harness's included (a candidate of the same user; as root, the candidate's "
+        "capabilities are dropped and it cannot)",
     )
     # Added where no network namespace can be made: the socket guard patches socket.socket
     # only, so `_socket`, ctypes or a subprocess (curl) reach the network.
@@ -92,8 +103,9 @@ class ProcessLayer:
 
     def limits(self) -> tuple[str, ...]:
         """What this layer, here, cannot hide or block."""
-        return self.NOT_PROTECTED + (self.NOT_PROTECTED_WITHOUT_NAMESPACE
-                                     if self.network == "guard" else ())
+        return (self.NOT_PROTECTED
+                + (self.NOT_PROTECTED_WITHOUT_ROOT if os.geteuid() != 0 else ())
+                + (self.NOT_PROTECTED_WITHOUT_NAMESPACE if self.network == "guard" else ()))
 
     def describe(self) -> str:
         net = ("own network namespace" if self.network == "namespace"

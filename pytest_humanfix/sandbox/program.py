@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import re
 
+from .environment import Job, Side
 from .inside import source
+
+# The names the two programs have in their tracebacks.
+PROGRAM_NAME = "program.py"
+TESTS_NAME = "tests.py"
 
 # The imports the BigCode evaluation harness puts before every Python candidate (IMPORT_HELPER).
 PRELUDE = source("prelude.py").rstrip("\n")
@@ -27,11 +32,19 @@ def task_helpers(declaration: str, entry_point: str) -> str:
     return declaration[:found[-1].start()] if found else declaration
 
 
-def tests_program(tests: str, declaration: str, entry_point: str, test_setup: str = "") -> str:
+def caller_program(tests: str, declaration: str, entry_point: str, test_setup: str = "") -> str:
     """The tests' program: the imports, the task's helpers, its set-up, then the tests, whose
     entry point is the candidate across the pipe (`inside/tests.py`)."""
     parts = [PRELUDE, task_helpers(declaration, entry_point).strip(), test_setup, tests]
     return "\n".join(part for part in parts if part) + "\n"
+
+
+def python_job(code: str, tests: str, entry_point: str, declaration: str = "",
+               test_setup: str = "") -> Job:
+    """An execution of the Python candidate `code` against `tests`, which call `entry_point`."""
+    return Job(Side(candidate_program(code), PROGRAM_NAME),
+               Side(caller_program(tests, declaration, entry_point, test_setup), TESTS_NAME),
+               entry_point)
 
 
 def build_program(code: str, test: str, test_setup: str = "") -> str:

@@ -124,7 +124,7 @@ class ForkServer:
         if self._receive(START_SECONDS) != b"ready":
             log_text = self.log.read_text(errors="replace").strip()
             self.close()
-            raise SandboxError(f"the warm executor ({self.role}) did not start: "
+            raise SandboxError(f"the warm executor's {self.role} server did not start: "
                                f"{log_text[-500:] or '?'}")
         self._chain = self._find_server()
         self._ready = True

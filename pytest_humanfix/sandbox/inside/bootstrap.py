@@ -6,6 +6,7 @@ docs/sandbox.md#programs-inside-the-sandbox."""
 import json
 import os
 import sys
+import traceback
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
@@ -17,4 +18,10 @@ del sys.argv[1:]
 arrange(cfg.pop("fds"))
 isolate_network(cfg["network"])
 limit(cfg["rlimits"])
-run(cfg)
+try:
+    run(cfg)
+except Exception:
+    # Printed from Python, which reads the programs' lines from linecache: the interpreter's
+    # own printing reads them from files, and the programs have none.
+    traceback.print_exc()
+    sys.exit(1)

@@ -127,8 +127,9 @@ SECRET_SEARCH = reply(
     "            for var in open('/proc/' + pid + '/environ', 'rb').read().split(b'\\0'):\n"
     "                if b'SECRET' in var:\n                    print(pid, var)\n"
     "        except (OSError, ValueError):\n            pass\n    return None")
+# As root, the candidate's capabilities are dropped, which keeps it from the harness's /proc.
 PROC_LIMIT = ("the process layer shares /proc: the same user reads the harness's "
-              "/proc/<pid>/environ")
+              "/proc/<pid>/environ") if os.geteuid() != 0 else None
 
 _choices: dict[tuple[str, str], Choice] = {}
 

@@ -18,7 +18,7 @@ from pytest_humanfix.sandbox.program import PRELUDE
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAMS = ["child.py", "bootstrap.py", "warm_server.py", "network_probe.py", "prelude.py",
-            "guard.py", "toolchain.py", "explain.py"]
+            "toolchain.py", "explain.py", "wire.py", "answer.py", "tests.py"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -39,7 +39,8 @@ def test_every_file_in_the_folder_is_a_known_program() -> None:
 def test_the_programs_handed_to_an_interpreter_compile(text: str) -> None:
     tree = ast.parse(text)
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert {"isolate_network", "limit", "run"} <= defined  # child.py comes first
+    # child.py comes first, then every role's program
+    assert {"isolate_network", "limit", "run", "answer_calls", "run_tests", "run_steps"} <= defined
 
 
 def test_the_prelude_is_only_imports_one_a_line() -> None:

@@ -1,6 +1,6 @@
 """The sandbox's shared vocabulary on its own (sandbox/environment.py, sandbox/program.py): the
-rlimits a Limits sets, the line a person reads first of each kind of verdict, and the program
-BigCode's harness assembles."""
+rlimits a Limits sets, the line a person reads first of each kind of verdict, the programs of the
+candidate and of the tests, and the program BigCode's harness assembles."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import signal
 import pytest
 
 from pytest_humanfix.sandbox.environment import EXPLAINED_LINES, Limits, Verdict
-from pytest_humanfix.sandbox.program import PRELUDE, build_program
+from pytest_humanfix.sandbox.program import (PRELUDE, build_program, python_job,
+                                             task_helpers, caller_program)
 
 
 def verdict(status: str = "failed", stderr: str = "", exit_code: int | None = 1,
@@ -30,11 +31,6 @@ def test_a_timeout_names_its_limit_and_its_rerun():
         "timed out after 3.0 s (sandbox wall-clock limit 3 s)"
     assert verdict("timeout", limit=3.0, rerun=True).first_failure().endswith(
         "; re-run alone, it timed out again)")
-
-
-def test_an_early_exit_is_named_as_one():
-    assert verdict("exited_early", exit_code=0).first_failure().startswith(
-        "the program exited before its tests finished")
 
 
 def test_output_cut_by_the_file_size_limit_says_so_before_any_error():
@@ -86,6 +82,27 @@ def test_the_program_is_prelude_candidate_setup_then_test():
     program = build_program("def f():\n    return 1\n", "assert f() == 1", "SETUP = 1")
     assert program == (PRELUDE + "\ndef f():\n    return 1\nSETUP = 1\nassert f() == 1\n")
     assert build_program("", "assert True") == PRELUDE + "\nassert True\n"
+
+
+def test_the_tests_get_the_tasks_helpers_and_never_the_entry_point():
+    declaration = ("import math\n\n\ndef poly(xs: list, x: float):\n    return 1\n\n\n"
+                   "def find_zero(xs: list):\n")
+    assert task_helpers(declaration, "find_zero") == \
+        "import math\n\n\ndef poly(xs: list, x: float):\n    return 1\n\n\n"
+    assert task_helpers("def f(x):\n", "f") == ""
+    program = caller_program("check(find_zero)", declaration, "find_zero", "SETUP = 1")
+    assert program.startswith(PRELUDE + "\nimport math\n")
+    assert "def poly" in program and "def find_zero" not in program
+    assert program.endswith("SETUP = 1\ncheck(find_zero)\n")
+
+
+def test_a_python_job_puts_the_candidate_and_the_tests_in_two_programs():
+    job = python_job("def f():\n    return 1\n", "assert f() == 1", "f")
+    assert job.candidate.program == PRELUDE + "\ndef f():\n    return 1\n"
+    assert "assert f() == 1" not in job.candidate.program
+    assert job.tests is not None and job.tests.program.endswith("assert f() == 1\n")
+    assert "return 1" not in job.tests.program and job.entry_point == "f"
+    assert job.roles == ("candidate", "tests") and not job.joint
 
 
 def test_the_prelude_is_bigcodes_import_helper():

@@ -1,8 +1,9 @@
-"""What a candidate can read: one that searches for a HumanEval file holding its entry point and
-runs the canonical solution it finds. Inside bwrap the whole folder of the run's data is hidden,
-and the package's data, the Hugging Face cache and the report folder with it; before, only the
-exact dataset file was, and the file beside it (HumanEval+) gave the answer. The process layer
-cannot hide them: it says so at the start of the run."""
+"""What a candidate can read: one that searches the machine for a HumanEval file holding its
+entry point and runs the canonical solution it finds. Inside bwrap nothing is shown but the
+system, the interpreter and numpy (deny by default): no copy of the data anywhere on the machine
+is in reach, not only the run's own (before, only the run's own folders were hidden, and a copy
+elsewhere gave the answer). The process layer cannot hide them: it says so at the start of the
+run."""
 
 from __future__ import annotations
 
@@ -14,44 +15,53 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_jobs import script_job
 
 from pytest_humanfix.sandbox import choose, layers
 from pytest_humanfix.sandbox.cgroup import open_cgroups
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.fresh import FreshSandbox
 from pytest_humanfix.sandbox.layers import BwrapLayer, ProcessLayer, hidden_folders, probe_bwrap
+from pytest_humanfix.sandbox.program import python_job
 from pytest_humanfix.sandbox.warm import WarmSandbox
 
-# Outside /tmp and the home folder, which bwrap masks whole, as /work/shared/data was.
 CHECKOUT = Path(__file__).resolve().parents[3]
 ANSWER = {"task_id": "HumanEval/0", "entry_point": "add_secret",
           "prompt": "def add_secret(a, b):\n", "canonical_solution": "    return a + b + 7\n"}
+# Where copies of the data may lie on a machine, none of them the run's: a checkout (as
+# ../shared/data is), the home folder, /opt, /srv, /var/tmp and /tmp.
+PLACES = [CHECKOUT, Path.home(), Path("/opt"), Path("/srv"), Path("/var/tmp"),
+          Path(tempfile.gettempdir())]
+# The candidate knows where the copies lie (the worst case) and looks there.
 SEARCH = """
 import glob, json, os
-found = None
-for path in glob.glob(os.path.join({root!r}, "**", "*.jsonl"), recursive=True):
-    try:
-        rows = [json.loads(line) for line in open(path) if line.strip()]
-    except (OSError, ValueError):
-        continue
-    for row in rows:
-        if row.get("entry_point") == "add_secret" and row.get("canonical_solution"):
-            exec(row["prompt"] + row["canonical_solution"])
-            found = path
-print("found", found)
-assert add_secret(1, 2) == 10
+for root in {roots!r}:
+    for path in glob.glob(os.path.join(root, "**", "*.jsonl"), recursive=True):
+        try:
+            rows = [json.loads(line) for line in open(path) if line.strip()]
+        except (OSError, ValueError):
+            continue
+        for row in rows:
+            if row.get("entry_point") == "add_secret" and row.get("canonical_solution"):
+                exec(row["prompt"] + row["canonical_solution"])
+                print("found", path)
 """
+TESTS = "assert add_secret(1, 2) == 10\n"
 
 
 @pytest.fixture
-def data_folder() -> Iterator[Path]:
-    """The run's dataset (its answers blanked) with a HumanEval+ file beside it."""
-    folder = Path(tempfile.mkdtemp(prefix=".humanfix-test-data-", dir=CHECKOUT))
-    blank = dict(ANSWER, canonical_solution="")
-    (folder / "humanevalpack-python.jsonl").write_text(json.dumps(blank) + "\n")
-    (folder / "humanevalplus.jsonl").write_text(json.dumps(ANSWER) + "\n")
-    yield folder
-    shutil.rmtree(folder)
+def copies() -> Iterator[list[Path]]:
+    """A copy of the data (HumanEval+ beside a dataset whose answers are blanked) in a new
+    folder of each place."""
+    folders = [Path(tempfile.mkdtemp(prefix=".humanfix-test-data-", dir=place))
+               for place in PLACES]
+    for folder in folders:
+        blank = dict(ANSWER, canonical_solution="")
+        (folder / "humanevalpack-python.jsonl").write_text(json.dumps(blank) + "\n")
+        (folder / "humanevalplus.jsonl").write_text(json.dumps(ANSWER) + "\n")
+    yield folders
+    for folder in folders:
+        shutil.rmtree(folder)
 
 
 def bwrap() -> str:
@@ -60,49 +70,41 @@ def bwrap() -> str:
     return found
 
 
-WHERE = ["beside the run's dataset", "in the package's data", "in the Hugging Face cache",
-         "in the report folder"]
+def searching(folders: list[Path]):
+    return python_job(SEARCH.format(roots=[str(f) for f in folders]), TESTS, "add_secret")
 
 
-def hidden_for(where: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, ...]:
-    """What the run passes as hidden when the answers lie `where`."""
-    if where == "in the package's data":
-        monkeypatch.setattr(layers, "PACKAGED_DATA", folder)
-        return ()
-    if where == "in the Hugging Face cache":
-        monkeypatch.setenv("HF_DATASETS_CACHE", str(folder))
-        return ()
-    if where == "in the report folder":
-        return (str(folder),)
-    return (str(folder / "humanevalpack-python.jsonl"),)
-
-
-@pytest.mark.parametrize("where", WHERE)
-def test_a_candidate_searching_for_the_answer_finds_nothing_inside_bwrap(
-        where: str, data_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    layer = BwrapLayer(bwrap(), hidden=hidden_for(where, data_folder, monkeypatch))
-    sandbox = FreshSandbox(layer, Limits(timeout=10))
-    verdict = sandbox.run(SEARCH.format(root=str(data_folder)))
-    assert verdict.stdout == "found None\n"
+@pytest.mark.parametrize("executor", ["fresh", "warm"])
+def test_a_candidate_finds_no_copy_of_the_data_anywhere_inside_bwrap(
+        executor: str, copies: list[Path]) -> None:
+    layer = BwrapLayer(bwrap())
+    if executor == "warm":
+        cgroups, why = open_cgroups()
+        assert cgroups is not None, f"the warm executor needs cgroups: {why}"
+        sandbox: FreshSandbox | WarmSandbox = WarmSandbox(layer, Limits(timeout=10), cgroups)
+    else:
+        sandbox = FreshSandbox(layer, Limits(timeout=10))
+    try:
+        verdict = sandbox.run(searching(copies))
+    finally:
+        sandbox.shutdown()
+    assert "found" not in verdict.stdout
     assert not verdict.passed and "NameError: name 'add_secret'" in verdict.stderr
 
 
-def test_the_warm_executor_hides_the_answers_as_well(data_folder: Path) -> None:
-    cgroups, why = open_cgroups()
-    assert cgroups is not None, f"the warm executor needs cgroups: {why}"
-    layer = BwrapLayer(bwrap(), hidden=(str(data_folder / "humanevalpack-python.jsonl"),))
-    sandbox = WarmSandbox(layer, Limits(timeout=10), cgroups)
-    try:
-        verdict = sandbox.run(SEARCH.format(root=str(data_folder)))
-    finally:
-        sandbox.shutdown()
-    assert verdict.stdout == "found None\n" and not verdict.passed
+def test_the_checkouts_records_and_the_packages_data_are_not_there_inside_bwrap() -> None:
+    looked = [CHECKOUT / "README.md", CHECKOUT / "benchmarks" / "records",
+              CHECKOUT / "pytest_humanfix" / "data", layers.PACKAGED_DATA]
+    program = ("import os\nprint([os.path.exists(p) for p in "
+               + repr([str(p) for p in looked]) + "])\n")
+    verdict = FreshSandbox(BwrapLayer(bwrap()), Limits(timeout=10)).run(script_job(program))
+    assert verdict.passed and verdict.stdout == f"{[False] * len(looked)}\n", verdict.stderr
 
 
-def test_the_process_layer_lets_it_read_them_and_says_so(data_folder: Path) -> None:
+def test_the_process_layer_lets_it_read_them_and_says_so(copies: list[Path]) -> None:
     """The limit stated at the start of a run in the process layer, measured."""
     layer, notes = choose.choose_layer("process")
-    verdict = FreshSandbox(layer, Limits(timeout=10)).run(SEARCH.format(root=str(data_folder)))
+    verdict = FreshSandbox(layer, Limits(timeout=10)).run(searching(copies))
     assert verdict.passed and "humanevalplus.jsonl" in verdict.stdout, verdict.stderr
     said = "\n".join(notes)
     assert "the dataset and the package's data (the canonical solutions)" in said
@@ -131,7 +133,7 @@ def test_the_socket_guard_stops_socket_only_as_the_header_says() -> None:
     with socket.create_server(("127.0.0.1", 0)) as listener:
         listener.listen(4)
         program = GO_AROUND_THE_GUARD.format(port=listener.getsockname()[1])
-        verdict = FreshSandbox(layer, Limits(timeout=10)).run(program)
+        verdict = FreshSandbox(layer, Limits(timeout=10)).run(script_job(program))
     assert verdict.stdout.splitlines() == [
         "socket.socket refused: [Errno 101] network is disabled in the humanfix sandbox",
         "_socket connected", "a subprocess connected"], verdict.stderr
@@ -150,20 +152,28 @@ def test_the_process_layer_states_its_network_limit_where_it_has_one(
         == (network == "guard")
 
 
+def shown_as_system(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """`folder` is shown inside bwrap as a system folder would be."""
+    system = layers.shown_paths
+    monkeypatch.setattr(layers, "shown_paths", lambda python: (
+        *system(python), ("--ro-bind", str(folder), str(folder))))
+
+
 def test_a_data_folder_near_the_root_is_hidden_file_by_file(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch):
-    """/data is not hidden whole (it may hold anything); its data files are."""
+    """/data, were it shown, is not hidden whole (it may hold anything); its data files are."""
+    shown_as_system(monkeypatch, tmp_path)
     monkeypatch.setattr(layers, "MIN_HIDDEN_DEPTH", len(tmp_path.parts) + 2)
     (tmp_path / "run.jsonl").write_text("{}")
     (tmp_path / "plus.jsonl.gz").write_text("")
     (tmp_path / "notes.txt").write_text("")
-    folders, files = hidden_folders((str(tmp_path / "run.jsonl"),), masked=[])
+    folders, files = hidden_folders((str(tmp_path / "run.jsonl"),))
     assert tmp_path not in folders
     assert sorted(f for f in files if f.parent == tmp_path) == [tmp_path / "plus.jsonl.gz",
                                                                tmp_path / "run.jsonl"]
 
 
-def test_what_a_masked_folder_hides_already_or_is_not_there_is_left_out(tmp_path: Path):
-    folders, files = hidden_folders((str(tmp_path / "data.jsonl"), str(tmp_path / "absent")),
-                                    masked=[tmp_path.parent])
+def test_what_is_not_shown_or_is_not_there_is_left_out(tmp_path: Path):
+    (tmp_path / "data.jsonl").write_text("{}")
+    folders, files = hidden_folders((str(tmp_path / "data.jsonl"), str(tmp_path / "absent")))
     assert tmp_path not in folders and not files

@@ -3,8 +3,10 @@ as the commands they build and the notes they print, nothing executed in them.""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import numpy
 import pytest
 
 from pytest_humanfix.sandbox import choose, layers
@@ -20,10 +22,15 @@ def pairs(args: list[str], flag: str) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def bwrap_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(layers, "_masked_folders", lambda: [])  # tmp_path is under /tmp
-    dataset = tmp_path / "data" / "data.jsonl"
-    dataset.parent.mkdir()
+    """A command whose layer shows `tmp_path/shown` as if it were a system folder, with the
+    run's dataset inside it."""
+    shown = tmp_path / "shown"
+    dataset = shown / "data" / "data.jsonl"
+    dataset.parent.mkdir(parents=True)
     dataset.write_text("{}\n")
+    system = layers.shown_paths
+    monkeypatch.setattr(layers, "shown_paths", lambda python: (
+        *system(python), ("--ro-bind", str(shown), str(shown))))
     layer = BwrapLayer("/usr/bin/bwrap", hidden=(str(dataset), str(tmp_path / "absent")))
     root = tmp_path / "box"
     cache = tmp_path / "cache"
@@ -33,12 +40,38 @@ def bwrap_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_bwrap_binds_the_private_folder_as_the_only_writable_one(bwrap_command):
     _, args, _, root, _ = bwrap_command
-    assert args[:3] == ["/usr/bin/bwrap", "--ro-bind", "/"]
+    assert args[0] == "/usr/bin/bwrap" and ("/", "/") not in pairs(args, "--ro-bind")
     assert pairs(args, "--bind") == [(str(root), BOX)]
 
 
-def test_bwrap_hides_the_datasets_folder_and_skips_a_hidden_file_that_is_not_there(
-        bwrap_command):
+def test_bwrap_shows_the_system_the_interpreter_and_numpy_and_nothing_else(bwrap_command):
+    """Deny by default: not the checkout, the home folder, /opt, /srv, /var or /work."""
+    _, args, _, _, cache = bwrap_command
+    shown = {source for source, _ in pairs(args, "--ro-bind")}
+    allowed = [Path(p) for p in layers.SYSTEM_FOLDERS] + [
+        Path(p).resolve() for p in (sys.prefix, sys.base_prefix)] + [cache, Path("/dev/null")]
+    for source in shown:
+        assert any(Path(source).is_relative_to(root) for root in allowed) \
+            or "shown" in Path(source).parts, source
+    checkout = Path(__file__).resolve().parents[3]
+    assert not any(Path(source) == checkout or checkout.is_relative_to(source)
+                   for source in shown)
+    numpy_folder = str(Path(numpy.__file__).resolve().parent)
+    assert numpy_folder in shown
+
+
+def test_bwrap_empties_every_package_folder_before_showing_numpy_again(bwrap_command):
+    _, args, _, _, _ = bwrap_command
+    emptied = [args[i + 1] for i, arg in enumerate(args) if arg == "--tmpfs"]
+    site = str(Path(numpy.__file__).resolve().parents[1])
+    assert site in emptied
+    numpy_bind = args.index(str(Path(numpy.__file__).resolve().parent))
+    assert args.index(site) < numpy_bind  # emptied first, then numpy shown again in it
+    assert all(Path(folder).name in ("site-packages", "dist-packages", "tmp")
+               or "data" in Path(folder).parts for folder in emptied)
+
+
+def test_bwrap_hides_a_datasets_folder_inside_what_it_shows(bwrap_command):
     _, args, dataset, _, _ = bwrap_command
     folder = str(dataset.parent.resolve())
     assert args[args.index(folder) - 1] == "--tmpfs"
