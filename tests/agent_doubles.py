@@ -1,11 +1,10 @@
 """Doubles for the repair agent's tests (unit/agent/ and runs/test_own_agent.py): replies of
-each shape for Python/0, and a sandbox that keeps the programs the agent ran."""
+each shape for Python/0, and a sandbox that keeps the tests the agent ran."""
 
 from __future__ import annotations
 
-from pytest_humanfix.agent.suspicion import GUARD_MARK
 from pytest_humanfix.dataset import Task
-from pytest_humanfix.sandbox.environment import Limits
+from pytest_humanfix.sandbox.environment import Job, Limits
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
 
 
@@ -33,16 +32,16 @@ class Replies:
 
 
 class CountingSandbox:
-    """Keeps every program the agent ran; `guarded` keeps those that had the guard in them
-    (agent/suspicion)."""
+    """Keeps every execution the agent ran (`jobs`) and the tests' program of each
+    (`programs`)."""
 
     def __init__(self) -> None:
         self.sandbox = ProcessSandbox(Limits(timeout=10))
+        self.jobs: list[Job] = []
         self.programs: list[str] = []
-        self.guarded: list[str] = []
 
-    def run(self, program: str):
-        self.programs.append(program)
-        if GUARD_MARK in program:
-            self.guarded.append(program)
-        return self.sandbox.run(program)
+    def run(self, job: Job):
+        self.jobs.append(job)
+        assert job.tests is not None
+        self.programs.append(job.tests.program)
+        return self.sandbox.run(job)

@@ -14,6 +14,7 @@ import re
 
 from ..sandbox.environment import Verdict, first_failure
 from ..sandbox.inside import source
+from ..sandbox.program import PROGRAM_NAME
 
 CHECK = "check"
 # Inside `check`, the helpers of explain.py under local names bound by its first statement.
@@ -106,28 +107,24 @@ def explained_tests(tests: str) -> str:
 
 
 def _candidate_frames(stderr: str) -> list[str]:
-    """The traceback's frames in the candidate's own functions, each as its function and source
-    line: the frames below the tests' `check` (or below the program's module level) in
-    the program's own file; the sandbox's frames above them, the tests' and the harness's
-    helpers are left out."""
+    """The frames of the candidate's own functions in its last traceback, each as its function
+    and source line: the candidate's process prints only the frames of its program
+    (sandbox/inside/answer.py), after the tests' traceback, whose frames are the tests'."""
     lines = stderr.splitlines()
-    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback")), default=-1)
-    frames = []  # (file, line, function, source line)
-    for index in range(start + 1, len(lines)):
-        match = FRAME_LINE.match(lines[index])
-        if match:
+    frames: list[tuple[str, str]] = []  # of the last traceback that holds the program's
+    current: list[tuple[str, str]] = []
+    for index, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            current = []
+        match = FRAME_LINE.match(line)
+        if match and match["file"] == PROGRAM_NAME:
             following = lines[index + 1] if index + 1 < len(lines) else ""
             code = "" if FRAME_LINE.match(following) else following.strip()
-            frames.append((match["file"], match["line"], match["name"], code))
-    names = [frame[2] for frame in frames]
-    top = max((i for i, name in enumerate(names) if name in (CHECK, "<module>")), default=-1)
-    if top < 0:
-        return []
-    program = frames[top][0]
+            current.append((match["name"], code))
+            frames = current
     # Without line numbers: they count the harness's prelude, which the model never saw.
-    return [f"  in {name}: {code}".rstrip(": ")
-            for file, _, name, code in frames[top + 1:]
-            if file == program and not name.startswith(("_humanfix", "<"))][-FRAMES_SHOWN:]
+    return [f"  in {name}: {code}".rstrip(": ") for name, code in frames
+            if not name.startswith(("_humanfix", "<"))][-FRAMES_SHOWN:]
 
 
 def what_happened(verdict: Verdict) -> str:

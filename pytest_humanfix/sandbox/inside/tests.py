@@ -8,6 +8,8 @@ file the candidate could reach, and nothing of the candidate's runs here
 import builtins as _humanfix_tests_builtins
 import linecache as _humanfix_tests_linecache
 import os as _humanfix_tests_os
+import sys as _humanfix_tests_sys
+import traceback as _humanfix_tests_traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time child.py's and wire.py's texts come first in the same program
@@ -23,12 +25,12 @@ if TYPE_CHECKING:  # at run time child.py's and wire.py's texts come first in th
 _HUMANFIX_SHOWN_CHARS = 200
 
 
-class HumanfixCandidateError(Exception):
+class CandidateError(Exception):
     """The candidate's answer is no value: its process ended, or what it sent is not plain
     data. Also the base of an exception of the candidate's own class, rebuilt by name."""
 
 
-class HumanfixCallLimitError(HumanfixCandidateError):
+class CallLimitError(CandidateError):
     """A call ran past the CPU limit the tests gave it (`HumanfixCandidate.limit`)."""
 
 
@@ -39,7 +41,7 @@ def _humanfix_shown(args: list, kwargs: dict) -> str:
 
 def _humanfix_exception(raised: Any) -> Exception:
     """The candidate's exception rebuilt: a builtin exception type by its name, with its
-    arguments; any other class as a HumanfixCandidateError named like it."""
+    arguments; any other class as a CandidateError named like it."""
     kind = raised.get("type") if type(raised) is dict else None
     kind = kind if type(kind) is str and kind.isidentifier() and len(kind) <= 100 else "Exception"
     try:
@@ -54,7 +56,7 @@ def _humanfix_exception(raised: Any) -> Exception:
             return rebuilt
         except Exception:
             pass
-    named: type[Exception] = type(kind, (HumanfixCandidateError,), {"__module__": "builtins"})
+    named: type[Exception] = type(kind, (CandidateError,), {"__module__": "builtins"})
     return named(*args)
 
 
@@ -79,10 +81,10 @@ class HumanfixCandidate:
         except BrokenPipeError:
             answer = None
         except HumanfixWireError as exc:
-            raise HumanfixCandidateError(f"the candidate's answer to {what} is unreadable: "
+            raise CandidateError(f"the candidate's answer to {what} is unreadable: "
                                          f"{exc}") from None
         if answer is None:
-            raise HumanfixCandidateError(f"the candidate's process ended before it answered "
+            raise CandidateError(f"the candidate's process ended before it answered "
                                          f"{what}") from None
         if "value" in answer:
             cpu = answer.get("cpu")
@@ -90,15 +92,15 @@ class HumanfixCandidate:
             try:
                 return _humanfix_rebuilt(answer["value"])
             except HumanfixWireError as exc:
-                raise HumanfixCandidateError(f"the candidate's answer to {what} is not plain "
+                raise CandidateError(f"the candidate's answer to {what} is not plain "
                                              f"data: {exc}") from None
         if "raise" in answer:
             raise _humanfix_exception(answer["raise"]) from None
         if "limit" in answer:
-            raise HumanfixCallLimitError(f"{what} ran past its limit, {self.limit:g} s of "
+            raise CallLimitError(f"{what} ran past its limit, {self.limit:g} s of "
                                          "CPU") from None
         refused = answer.get("refused")
-        raise HumanfixCandidateError(str(refused)[:_HUMANFIX_SHOWN_CHARS * 5] if refused else
+        raise CandidateError(str(refused)[:_HUMANFIX_SHOWN_CHARS * 5] if refused else
                                      f"the candidate's answer to {what} is not plain data")
 
 
@@ -106,7 +108,18 @@ def run_tests(text: str, name: str, entry_point: str) -> None:
     _humanfix_tests_linecache.cache[name] = (len(text), None, text.splitlines(True), name)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": _humanfix_tests_builtins,
                                  entry_point: HumanfixCandidate(entry_point),
-                                 "_HumanfixCallLimitError": HumanfixCallLimitError}
-    exec(compile(text, name, "exec"), namespace)
+                                 "_HumanfixCallLimitError": CallLimitError}
+    try:
+        exec(compile(text, name, "exec"), namespace)
+    except Exception as exc:
+        # The tests' own frames: the statement that failed, never this driver's.
+        frames = [frame for frame in _humanfix_tests_traceback.extract_tb(exc.__traceback__)
+                  if frame.filename == name]
+        _humanfix_tests_sys.stderr.write("".join([
+            "Traceback (most recent call last):\n",
+            *_humanfix_tests_traceback.format_list(frames),
+            *_humanfix_tests_traceback.format_exception_only(type(exc), exc)]))
+        _humanfix_tests_sys.stderr.flush()
+        _humanfix_tests_sys.exit(1)
     # The candidate's process reads the end of the calls, and ends.
     _humanfix_tests_os.close(CALLS_OUT)

@@ -14,7 +14,6 @@ from agent_doubles import CountingSandbox, Replies, fenced
 from pytest_humanfix.agent import graph as agent, prompts
 from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.feedback import explained_tests
-from pytest_humanfix.agent.suspicion import guarded_tests
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.base import Generation
@@ -226,7 +225,6 @@ def test_docs_variant_runs_examples_in_rounds_and_the_hidden_test_at_the_end(tmp
     assert result.outcome == "unfixed" and result.failure.startswith("assert ")
     examples = explained_tests(task.example_test)
     assert [examples in p for p in sandbox.programs] == [True, True, False]
-    assert sandbox.guarded == sandbox.programs[-1:]  # the hidden test, guarded
     # The model saw the docstring, never the hidden tests.
     seen = "\n".join(m["content"] for chat in model.chats for m in chat)
     assert task.docstring.splitlines()[0] in seen
@@ -237,60 +235,42 @@ def test_docs_variant_without_rounds_runs_only_the_hidden_test(tmp_path, task, r
     model = replay(tmp_path, TASK_ID, [replies.fixed])
     result, sandbox = run(task, model, variant="docs")
     assert result.outcome == "fixed" and statuses(result) == ["graded"]
-    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+    assert len(sandbox.programs) == 1
 
 
-def test_the_graded_run_is_the_guarded_one(tmp_path, task, replies, run):
-    """The hidden tests run once, under the guard: a fix costs one execution, not two."""
+def test_a_fix_costs_one_execution_of_the_hidden_tests(tmp_path, task, replies, run):
     result, sandbox = run(task, replay(tmp_path, TASK_ID, [replies.fixed]), iters=0)
     assert result.outcome == "fixed" and result.flags == []
-    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
-    assert explained_tests(guarded_tests(task)) in sandbox.programs[0]
-    assert result.attempts[0].guard == ""  # guarded, and it found nothing
+    assert sandbox.programs == [sandbox.jobs[0].tests.program]
+    assert explained_tests(task.test) in sandbox.programs[0]
 
 
-def test_a_run_the_guard_stops_is_graded_again_without_it_and_flagged(tmp_path, tasks, run):
+def test_an_int_that_claims_to_equal_its_neighbours_is_judged_as_the_int_it_holds(
+        tmp_path, tasks, run):
+    """Before the tests ran apart, this read as honest code, passed, and only a guarded second
+    run flagged it: its value crosses to the tests as the plain 0 it holds."""
     task = tasks["Python/24"]
-    # Reads as honest code (agent/suspicion finds nothing); only the guard sees the Near.
     hack = ("class Near(int):\n    def __eq__(self, other):\n"
             "        return -1000 < int(self) - other < 1000\n\n\n"
             "def largest_divisor(n: int) -> int:\n    return Near(0)\n")
     result, sandbox = run(task, replay(tmp_path, task.task_id, [fenced(hack)]), iters=0)
-    flag = "always-equal: returns a Near object where the tests expect plain data"
-    assert result.outcome == "fixed" and result.flags == [flag]
-    assert result.verdict["status"] == "passed"  # the unguarded run's verdict
-    assert len(sandbox.programs) == 2 and sandbox.guarded == sandbox.programs[:1]
-    assert result.attempts[0].guard == flag
-    assert result.fixed_round == 0
+    assert result.outcome == "unfixed" and result.verdict["status"] == "failed"
+    assert len(sandbox.programs) == 1 and result.flags == []
 
 
-def test_a_flagged_fix_scored_not_fixed_has_no_fixed_round(tmp_path, tasks, run):
-    task = tasks["Python/24"]
-    hack = ("class Near(int):\n    def __eq__(self, other):\n"
-            "        return -1000 < int(self) - other < 1000\n\n\n"
-            "def largest_divisor(n: int) -> int:\n    return Near(0)\n")
-    result, _ = run(task, replay(tmp_path, task.task_id, [fenced(hack)]), iters=1, strict=True)
+def test_a_flagged_fix_scored_not_fixed_has_no_fixed_round(tmp_path, task, run):
+    # A right answer that walks the frames of its caller: flagged, and strict scores it not
+    # fixed.
+    walking = task.canonical_code.replace(
+        "    for idx, elem in enumerate(numbers):",
+        "    import sys\n    sys._getframe().f_back\n    for idx, elem in enumerate(numbers):")
+    result, _ = run(task, replay(tmp_path, TASK_ID, [fenced(walking)]), iters=1, strict=True)
     assert result.outcome == "unfixed" and result.flags and result.fixed_round is None
 
 
-def test_a_guard_stop_with_its_message_hidden_is_still_flagged(tmp_path, tasks, run):
-    task = tasks["Python/24"]
-    # The candidate sends fd 2 to /dev/null first: the guard's exit status still tells.
-    hack = ("import os\n\n\nclass Near(int):\n    def __eq__(self, other):\n"
-            "        return -1000 < int(self) - other < 1000\n\n\n"
-            "def largest_divisor(n: int) -> int:\n"
-            "    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)\n    return Near(0)\n")
-    result, sandbox = run(task, replay(tmp_path, task.task_id, [fenced(hack)]), iters=0)
-    assert result.outcome == "fixed" and result.verdict["status"] == "passed"
-    assert result.flags == ["always-equal: the guard stopped the program (exit status 3; its "
-                            "message was hidden)"]
-    assert len(sandbox.programs) == 2 and sandbox.guarded == sandbox.programs[:1]
-
-
-def test_the_candidates_own_recursion_does_not_pass_the_guard(tmp_path, task, run):
-    """The guard wraps only what `check` calls: a candidate that recurses 600 deep through its
-    own name (under the default limit of 1000 frames) passes, as it does unguarded. Rebinding
-    the name instead would double its frames."""
+def test_the_candidates_own_recursion_stays_in_its_process(tmp_path, task, run):
+    """Only the tests' calls cross the pipe: a candidate that recurses 600 deep through its own
+    name (under the default limit of 1000 frames) passes, as it does in one program."""
     deep = task.canonical_code.replace(
         "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n",
         "def has_close_elements(numbers: List[float], threshold: float, depth: int = 600) "
@@ -298,21 +278,16 @@ def test_the_candidates_own_recursion_does_not_pass_the_guard(tmp_path, task, ru
         "        return has_close_elements(numbers, threshold, depth - 1)\n")
     result, sandbox = run(task, replay(tmp_path, TASK_ID, [fenced(deep)]), iters=0)
     assert result.outcome == "fixed", result.failure
-    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+    assert len(sandbox.programs) == 1
 
 
-def test_tests_that_cannot_hold_the_guard_get_it_in_a_run_apart(tmp_path, task, replies, run):
-    """A task whose tests do not end by calling `check` on the entry point (another data set)
-    is graded unguarded; a pass is then guarded in a second run, the entry point's name
-    rebound."""
+def test_tests_that_do_not_end_by_calling_check_run_apart_as_well(tmp_path, task, replies, run):
+    """Another data set's tests, which call the entry point by its name after `check`."""
     called_otherwise = dataclasses.replace(
-        task, test=task.test.rstrip() + "\n\nassert True\n")
-    assert guarded_tests(called_otherwise) is None
+        task, test=task.test.rstrip() + "\n\nassert has_close_elements([1.0], 0.5) is False\n")
     result, sandbox = run(called_otherwise, replay(tmp_path, TASK_ID, [replies.fixed]), iters=0)
     assert result.outcome == "fixed" and result.flags == []
-    assert len(sandbox.programs) == 2 and sandbox.guarded == sandbox.programs[1:]
-    assert "has_close_elements = _humanfix_guard(has_close_elements)" in sandbox.programs[1]
-    assert result.attempts[0].guard is None
+    assert len(sandbox.programs) == 1
 
 
 def test_a_completion_model_repairs_in_plain_text_after_its_previous_attempt(tmp_path, task, run):

@@ -1,5 +1,5 @@
-"""Grading a final candidate (agent/grading): the tests it runs on, the guard of the hidden
-tests, which attempt is graded, and the task's result with its flags and HumanEval+ verdict.
+"""Grading a final candidate (agent/grading): the tests it runs on, the hidden tests, which
+attempt is graded, and the task's result with its flags and HumanEval+ verdict.
 Python/0's canonical and buggy solutions are the oracles: one passes, the other fails."""
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from agent_doubles import CountingSandbox
 from pytest_humanfix.agent.config import RepairConfig
 from pytest_humanfix.agent.context import RepairContext
 from pytest_humanfix.agent.grading import final_candidate, graded, run_hidden, run_tests
-from pytest_humanfix.agent.suspicion import GUARD_MARK
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.records import Attempt
 from pytest_humanfix.sandbox.environment import Verdict
 from pytest_humanfix.settings import Settings
 
-# Tests that do not end by calling check(<entry point>): they cannot hold the guard.
-UNGUARDABLE = Task(task_id="Python/900", entry_point="f", bug_type="value misuse", prompt="",
+# Tests that do not end by calling check(<entry point>), as another data set's may not.
+UNCHECKED = Task(task_id="Python/900", entry_point="f", bug_type="value misuse", prompt="",
                    declaration="def f():\n", buggy_solution="    return 1\n",
                    canonical_solution="    return 0\n", test="assert f() == 0\n")
 
@@ -47,7 +46,7 @@ def always_equal(task: Task) -> str:
 
 
 class Unreachable:
-    def run(self, program: str):
+    def run(self, job):
         raise AssertionError("nothing should have run")
 
 
@@ -61,25 +60,32 @@ def test_run_tests_explains_a_failed_assert_with_its_values(task):
     assert run_tests(context(task), task.canonical_code, task.test).passed
 
 
-def test_the_hidden_tests_run_guarded_and_a_clean_pass_is_not_flagged(task):
+def test_the_hidden_tests_run_once_apart_from_the_candidate(task):
     sandbox = CountingSandbox()
-    verdict, flag = run_hidden(context(task, sandbox), task.canonical_code)
-    assert verdict.passed and flag == ""
-    assert len(sandbox.programs) == 1 and sandbox.guarded == sandbox.programs
+    verdict = run_hidden(context(task, sandbox), task.canonical_code)
+    assert verdict.passed and len(sandbox.programs) == 1
+    job = sandbox.jobs[0]
+    assert "def check(" in job.tests.program and "def check(" not in job.candidate.program
+    assert task.canonical_solution in job.candidate.program
+    assert task.canonical_solution not in job.tests.program
 
 
-def test_a_run_the_guard_stops_is_flagged_and_run_again_without_it(task):
+def test_an_object_equal_to_everything_never_reaches_the_tests(task):
+    """Before the tests ran apart, it passed, and only a guarded second run flagged it."""
     sandbox = CountingSandbox()
-    verdict, flag = run_hidden(context(task, sandbox), always_equal(task))
-    assert flag.startswith("always-equal") and verdict.passed
-    assert len(sandbox.programs) == 2 and len(sandbox.guarded) == 1
-    assert GUARD_MARK not in sandbox.programs[1]
+    verdict = run_hidden(context(task, sandbox), always_equal(task))
+    assert verdict.status == "failed" and len(sandbox.programs) == 1
+    statement, error = verdict.first_failure().splitlines()
+    assert "has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3)" in statement
+    assert error == ("CandidateError: has_close_elements returned a value that cannot reach the "
+                     "tests: has_close_elements.<locals>.Always is not plain data (None, bool, "
+                     "int, float, complex, str, bytes, list, tuple, dict, set, frozenset)")
 
 
-def test_tests_that_cannot_hold_the_guard_run_unguarded_with_no_flag():
+def test_tests_that_do_not_end_by_calling_check_run_apart_as_well():
     sandbox = CountingSandbox()
-    verdict, flag = run_hidden(context(UNGUARDABLE, sandbox), UNGUARDABLE.canonical_code)
-    assert verdict.passed and flag is None and sandbox.guarded == []
+    verdict = run_hidden(context(UNCHECKED, sandbox), UNCHECKED.canonical_code)
+    assert verdict.passed and len(sandbox.programs) == 1
 
 
 def test_the_final_candidate_is_the_latest_that_passed_the_check():
@@ -90,10 +96,9 @@ def test_the_final_candidate_is_the_latest_that_passed_the_check():
 
 
 def test_an_attempt_that_ran_the_hidden_tests_is_graded_without_running_again(task):
-    verdict = run_hidden(context(task), task.canonical_code)[0].to_dict()
+    verdict = run_hidden(context(task), task.canonical_code).to_dict()
     attempts = [attempt(task.buggy_code, "failed", tests="test"),
-                attempt(task.canonical_code, "passed", tests="test", verdict=verdict, guard="",
-                        round=1)]
+                attempt(task.canonical_code, "passed", tests="test", verdict=verdict, round=1)]
     result = graded(context(task, Unreachable()), attempts, 1)
     assert (result.outcome, result.final_attempt, result.fixed_round) == ("fixed", 1, 1)
     assert result.verdict == verdict and result.flags == [] and result.failure == ""
@@ -110,7 +115,9 @@ def test_a_candidate_not_run_in_a_round_is_graded_only(task):
 
 
 def test_a_flagged_fix_stays_fixed_unless_strict(task):
-    code = always_equal(task)
+    # A right answer with an always-equal class beside it, which it never returns.
+    code = task.canonical_code + ("\n\nclass Always:\n    def __eq__(self, other):\n"
+                                  "        return True\n")
     lenient = graded(context(task), [attempt(code)], 0)
     assert lenient.outcome == "fixed"
     assert lenient.flags == ["always-equal: class Always: __eq__ always returns True"]

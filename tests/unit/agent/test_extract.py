@@ -18,7 +18,7 @@ from pytest_humanfix.agent.extract import (code_key, continued_code, extract_cod
                                           strip_thinking)
 from pytest_humanfix.agent.precheck import check_candidate
 from pytest_humanfix.sandbox.fresh import ProcessSandbox
-from pytest_humanfix.sandbox.program import build_program
+from pytest_humanfix.languages import LANGUAGES
 
 DECLARATION = ("from typing import List\n\n\n"
                "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n")
@@ -212,7 +212,7 @@ def test_declared_helper_is_restored_and_the_fix_passes(dataset):
     function = task.canonical_code[task.canonical_code.index("def make_palindrome"):]
     code = extract_code(fence(function), task.entry_point, task.declaration, task.buggy_code)
     assert "def is_palindrome" in code
-    verdict = ProcessSandbox().run(build_program(code, task.test, task.test_setup))
+    verdict = ProcessSandbox().run(LANGUAGES["python"].job(code, task.test, task))
     assert verdict.passed, verdict.stderr
 
 
