@@ -67,11 +67,13 @@ def test_language_lists_are_deduplicated_in_the_order_given():
         parse_languages(" , ")
 
 
-def test_python_program_is_the_prelude_the_candidate_the_setup_and_the_test(first):
+def test_python_runs_the_candidate_with_the_prelude_and_the_tests_apart(first):
     task = first["python"]
-    program = LANGUAGES["python"].program(task.canonical_code, task.test, task)
-    assert program.startswith(PRELUDE + "\n" + task.canonical_code.strip())
-    assert program.endswith(task.test + "\n")
+    job = LANGUAGES["python"].job(task.canonical_code, task.test, task)
+    assert job.candidate.program == PRELUDE + "\n" + task.canonical_code.strip() + "\n"
+    assert job.tests is not None and job.tests.program.endswith(task.test + "\n")
+    assert job.tests.program.startswith(PRELUDE + "\n")
+    assert task.canonical_solution not in job.tests.program
 
 
 def test_javascript_program_is_the_candidate_the_test_then_the_proof(first):
@@ -99,13 +101,13 @@ def test_the_proof_that_the_tests_finished_comes_after_their_last_check(name, fi
 
 def test_java_runs_the_driver_class_which_calls_the_tests_main_first():
     assert "Main.main(args);" in JAVA_DRIVER.split(FINISHED_VARIABLE)[0]
-    assert LANGUAGES["java"].steps(Path("/cache"))[-1].argv[-1] == DRIVER_CLASS
+    assert LANGUAGES["java"].steps(Path("/cache"), "joint")[-1].argv[-1] == DRIVER_CLASS
 
 
 def test_go_proves_the_tests_finished_from_a_testmain_of_its_own_file(first, tmp_path):
     task, go = first["go"], LANGUAGES["go"]
     assert FINISHED_VARIABLE not in go.program(task.canonical_code, task.test, task)
-    assert GO_DRIVER_NAME in go.steps(tmp_path)[0].argv
+    assert GO_DRIVER_NAME in go.steps(tmp_path, "joint")[0].argv
     (tmp_path / "cache" / CACHE).mkdir(parents=True)
     (tmp_path / "box").mkdir()
     go.prepare(tmp_path / "box", tmp_path / "cache")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_jobs import script_job
 import torch
 
 from pytest_humanfix.agent import prompts
@@ -35,7 +36,6 @@ from pytest_humanfix.sandbox.choose import make_sandbox
 from pytest_humanfix.sandbox.environment import ExecutionLost, Limits, SandboxError
 from pytest_humanfix.sandbox.fresh import Execution
 from pytest_humanfix.sandbox.layers import ProcessLayer
-from pytest_humanfix.sandbox.program import build_program
 from pytest_humanfix.sandbox.rerun import TaskSandbox
 from pytest_humanfix.session.timeouts import generation_off_clock
 from pytest_humanfix.protocol import RunProtocol
@@ -523,27 +523,37 @@ def test_the_summary_counts_the_executions_lost_and_run_again():
 def test_a_program_that_never_started_and_left_no_output_is_a_lost_execution(tmp_path):
     """What a warm child killed before it wrote anything leaves behind: empty output files,
     which the harness made itself."""
-    execution = Execution(tmp_path, tmp_path)
-    execution.prepare("")
-    with pytest.raises(ExecutionLost, match="killed by SIGKILL before the program started, "
-                                            "and left no output"):
-        execution.verdict(-9, False, 0.1, Limits(), ProcessLayer(), "warm")
+    job = script_job("")
+    execution = Execution.under(tmp_path)
+    execution.prepare(job)
+    with pytest.raises(ExecutionLost, match="candidate process, was lost: it was killed by "
+                                            "SIGKILL before its program began, and left no "
+                                            "output"):
+        execution.verdict(job, {"candidate": -9, "tests": -9}, False, 0.1, Limits(),
+                          ProcessLayer(), "warm")
+    execution.close()
 
 
 def test_a_sandbox_that_says_why_it_did_not_start_is_a_harness_fault(tmp_path):
-    execution = Execution(tmp_path, tmp_path)
-    execution.prepare("")
-    execution.stderr.write_text("humanfix sandbox: cannot set RLIMIT_AS\n")
+    job = script_job("")
+    execution = Execution.under(tmp_path)
+    execution.prepare(job)
+    os.write(execution.opened().kept["candidate"]["stderr"],
+             b"humanfix sandbox: cannot set RLIMIT_AS\n")
     with pytest.raises(SandboxError, match="did not start: humanfix sandbox: cannot set") as err:
-        execution.verdict(113, False, 0.1, Limits(), ProcessLayer(), "fresh")
+        execution.verdict(job, {"candidate": 113, "tests": 1}, False, 0.1, Limits(),
+                          ProcessLayer(), "fresh")
     assert not isinstance(err.value, ExecutionLost)
+    execution.close()
 
 
 def killing_child(warm: Any, monkeypatch: pytest.MonkeyPatch, when: str, times: int) -> None:
-    """Kills the warm executor's next `times` children from outside, after the fork: before the
-    harness puts the child in its cgroup, or once it is there, before its configuration."""
+    """Kills the warm executor's next `times` candidate children from outside, after the fork:
+    before the harness puts the child in its cgroup, or once it is there, before its
+    configuration."""
     victims: list[int] = []
-    waiting_child, send = warm._waiting_child, warm._send
+    server = warm.servers["candidate"]
+    waiting_child, send = server.waiting_child, server.send_config
 
     def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
@@ -559,14 +569,14 @@ def killing_child(warm: Any, monkeypatch: pytest.MonkeyPatch, when: str, times: 
                 kill(pid)
         return pid
 
-    def send_config(text: str) -> None:
-        if when == "before its configuration" and text.startswith("{") and victims \
+    def send_config(config: dict, fds: list[int]) -> None:
+        if when == "before its configuration" and victims \
                 and Path(f"/proc/{victims[-1]}").exists():
             kill(victims[-1])
-        send(text)
+        send(config, fds)
 
-    monkeypatch.setattr(warm, "_waiting_child", child)
-    monkeypatch.setattr(warm, "_send", send_config)
+    monkeypatch.setattr(server, "waiting_child", child)
+    monkeypatch.setattr(server, "send_config", send_config)
 
 
 @pytest.mark.parametrize("when", ["before its cgroup", "before its configuration"])
@@ -574,21 +584,21 @@ def test_a_warm_child_killed_between_fork_and_execution_is_run_once_more(monkeyp
     warm = make_sandbox("auto", "warm", Limits(timeout=10)).sandbox
     assert warm.executor == "warm"
     killing_child(warm, monkeypatch, when, times=1)
-    verdict = TaskSandbox(warm, 10.0).run(build_program("", "print('ran')"))
+    verdict = TaskSandbox(warm, 10.0).run(script_job("print('ran')"))
     assert verdict.passed and verdict.stdout.strip() == "ran"
-    assert "lost the execution" in verdict.lost or "vanished before the program" in verdict.lost
+    assert "was lost" in verdict.lost or "vanished before its program" in verdict.lost
     assert not verdict.rerun  # not a timeout's re-run
     # The executor serves the next execution as usual.
-    assert warm.run(build_program("", "print(2)")).passed
+    assert warm.run(script_job("print(2)")).passed
     warm.shutdown()
 
 
 def test_a_warm_child_lost_twice_is_a_harness_fault_that_says_so(monkeypatch):
     warm = make_sandbox("auto", "warm", Limits(timeout=10)).sandbox
     killing_child(warm, monkeypatch, "before its configuration", times=2)
-    with pytest.raises(SandboxError, match="lost the execution: its process was killed by "
-                                           "SIGKILL.*; run once more, alone: .*SIGKILL") as err:
-        TaskSandbox(warm, 10.0).run(build_program("", "print('ran')"))
+    with pytest.raises(SandboxError, match="was lost: it was killed by SIGKILL.*; run once "
+                                           "more, alone: .*SIGKILL") as err:
+        TaskSandbox(warm, 10.0).run(script_job("print('ran')"))
     assert not isinstance(err.value, ExecutionLost)
     warm.shutdown()
 

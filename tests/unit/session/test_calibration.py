@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
+from sandbox_jobs import script_job
 
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.sandbox.environment import Verdict
@@ -77,7 +78,7 @@ def test_reruns_never_overlap(tmp_path):
 
 
 def test_the_limit_reaches_the_sandbox():
-    got = ProcessSandbox().run("while True:\n    pass\n", timeout=0.5)
+    got = ProcessSandbox().run(script_job("while True:\n    pass\n"), timeout=0.5)
     assert got.status == "timeout" and got.limit == 0.5 and 0.5 <= got.seconds < 5
 
 
