@@ -75,7 +75,8 @@ class Settings:
     agent: str = option(
         "rewrite", "the repair agent: rewrite (round 1 is a second greedy first attempt, the "
         "function written anew from its declaration and tests, or its docstring, never shown "
-        "the buggy code; later rounds are resample's: it beats resample at 3 rounds), repair "
+        "the buggy code; later rounds are resample's; measured against the others in "
+        "docs/benchmarks.md), repair "
         "(each round, the model answers with code and is told what it did), tools (the model "
         "is given a run_tests(code) tool through the OpenAI tools API, each call runs its code "
         "on the tests the variant allows, and a reply without a call ends the repair; "
@@ -187,8 +188,8 @@ class Settings:
     deterministic: str = option(
         "off", "determinism settings of the GPU engines: on (in process, torch's deterministic "
         "algorithms, cuBLAS's fixed workspace and the sdpa attention; vLLM, its batch-invariant "
-        "mode) or off (on an H100 torch's settings left 29 of 164 replies differing between "
-        "two runs, docs/trust.md); recorded in computed_by. llama.cpp's engine is "
+        "mode) or off (replies may then differ between two runs on a GPU: docs/trust.md); "
+        "recorded in computed_by. llama.cpp's engine is "
         "deterministic by construction", convert=to.choice("on", "off"), metavar="on|off")
     sandbox: str = option(
         "auto", "execution layer: bwrap, process, or auto (bwrap where it works)",
