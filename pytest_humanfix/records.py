@@ -44,9 +44,6 @@ class Attempt:
     check: str = ""
     repeat_of: int | None = None
     tests: str = ""  # which of the task's tests ran in the round: test or example_test
-    # The guard's flag from the run of the hidden tests (agent/suspicion): "" when it found
-    # nothing, None when that run had no guard in it (another language, example tests).
-    guard: str | None = None
     # How the reply was asked for and how it ended ("" in records written before these were
     # kept): chat or completion; stop or length; the engine that served it.
     prompt: str = ""
@@ -82,7 +79,6 @@ class RecordedAttempt(TypedDict, total=False):
     check: str
     repeat_of: int | None
     tests: str
-    guard: str | None
     prompt: str
     finish_reason: str
     engine: str
