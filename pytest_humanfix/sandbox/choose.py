@@ -112,5 +112,6 @@ def make_sandbox(layer_wanted: str, executor_wanted: str, limits: Limits,
             raise SandboxError(f"--humanfix-executor warm: {exc}") from None
         return Choice(FreshSandbox(layer, limits, cgroups, python),
                       notes + [warm_unavailable(exc)])
-    return Choice(warm, notes + ["sandbox: warm executor (one fork server per worker imports "
-                                 "the prelude once; a fresh child per execution)"])
+    return Choice(warm, notes + ["sandbox: warm executor (two fork servers per worker, the "
+                                 "candidates' and the tests', import the prelude once; fresh "
+                                 "children per execution)"])

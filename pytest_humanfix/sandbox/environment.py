@@ -125,6 +125,20 @@ EXPLAINED = "AssertionError: assert "
 EXPLAINED_LINES = 6
 SIGNAL_HINTS = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)",
                 "SIGKILL": " (killed)", "SIGSEGV": " (crash, e.g. stack overflow)"}
+# What the tests' process says when the candidate's ended before it answered a call
+# (inside/tests.py): the harness, which saw how it ended, adds that.
+ENDED = "the candidate's process ended before it answered"
+
+
+def death(code: int | None) -> str:
+    """How a process ended, from its exit status (negative: the signal that killed it)."""
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}{SIGNAL_HINTS.get(name, '')}"
+    return f"exit status {code}"
 
 
 def first_failure(verdict: Verdict) -> str:
@@ -138,16 +152,14 @@ def first_failure(verdict: Verdict) -> str:
                 f"(exit status {verdict.exit_code})")
     lines = [line for line in verdict.stderr.splitlines() if line.strip()]
     exception = next((line for line in reversed(lines) if EXCEPTION_LINE.match(line)), None)
+    code = verdict.exit_code
     if exception is None:
-        code = verdict.exit_code
         if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"killed by {name}{SIGNAL_HINTS.get(name, '')}"
+            return death(code)
         return lines[-1] if lines else f"exit status {code} with no error output"
     index = len(lines) - 1 - lines[::-1].index(exception)
+    if ENDED in exception and code is not None:
+        exception += f" ({death(code)})"
     if exception.startswith(EXPLAINED):
         # An explained assert (agent/feedback): its message, on the lines after, holds the
         # assert as written, the values it compared and the calls that made them.

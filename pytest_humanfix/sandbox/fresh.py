@@ -33,7 +33,8 @@ STARTED, PASSED = b"started\n", b"passed\n"
 # What every process of an execution runs: the code before any program, the calls' wire, each
 # role's program, then (in a fresh interpreter) the bootstrap that reads its configuration from
 # a pipe (see inside/).
-ROLE_PROGRAMS = ("child.py", "wire.py", "answer.py", "tests.py", "toolchain.py")
+ROLE_PROGRAMS = ("descriptors.py", "child.py", "wire.py", "answer.py", "tests.py",
+                 "toolchain.py")
 BOOTSTRAP = program(*ROLE_PROGRAMS, "bootstrap.py")
 # How long the candidate's process may take to end once the tests have ended (it reads the end
 # of their calls and returns); then it is killed.

@@ -1,14 +1,12 @@
 """The two isolation layers an execution can run in: bubblewrap, and a plain process.
 
 `bwrap`: deny by default. A process sees only what it needs, read-only (`shown_paths`): the
-system's programs and libraries and /etc, the interpreter's standard library and numpy (the
-prelude's one package from outside it), the worker's compile caches; every Python package
-folder in them emptied; its own writable folder; fresh /tmp and /dev that are read-only. Not the
-home folder, /opt, /srv, /var, /work, any checkout, data set, record, wheel or cache. New PID,
-network, IPC and UTS namespaces, --die-with-parent, --new-session and every capability dropped;
-the bootstrap inside sets the rlimits. `process`: an ordinary child process with a clean
-environment, rlimits and its own network namespace where the kernel allows one; what it cannot
-stop, `ProcessLayer.limits`.
+system's programs and libraries and /etc, the interpreter's standard library and numpy, the
+worker's compile caches, every Python package folder among them emptied; its own writable
+folder; fresh /tmp and /dev, read-only. New PID, network, IPC and UTS namespaces,
+--die-with-parent, --new-session, no capabilities. `process`: an ordinary child process with a
+clean environment, rlimits and its own network namespace where the kernel allows one; what it
+cannot stop, `ProcessLayer.limits` (docs/sandbox.md#layers).
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from .inside import program
 @functools.cache
 def network_mode(python: str = sys.executable) -> str:
     """'namespace' if this machine lets a process make its own network namespace, else 'guard'."""
-    probe = program("child.py", "network_probe.py")
+    probe = program("descriptors.py", "child.py", "network_probe.py")
     try:
         done = subprocess.run([python, "-I", "-c", probe], stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=30)

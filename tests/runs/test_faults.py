@@ -7,10 +7,10 @@ import signal
 import xml.etree.ElementTree as ET
 
 import pytest
+from sandbox_jobs import script_job
 
 from pytest_humanfix.sandbox.choose import make_sandbox
 from pytest_humanfix.sandbox.environment import Limits, Verdict, first_failure
-from pytest_humanfix.sandbox.program import build_program
 
 
 def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
@@ -75,8 +75,8 @@ def test_auto_says_which_layer_once_at_start(humanfix_pytester: pytest.Pytester,
     result = humanfix_pytester.runpytest_subprocess("--humanfix-model=canonical",
                                                     "--humanfix-max=2", "-n", "2")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["humanfix sandbox: bwrap layer: read-only file system*"
-                                 "(auto: bwrap works)"])
+    result.stdout.fnmatch_lines(["humanfix sandbox: bwrap layer: only the system, the "
+                                 "interpreter and numpy shown*(auto: bwrap works)"])
     assert result.stdout.str().count("humanfix sandbox: bwrap layer") == 1
     layers = {(r["sandbox"], r["verdict"]["layer"])
               for r in read_records()}
@@ -99,15 +99,16 @@ def test_auto_falling_back_to_process_says_what_it_does_not_protect(
 @pytest.mark.parametrize("executor", ["fresh", "warm"])
 def test_the_report_names_the_limit_that_fired(executor: str) -> None:
     wall = make_sandbox("auto", executor, Limits(timeout=1)).sandbox.run(
-        build_program("", "while True:\n    pass"))
+        script_job("while True:\n    pass"))
     assert wall.status == "timeout"
     assert "sandbox wall-clock limit" in wall.first_failure()
     # The candidate lowers its own CPU limit: SIGXCPU comes well before the wall clock.
-    cpu = make_sandbox("auto", executor, Limits(timeout=20)).sandbox.run(build_program(
-        "", "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 2))\n"
-            "while True:\n    pass"))
+    cpu = make_sandbox("auto", executor, Limits(timeout=20)).sandbox.run(script_job(
+        "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 2))\n"
+        "while True:\n    pass"))
     assert cpu.status == "failed"
-    assert cpu.first_failure() == "killed by SIGXCPU (CPU time limit)"
+    assert cpu.first_failure().endswith("the candidate's process ended before it answered f() "
+                                        "(killed by SIGXCPU (CPU time limit))")
 
 
 def test_first_failure_names_each_limit() -> None:

@@ -207,8 +207,9 @@ def test_early_exit_with_status_zero_is_not_a_fix(humanfix_pytester, tmp_path, r
     result = humanfix_pytester.runpytest("--humanfix-model", f"replay:{replies}",
                                          "--humanfix-task", "Python/2")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*the program exited before its tests finished*"])
-    assert read_records()[0]["verdict"]["status"] == "exited_early"
+    result.stdout.fnmatch_lines(["*the candidate's process ended before it answered "
+                                 "truncate_number(3.5) (exit status 0)*"])
+    assert read_records()[0]["verdict"]["status"] == "failed"
 
 
 @pytest.mark.parametrize("args, message", [

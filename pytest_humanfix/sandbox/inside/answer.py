@@ -19,7 +19,7 @@ import traceback as _humanfix_traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time child.py's and wire.py's texts come first in the same program
-    from .child import CALLS_IN, CALLS_OUT
+    from .descriptors import CALLS_IN, CALLS_OUT
     from .wire import (
         HumanfixReader,
         HumanfixWireError,

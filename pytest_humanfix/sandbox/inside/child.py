@@ -3,9 +3,8 @@ and in each child of the warm executor (before `warm_server.py`) alike.
 
 An execution is two processes that never share anything but two pipes: the candidate, which
 answers calls, and the tests, which make them (docs/sandbox.md#the-tests-and-the-candidate-apart).
-Each finds its descriptors at fixed numbers: 1 and 2 its output files, `CALLS_IN` and
-`CALLS_OUT` the pipes to the other process, `STATUS` a pipe only the harness reads, `PROGRAM`
-the program it runs (never a file of its folder). Each writes `started` on `STATUS` once its
+Each finds its descriptors at fixed numbers (`descriptors.py`), its program among them, never a
+file of its folder. Each writes `started` on `STATUS` once its
 isolation is in place; the candidate then closes it, and only the tests write `passed` there,
 once their last line has run: nothing the candidate does reaches the verdict but its answers.
 """
@@ -15,16 +14,14 @@ import resource
 import sys
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # at run time the role's program (answer.py, tests.py or toolchain.py) follows
+if TYPE_CHECKING:  # at run time descriptors.py comes first, the roles' programs after
     from .answer import answer_calls
+    from .descriptors import DESCRIPTORS, PROGRAM, STATUS
     from .tests import run_tests
     from .toolchain import run_steps
 
 # Isolation could not be set up: the harness reports a sandbox fault, never "not fixed".
 FAULT_EXIT = 113
-CALLS_IN, CALLS_OUT, STATUS, PROGRAM = 3, 4, 5, 6
-# The descriptors a process gets, in this order, at 1, 2, CALLS_IN, CALLS_OUT, STATUS, PROGRAM.
-DESCRIPTORS = (1, 2, CALLS_IN, CALLS_OUT, STATUS, PROGRAM)
 STARTED, PASSED = b"started\n", b"passed\n"
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38

@@ -5,6 +5,7 @@ file the candidate could reach, and nothing of the candidate's runs here
 (docs/sandbox.md#the-tests-and-the-candidate-apart).
 """
 
+import ast as _humanfix_tests_ast
 import builtins as _humanfix_tests_builtins
 import linecache as _humanfix_tests_linecache
 import os as _humanfix_tests_os
@@ -13,7 +14,7 @@ import traceback as _humanfix_tests_traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # at run time child.py's and wire.py's texts come first in the same program
-    from .child import CALLS_IN, CALLS_OUT
+    from .descriptors import CALLS_IN, CALLS_OUT
     from .wire import (
         HumanfixReader,
         HumanfixWireError,
@@ -104,6 +105,21 @@ class HumanfixCandidate:
                                      f"the candidate's answer to {what} is not plain data")
 
 
+def _humanfix_written(line: str) -> str:
+    """A line of explained tests as the tests wrote it: an assert's call that an explained
+    assert took apart (agent/feedback) shows as the call, which `_hf_note` holds as text."""
+    if not line.startswith("_hf_"):
+        return line
+    try:
+        for node in _humanfix_tests_ast.walk(_humanfix_tests_ast.parse(line)):
+            if isinstance(node, _humanfix_tests_ast.Call) and getattr(node.func, "id", "") == \
+                    "_hf_note" and isinstance(node.args[0], _humanfix_tests_ast.Constant):
+                return str(node.args[0].value)
+    except (SyntaxError, IndexError):
+        pass
+    return line
+
+
 def run_tests(text: str, name: str, entry_point: str) -> None:
     _humanfix_tests_linecache.cache[name] = (len(text), None, text.splitlines(True), name)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": _humanfix_tests_builtins,
@@ -117,7 +133,8 @@ def run_tests(text: str, name: str, entry_point: str) -> None:
                   if frame.filename == name]
         _humanfix_tests_sys.stderr.write("".join([
             "Traceback (most recent call last):\n",
-            *_humanfix_tests_traceback.format_list(frames),
+            *(f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
+              f"    {_humanfix_written(frame.line or '')}\n" for frame in frames),
             *_humanfix_tests_traceback.format_exception_only(type(exc), exc)]))
         _humanfix_tests_sys.stderr.flush()
         _humanfix_tests_sys.exit(1)

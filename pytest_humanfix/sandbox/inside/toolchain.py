@@ -1,16 +1,11 @@
 """A process of a toolchain execution (compiled languages and JavaScript), after `child.py`: its
 program is a plan (JSON) whose files it writes in its working folder and whose steps (compile,
-then run) it runs one after the other, each with its output in files of the box. A failing step
-ends the process with its status and a last stderr line the harness shows first
-(`CompileError: ...`, `TestError: ...`); a `silent` step fails when it writes anything
-(BigCode's rule for JavaScript). The run step gets the pipes of the calls at descriptors
-CALLS_IN and CALLS_OUT (docs/sandbox.md#the-tests-and-the-candidate-apart).
-
-A `joint` plan runs tests and candidate in one program, for a language whose tests are not yet
-apart from the candidate: its run step gets a secret made here, which the test driver writes to
-the plan's `finished` file after the last check; without it the process ends with status 0 and
-no pass (docs/languages.md#execution).
-"""
+then run) it runs one after the other. A failing step ends the process with its status and a
+last stderr line the harness shows first (`CompileError: ...`, `TestError: ...`); a `silent`
+step fails when it writes anything (BigCode's rule for JavaScript). The run step gets the pipes
+of the calls. A `joint` plan, tests and candidate in one program, gets a secret its test driver
+writes to the plan's `finished` file after the last check; without it, no pass
+(docs/languages.md#execution)."""
 
 import json as _humanfix_json
 import os as _humanfix_os
@@ -23,7 +18,7 @@ import sys as _humanfix_sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
-    from .child import CALLS_IN, CALLS_OUT
+    from .descriptors import CALLS_IN, CALLS_OUT
 
 
 def _humanfix_read(path: str, cap: int) -> str:

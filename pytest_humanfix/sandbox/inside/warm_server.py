@@ -19,7 +19,8 @@ import traceback
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:  # at run time child.py's text comes first in the same program
-    from .child import DESCRIPTORS, arrange, isolate_network, limit, run
+    from .child import arrange, isolate_network, limit, run
+    from .descriptors import DESCRIPTORS
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

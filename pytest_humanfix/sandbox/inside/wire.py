@@ -12,6 +12,8 @@ whatever the other side wrote. A message is at most `_HUMANFIX_WIRE_BYTES` long.
 
 import json as _humanfix_json
 import os as _humanfix_wire_os
+import sys as _humanfix_wire_sys
+from collections.abc import Callable as _HumanfixWireCallable
 from typing import Any as _HumanfixWireAny
 
 _HUMANFIX_WIRE_BYTES = 16 << 20
@@ -95,8 +97,21 @@ def _humanfix_rebuilt(value: _HumanfixWireAny, depth: int = 0) -> _HumanfixWireA
     return tuple(items) if tag == "tuple" else set(items) if tag == "set" else frozenset(items)
 
 
+def _humanfix_any_digits(convert: _HumanfixWireCallable[[], _HumanfixWireAny]
+                         ) -> _HumanfixWireAny:
+    """`convert()` with no bound on an int's digits (Python's is 4,300 since 3.11): an int of
+    any size crosses, as it would be compared in one process; the bound stands again after."""
+    bound = _humanfix_wire_sys.get_int_max_str_digits()
+    _humanfix_wire_sys.set_int_max_str_digits(0)
+    try:
+        return convert()
+    finally:
+        _humanfix_wire_sys.set_int_max_str_digits(bound)
+
+
 def _humanfix_send(fd: int, message: dict) -> None:
-    data = (_humanfix_json.dumps(message, separators=(",", ":")) + "\n").encode()
+    data = (_humanfix_any_digits(lambda: _humanfix_json.dumps(message, separators=(",", ":")))
+            + "\n").encode()
     if len(data) > _HUMANFIX_WIRE_BYTES:
         raise HumanfixWireError(f"a message of {len(data)} bytes, more than the "
                                 f"{_HUMANFIX_WIRE_BYTES} a call or an answer may hold")
@@ -125,7 +140,7 @@ class HumanfixReader:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         try:
-            message = _humanfix_json.loads(line)
+            message = _humanfix_any_digits(lambda: _humanfix_json.loads(line))
         except (ValueError, RecursionError) as exc:
             raise HumanfixWireError(f"a message that is not JSON: {exc}") from None
         if type(message) is not dict:

@@ -18,7 +18,7 @@ from pytest_humanfix.sandbox.program import PRELUDE
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAMS = ["child.py", "bootstrap.py", "warm_server.py", "network_probe.py", "prelude.py",
-            "toolchain.py", "explain.py", "wire.py", "answer.py", "tests.py"]
+            "toolchain.py", "explain.py", "wire.py", "answer.py", "tests.py", "descriptors.py"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
