@@ -130,7 +130,7 @@ def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Value:
 def _combine(parts: list[Values], make: Callable[..., Value]) -> Values:
     """make(*choice) for every choice of one value per part; None if a part, or any result, is
     unknown, or if there are too many."""
-    if any(p is None for p in parts):
+    if any(not p for p in parts):
         return None
     results: set[Value] = set()
     for choice in itertools.product(*parts):  # type: ignore[arg-type]
@@ -244,7 +244,8 @@ class Reader:
                 return None
             elif binding.operator is not None or any(
                     isinstance(n, ast.Name) and n.id == name for n in ast.walk(binding.expr)):
-                if binding.in_loop:
+                if binding.in_loop or not so_far:
+                    # Repeated, or reading a binding this reading has not seen (a builtin's).
                     return None
                 before = frozenset(so_far)
                 expr = binding.expr if binding.operator is None else ast.BinOp(
@@ -390,7 +391,7 @@ def _elements(found: Values) -> Values:
     items: set[Value] = set()
     for sequence in sequences:
         items.update(sequence)
-    return frozenset(items) if len(items) <= MAX_CHOICES else None
+    return frozenset(items) if 0 < len(items) <= MAX_CHOICES else None
 
 
 def _sequences(found: Values) -> list[Any] | None:
