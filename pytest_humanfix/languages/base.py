@@ -80,10 +80,17 @@ class Language:
         (reading.py, where tree-sitter's grammar is installed), once each
         (docs/trust.md#fixes-that-defeat-the-tests-are-flagged)."""
         reading = read(self.name, code)
-        texts = [code] + ([reading.text] if reading.text not in ("", code) else [])
-        found = [f"{kind}: {' '.join(match.group(0).split())}"
-                 for text in texts for kind, pattern in (*self.flag_rules, HARNESS_RULE)
-                 for match in re.finditer(pattern, text)]
+        found: list[str] = []
+        for text in [code] + ([reading.text] if reading.text not in ("", code) else []):
+            # One flag a place: a catch-all rule (any mention of process) stays silent where
+            # an earlier, more telling rule (process.exit) already spoke.
+            taken: list[tuple[int, int]] = []
+            for kind, pattern in (*self.flag_rules, HARNESS_RULE):
+                spans = [m.span() for m in re.finditer(pattern, text)]
+                found.extend(f"{kind}: {' '.join(text[start:end].split())}"
+                             for start, end in spans
+                             if not any(start < stop and begin < end for begin, stop in taken))
+                taken.extend(spans)
         found.extend(reading.flags)
         used = set(re.findall(IDENTIFIER, tests))
         for name in re.findall(self.definitions, code) if self.definitions else ():
