@@ -276,6 +276,10 @@ class _Reader:
             name = _text(node)
             if name in self.aliases:
                 return self.aliases[name]
+        literal = node.type in STRINGS and node.type != "concatenated_string" and not any(
+            c.type in ("escape_sequence", "template_substitution") for c in node.named_children)
+        if literal:
+            return None  # as written: a rule reads it there already
         if node.type in STRINGS or node.type in ("binary_expression", "identifier",
                                                  "macro_invocation", "call_expression") and \
                 node.start_byte not in self.binding_sites:
