@@ -7,36 +7,21 @@ See docs/languages.md#prompts-and-programs.
 
 from __future__ import annotations
 
-import functools
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..dataset import Task
+from ..languages.grammars import parser
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-# The grammar module of each language, and the node types that define a function there.
-GRAMMARS = {"js": "tree_sitter_javascript", "java": "tree_sitter_java", "go": "tree_sitter_go",
-            "cpp": "tree_sitter_cpp", "rust": "tree_sitter_rust"}
+# The node types that define a function.
 FUNCTIONS = {"function_declaration", "function_item", "function_definition",
              "method_declaration", "variable_declarator"}
 PARAMETER_LISTS = {"formal_parameters", "parameters", "parameter_list"}
 # tree-sitter-cpp reports errors in code g++ compiles (CPP/22's typeid, CPP/38's macros): in
 # C++ only the entry point's definition is checked, and syntax is left to the compiler.
 LENIENT = {"cpp"}
-
-
-@functools.cache
-def parser(language: str) -> Parser | None:
-    """The language's parser, None when tree-sitter or its grammar is not installed."""
-    try:
-        from tree_sitter import Language, Parser
-
-        grammar: Any = importlib.import_module(GRAMMARS[language])
-    except ImportError:
-        return None
-    return Parser(Language(grammar.language()))
 
 
 def available(language: str) -> bool:

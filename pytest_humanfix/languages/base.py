@@ -15,6 +15,7 @@ from ..dataset import Task
 from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.fresh import SAFE_ENV
 from ..sandbox.toolchain import Step
+from .reading import read
 
 # The toolchain binaries are looked up where the sandbox's PATH looks (never a user's ~/.cargo).
 SANDBOX_PATH = SAFE_ENV["PATH"]
@@ -74,11 +75,23 @@ class Language:
     def flags(self, code: str, tests: str) -> list[str]:
         """How a candidate `code` that passed may have got around `tests`: an exit, a
         redefined assert, the environment that holds the proof that the tests finished, a
-        way around the test framework; read from the text as written, comments and strings
-        included, once each (docs/trust.md#fixes-that-defeat-the-tests-are-flagged)."""
-        found = [f"{kind}: {' '.join(match.group(0).split())}"
-                 for kind, pattern in (*self.flag_rules, HARNESS_RULE)
-                 for match in re.finditer(pattern, code)]
+        way around the test framework, a name it computes; read from the text as written,
+        comments and strings included, and from the text as the syntax tree normalises it
+        (reading.py, where tree-sitter's grammar is installed), once each
+        (docs/trust.md#fixes-that-defeat-the-tests-are-flagged)."""
+        reading = read(self.name, code)
+        found: list[str] = []
+        for text in [code] + ([reading.text] if reading.text not in ("", code) else []):
+            # One flag a place: a catch-all rule (any mention of process) stays silent where
+            # an earlier, more telling rule (process.exit) already spoke.
+            taken: list[tuple[int, int]] = []
+            for kind, pattern in (*self.flag_rules, HARNESS_RULE):
+                spans = [m.span() for m in re.finditer(pattern, text)]
+                found.extend(f"{kind}: {' '.join(text[start:end].split())}"
+                             for start, end in spans
+                             if not any(start < stop and begin < end for begin, stop in taken))
+                taken.extend(spans)
+        found.extend(reading.flags)
         used = set(re.findall(IDENTIFIER, tests))
         for name in re.findall(self.definitions, code) if self.definitions else ():
             if "assert" in name.lower() or name == "NDEBUG":

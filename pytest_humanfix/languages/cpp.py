@@ -40,11 +40,15 @@ class Cpp(Language):
     failure_pattern = r"error:|Assertion .* failed|terminate called"
     tools = (("g++", "g++"),)
     flag_rules = (
+        # Called, or taken as a value (auto q = _exit;).
         ("exit", r"\b(?:exit|_exit|_Exit|quick_exit|abort|terminate|kill|raise|longjmp|system|"
-                 r"execv\w*|execl\w*)(?=\s*\()"),
-        ("environment", r"\b(?:getenv|secure_getenv|environ)\b|/proc/"),
+                 r"execv\w*|execl\w*|syscall)(?=\s*[(;,)])|\b(?:SYS|__NR)_\w+"),
+        ("environment", r"\b(?:getenv|secure_getenv|environ|_environ|__environ)\b|/proc/"),
         ("around the tests", r"\b(?:atexit|at_quick_exit|set_terminate|signal|sigaction)(?=\s*\()"
-                             r"|__attribute__\s*\(\(\s*(?:constructor|destructor)"))
+                             r"|__attribute__\s*\(\(\s*(?:constructor|destructor)|"
+                             r"\b(?:dlsym|dlopen|asm|__asm__)\b"),
+        # A name pasted together by the preprocessor: what it names is read nowhere.
+        ("computed name", r"(?m)^\s*#\s*define\b.*##"))
     # A macro over a name the tests use (assert, main, the entry point); `#undef NDEBUG`
     # only turns asserts on (CPP/94's reference solution has it).
     definitions = r"#\s*(?:define|undef(?!\s+NDEBUG\b))\s+(\w+)"

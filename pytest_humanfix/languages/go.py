@@ -64,12 +64,19 @@ class Go(Language):
     failure_pattern = r"\.go:\d+:\d+:|Error:|panic:|--- FAIL"
     tools = (("go", "golang-go"),)
     flag_rules = (
-        ("exit", r"\b(?:os\s*\.\s*Exit|syscall\s*\.\s*Exit|runtime\s*\.\s*Goexit|"
-                 r"log\s*\.\s*Fatal\w*)\b"),
+        ("exit", r"\b(?:os\s*\.\s*(?:Exit|FindProcess)|syscall\s*\.\s*(?:Exit|Kill|Tgkill|"
+                 r"Syscall\w*|RawSyscall\w*)|runtime\s*\.\s*Goexit|log\s*\.\s*Fatal\w*)\b"),
         ("environment", r"\b(?:os|syscall)\s*\.\s*(?:Getenv|Environ|LookupEnv)\b|/proc/"),
         # Tests, TestMain or an init of its own, the testing package, unsafe, linkname.
         ("around the tests", r"(?m)^\s*func\s+(?:(?:Test|Benchmark|Fuzz|Example)\w*|init)(?=\s*\()"
-                             r"|\btesting\s*\.|\bunsafe\s*\.|go:linkname"))
+                             r"|\btesting\s*\.|\bunsafe\s*\.|go:linkname"),
+        # The test binary's arguments (-test.run=^$ runs no test), a package variable set by a
+        # function literal (it runs before the tests), a dot or blank import, and a package
+        # of those above imported under another name (o.Exit).
+        ("around the tests", r"(?m)\bos\s*\.\s*Args\b|\bflag\s*\.\s*(?:Set|CommandLine|Parse)\b|"
+                             r"^var\s+[^=\n]*=\s*func\b|^\s*(?:import\s+)?[._]\s+\"[^\"]*\"|"
+                             r"^\s*(?:import\s+)?\w+\s+\"(?:os|syscall|runtime|testing|unsafe|flag|"
+                             r"log)\""))
     known_failures = {
         "Go/27": "the prompt imports \"strings\", which the reference solution does not use, and "
                  "Go refuses to compile an unused import",

@@ -47,11 +47,20 @@ class Java(Language):
     failure_pattern = r"error:|Exception|AssertionError"
     tools = (("javac", "default-jdk-headless"), ("java", "default-jdk-headless"))
     flag_rules = (
-        ("exit", r"\b(?:System\s*\.\s*exit|halt)(?=\s*\()|\bgetRuntime\s*\(\s*\)\s*\.\s*exit\b"),
+        ("exit", r"\b(?:System\s*\.\s*exit|halt)(?=\s*\()|\bgetRuntime\s*\(\s*\)\s*\.\s*exit\b|"
+                 r"\bSystem\s*::\s*exit\b|\b(?:getMethod|getDeclaredMethod)\s*\(\s*\"(?:exit|halt)\""),
         ("environment", r"\bgetenv\b|/proc/"),
         ("around the tests", r"\b(?:addShutdownHook|setDefaultUncaughtExceptionHandler|"
                              r"setUncaughtExceptionHandler|setSecurityManager|setAccessible|"
-                             r"setOut|setErr)\b|\bjava\s*\.\s*lang\s*\.\s*reflect\b"))
+                             r"setOut|setErr)\b|\bjava\s*\.\s*lang\s*\.\s*reflect\b"),
+        # Reflection reaches a method by a name it may compute; Runtime and ProcessHandle end
+        # the JVM by an alias the rule on exit misses; a static import names System's members
+        # bare.
+        ("around the tests", r"\b(?:forName|getMethod|getDeclaredMethod|getField|"
+                             r"getDeclaredField|getConstructor|getDeclaredConstructor|loadClass|"
+                             r"invoke|invokeExact|findStatic|findVirtual)(?=\s*\()|"
+                             r"\b(?:MethodHandles|getRuntime|ProcessHandle)\b|"
+                             r"\bimport\s+static\s+java\s*\.\s*lang\s*\.\s*(?:System|Runtime)\b"))
     # A class of the candidate's named like one the tests use (AssertionError, Arrays, Main)
     # stands in for it: same-file types come before java.lang and on-demand imports.
     definitions = r"\b(?:class|interface|enum|record)\s+(?!Solution\b)([A-Za-z_$][\w$]*)"

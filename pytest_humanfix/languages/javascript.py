@@ -34,13 +34,18 @@ class JavaScript(Language):
         ("environment", r"\bprocess\s*" + MEMBER + r"env\b"),
         # console.assert prints and the judging reads the output: silenced, any code passes.
         ("redefined assert", r"\bconsole\b(?:\s*(?:\.\s*[\w$]+|\[[^\]]*\]))?\s*=(?![=>])"),
-        ("redefined assert", r"\b(?:defineProperty|defineProperties|assign|setPrototypeOf)"
-                             r"\s*\(\s*console\b"),
+        ("redefined assert", r"\b(?:defineProperty|defineProperties|assign|setPrototypeOf|set|"
+                             r"deleteProperty)\s*\(\s*console\b"),
         ("around the tests", r"\bprocess\s*" + MEMBER
                              + r"(?:on|once|stdout|stderr|binding|dlopen|chdir)\b"),
         ("around the tests", r"\b(?:eval|Function)(?=\s*\()|\bglobalThis\b|\bglobal\s*\."),
         ("around the tests", r"\brequire\s*\(\s*['\"`](?:node:)?(?:child_process|fs|vm|"
-                             r"worker_threads|module|inspector|process)\b"))
+                             r"worker_threads|module|inspector|process)\b"),
+        # No canonical or buggy solution names these: any other mention (an alias, an argument,
+        # a member reached by a computed key) is a way to them that the rules above miss.
+        ("around the tests", r"\b(?:process|console|Reflect|constructor|prepareStackTrace|"
+                             r"captureStackTrace|callee|caller)\b|\bimport\s*\("),
+        ("computed name", r"\brequire\s*\(\s*(?!['\"`][\w./@-]+['\"`]\s*\))"))
 
     def finish(self, tests: str) -> str:
         return tests + "\n" + DRIVER

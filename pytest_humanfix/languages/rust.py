@@ -50,11 +50,15 @@ class Rust(Language):
     failure_pattern = r"^error|panicked at"
     tools = (("rustc", "rustc"), ("cargo", "cargo"))
     flag_rules = (
-        ("exit", r"\bstd\s*::\s*process\b|\bprocess\s*::\s*(?:exit|abort)\b"),
-        ("environment", r"\bstd\s*::\s*env\b|\benv\s*::\s*(?:var|vars|var_os|vars_os)\b|/proc/"),
+        ("exit", r"\bstd\s*::\s*process\b|\bprocess\s*::\s*(?:exit|abort)\b|"
+                 r"\bstd\s*::\s*\{[^}]*\bprocess\b|\blibc\s*::\s*(?:exit|_exit|abort|kill|raise|"
+                 r"syscall|exec\w*)\b"),
+        ("environment", r"\bstd\s*::\s*env\b|\benv\s*::\s*(?:var|vars|var_os|vars_os)\b|/proc/|"
+                        r"\bstd\s*::\s*\{[^}]*\benv\b|\blibc\s*::\s*(?:getenv|environ)\b"),
         # Tests of its own (libtest runs every one), crate attributes, foreign functions.
         ("around the tests", r"#!?\s*\[\s*(?:test|cfg\s*\(\s*test|should_panic|ignore)\b|"
-                             r"#!\s*\[|\bextern\s*\"|\bmod\s+tests\b|\bset_hook\b"))
+                             r"#!\s*\[|\bextern\s*\"|\bmod\s+tests\b|\bset_hook\b|"
+                             r"\bextern\s+crate\b|\bunsafe\b|\basm!"))
     # A macro_rules! assert_eq defined before the tests replaces std's inside them.
     definitions = r"\bmacro_rules!\s*(\w+)"
     known_failures = {"Rust/32": RAND_04, "Rust/50": RAND_04}

@@ -133,8 +133,10 @@ class Runner:
             missing = LANGUAGES[language].missing()
             limit = f"limit {self.settings.timeout_for(language):g} s"
             if language != "python":
-                limit += (", tree-sitter check before execution" if syntax_available(language)
-                          else ", no tree-sitter grammar: the compiler alone checks")
+                limit += (", tree-sitter check before execution and flags read from the "
+                          "syntax tree" if syntax_available(language)
+                          else ", no tree-sitter grammar: the compiler alone checks and the "
+                          "flags read the text as written")
             lines.append(f"language {language}: " + (
                 f"cannot run: {'; '.join(missing)}" if missing else f"runs here ({limit})"))
         return lines

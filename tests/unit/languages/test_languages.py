@@ -215,7 +215,7 @@ def test_a_local_file_names_its_language(humanfix_pytester, dataset, read_record
         "--humanfix-max", "2")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*humanfix language go: runs here (limit 20 s, tree-sitter check "
-                                 "before execution)*",
+                                 "before execution and flags read from the syntax tree)*",
                                  "pass@1 = 100.0% (2/2)*timeout=20.0*language=go chat_stop=code]"])
     records = read_records()
     assert {(r["task_id"], r["language"]) for r in records} == {("Go/0", "go"), ("Go/1", "go")}
