@@ -210,7 +210,7 @@ def reflect_call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """The resampling agent's next round: the first prompt again, unchanged and told nothing,
     sampled at the round's temperature; the model's seed for it is drawn per reply, so a rerun
-    draws the same samples (models/base.py, `sample_seed`)."""
+    draws the same samples (models/base.py, `ReplySeeds`)."""
     return {"round": state["round"] + 1, "resamples": 0}
 
 
