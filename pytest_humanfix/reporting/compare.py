@@ -17,7 +17,7 @@ from .sections import Matched, Measure, RoundSpend, Side, SideBySide
 from .stats import mcnemar_exact
 
 # What two compared runs may set otherwise on purpose: the agent, its rounds and temperatures.
-MAY_DIFFER = ("agent", "iters", "temperature", "round_temperature", "resample_temperature")
+MAY_DIFFER = ("agent", "iters", "temperature", "round_temperature", "ask_again_temperature")
 MEASURES: tuple[Measure, ...] = ("tokens", "seconds")
 # The halves an agent change is chosen on (even) and confirmed on (odd), by the task's number.
 HALVES = ("even", "odd")

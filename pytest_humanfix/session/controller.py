@@ -39,7 +39,7 @@ from ..reporting.sections import RunFacts, Selection, Summary
 from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
-from ..settings import Settings
+from ..settings import Settings, deprecated_names
 from . import LAYOUT_NOTE
 from .calibration import CalibrationFile, Reading, calibrate
 from .items import earlier_run
@@ -260,6 +260,8 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
         selected = [task.task_id for task in workload.tasks]
         finished = load_finished(settings.jsonl_path, wanted, selected)
         resumed = {t: finished[t] for t in selected if t in finished}
+    for line in deprecated_names(config):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(line), stacklevel=2)
     if settings.samples > 1 and settings.temperature == 0:
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             f"--humanfix-samples {settings.samples} at temperature 0: greedy decoding makes "
