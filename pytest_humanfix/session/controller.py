@@ -219,8 +219,8 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     """The controller's Runner, and its plugins: the Controller, which writes every file, and
     the xdist hooks that hand the workers their state."""
     settings = checked.settings
-    state = RunState(new_run_id(), resumed=checked.resumed, canonical_seconds=canonical_seconds,
-                     plus_reference=plus_reference)
+    state = RunState(new_run_id(), agent=settings.agent, resumed=checked.resumed,
+                     canonical_seconds=canonical_seconds, plus_reference=plus_reference)
     runner = Runner(settings, state, workload=checked.workload,
                     sandbox_choice=checked.sandbox_choice, device=checked.device,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
