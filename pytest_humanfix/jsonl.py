@@ -107,15 +107,10 @@ class JsonlWriter:
         os.fsync(self._handle.fileno())
         self._synced = time.monotonic()
 
-    def keep_last_per_task(self) -> None:
-        """Leaves one line per task, the last written: a plugin that ran an item again logged
-        each run, and the last run decides (it carries the earlier ones as `reruns`)."""
+    def rewrite(self, rows: Sequence[Mapping[str, object]]) -> None:
+        """Makes the file hold exactly `rows` (`rewrite_jsonl`), then appends after them."""
         self.close()
-        last: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(self.path, bad_lines="skip"):
-            last.pop(str(record.get("task_id")), None)
-            last[str(record.get("task_id"))] = record
-        rewrite_jsonl(self.path, list(last.values()))
+        rewrite_jsonl(self.path, rows)
         self.open(append=True)
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..protocol import RunProtocol, run_fingerprint, without_model
-from ..records import Record
+from ..records import Record, latest_per_task, read_records
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -354,7 +354,7 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml's own sessionfinish, which writes the file.
         if self.rerun_logged:
-            self.writer.keep_last_per_task()
+            self.writer.rewrite(latest_per_task(read_records(self.writer.path, bad_lines="skip")))
         records = list(self.records.values())
         comparison = compare(records, self.baseline) if self.baseline is not None else None
         run = self.run_facts()
