@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from .atomic import write_atomically
+
 # How `read_jsonl` treats a line that is not a JSON object: skip it, skip it only when it is the
 # last line (a write torn by a kill) and refuse anything else, or refuse every one.
 BadLines = Literal["skip", "torn-tail", "raise"]
@@ -55,14 +57,8 @@ def rewrite_jsonl(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     """Make the file hold exactly `rows`, replaced atomically (a kill now still leaves the
     old or the new file); a file that already does is left alone."""
     content = jsonl_bytes(rows)
-    if path.read_bytes() == content:
-        return
-    temporary = path.with_name(path.name + ".rewrite-tmp")
-    with temporary.open("wb") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    if path.read_bytes() != content:
+        write_atomically(path, content)
 
 
 class ReportError(Exception):
@@ -107,15 +103,10 @@ class JsonlWriter:
         os.fsync(self._handle.fileno())
         self._synced = time.monotonic()
 
-    def keep_last_per_task(self) -> None:
-        """Leaves one line per task, the last written: a plugin that ran an item again logged
-        each run, and the last run decides (it carries the earlier ones as `reruns`)."""
+    def rewrite(self, rows: Sequence[Mapping[str, object]]) -> None:
+        """Makes the file hold exactly `rows` (`rewrite_jsonl`), then appends after them."""
         self.close()
-        last: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(self.path, bad_lines="skip"):
-            last.pop(str(record.get("task_id")), None)
-            last[str(record.get("task_id"))] = record
-        rewrite_jsonl(self.path, list(last.values()))
+        rewrite_jsonl(self.path, rows)
         self.open(append=True)
 
     def close(self) -> None:

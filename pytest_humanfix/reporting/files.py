@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from ..atomic import write_atomically
 from ..records import Record
 from .chart import write_chart
 from .compare import lines as compare_lines
@@ -153,13 +154,12 @@ def write_reports(summary: Summary, records: list[Record], folder: Path,
                   buggy: dict[str, str] | None = None) -> list[Path]:
     """summary.json, summary.md, summary.svg and the page, index.html (`view.write_page`,
     against BASELINE's records when given, showing each task's BUGGY code); summary.md is also
-    appended to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only
-    the chart failed."""
+    appended to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. Each is written whole
+    (`write_atomically`). ChartError when only the chart failed."""
     folder.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = folder / "summary.json", folder / "summary.md"
-    json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    json_path = write_atomically(folder / "summary.json", json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)
-    md_path.write_text(text, encoding="utf-8")
+    md_path = write_atomically(folder / "summary.md", text)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as handle:

@@ -14,6 +14,7 @@ from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomically
 from ..datafiles import HUMANEVALPACK, PACKAGED
 from ..dataset import DatasetError, is_local, load_tasks
 from ..records import Record, attempt_round, graded_round
@@ -179,7 +180,4 @@ def write_page(summary: Summary, records: list[Record], path: Path,
                baseline: dict[str, Record] | None = None,
                buggy: dict[str, str] | None = None) -> Path:
     """The page at PATH, written whole (a reader never finds half a page)."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(page(summary, records, baseline, buggy), encoding="utf-8")
-    partial.replace(path)
-    return path
+    return write_atomically(path, page(summary, records, baseline, buggy))

@@ -22,7 +22,7 @@ from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..protocol import RunProtocol, run_fingerprint, without_model
-from ..records import Record
+from ..records import Record, latest_per_task, read_records
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -39,7 +39,7 @@ from ..reporting.sections import RunFacts, Selection, Summary
 from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
-from ..settings import Settings
+from ..settings import Settings, deprecated_names
 from . import LAYOUT_NOTE
 from .calibration import CalibrationFile, Reading, calibrate
 from .items import earlier_run
@@ -219,8 +219,8 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     """The controller's Runner, and its plugins: the Controller, which writes every file, and
     the xdist hooks that hand the workers their state."""
     settings = checked.settings
-    state = RunState(new_run_id(), resumed=checked.resumed, canonical_seconds=canonical_seconds,
-                     plus_reference=plus_reference)
+    state = RunState(new_run_id(), agent=settings.agent, resumed=checked.resumed,
+                     canonical_seconds=canonical_seconds, plus_reference=plus_reference)
     runner = Runner(settings, state, workload=checked.workload,
                     sandbox_choice=checked.sandbox_choice, device=checked.device,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
@@ -260,6 +260,8 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
         selected = [task.task_id for task in workload.tasks]
         finished = load_finished(settings.jsonl_path, wanted, selected)
         resumed = {t: finished[t] for t in selected if t in finished}
+    for line in deprecated_names(config):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(line), stacklevel=2)
     if settings.samples > 1 and settings.temperature == 0:
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             f"--humanfix-samples {settings.samples} at temperature 0: greedy decoding makes "
@@ -352,7 +354,7 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml's own sessionfinish, which writes the file.
         if self.rerun_logged:
-            self.writer.keep_last_per_task()
+            self.writer.rewrite(latest_per_task(read_records(self.writer.path, bad_lines="skip")))
         records = list(self.records.values())
         comparison = compare(records, self.baseline) if self.baseline is not None else None
         run = self.run_facts()

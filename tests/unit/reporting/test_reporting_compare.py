@@ -17,7 +17,7 @@ from pytest_humanfix.reporting.stats import mcnemar_exact
 
 PROTOCOL = {"variant": "tests", "iters": 3, "samples": 1, "temperature": 0.0,
             "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
-            "language": "python", "round_temperature": [1.0], "resample_temperature": [1.2]}
+            "language": "python", "round_temperature": [1.0], "ask_again_temperature": [1.2]}
 
 
 def attempt(round: int, tokens: int, seconds: float = 1.0) -> dict[str, Any]:
