@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - a pytest without it
 from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, is_agent
 from ..agent.routing import GRAPHS
 from ..dataset import Task
-from ..records import EarlierRun, Record, TaskResult
+from ..records import EarlierRun, Record, TaskResult, earlier_run
 from ..reporting.junit import known_failure_reason, task_properties
 from . import RUNNER, timeouts
 
@@ -58,14 +58,6 @@ def failure_report(task: Task, result: TaskResult) -> str:
         "diff of the candidate against the buggy code:",
         *diff,
     ])
-
-
-def earlier_run(record: Record) -> EarlierRun:
-    """What a task's record keeps of a run that a later run replaced: enough to see why it was
-    run again and what it cost (its tokens are not in the task's own count)."""
-    return EarlierRun(outcome=record["outcome"], error=record.get("error", ""),
-                      failure=record.get("failure", ""), seconds=record.get("seconds"),
-                      tokens=record.get("tokens"), finished_at=record.get("finished_at"))
 
 
 class TaskItem(pytest.Item):

@@ -16,14 +16,14 @@ def record(task_id: str, bug_type: str, outcome: str) -> dict:
     return {"task_id": task_id, "bug_type": bug_type, "outcome": outcome}
 
 
-def test_summary_scores_fixed_over_scored_and_counts_errors_apart():
+def test_summary_scores_fixed_over_scored_with_errors_not_fixed_and_counted_apart():
     summary = build([record("a", "x", "fixed"), record("b", "x", "unfixed"),
                      record("c", "y", "fixed"), record("d", "y", "error")], {})
     tasks = summary["tasks"]
-    assert (tasks["fixed"], tasks["unfixed"], tasks["errors"]) == (2, 1, 1)
-    assert summary["pass_at_1"]["value"] == 2 / 3
+    assert (tasks["fixed"], tasks["unfixed"], tasks["errors"], tasks["scored"]) == (2, 1, 1, 4)
+    assert summary["pass_at_1"]["value"] == 2 / 4
     rows = {r["bug_type"]: (r["fixed"], r["scored"], r["errors"]) for r in summary["by_bug_type"]}
-    assert rows == {"x": (1, 2, 0), "y": (1, 1, 1)}
+    assert rows == {"x": (1, 2, 0), "y": (1, 2, 1)}
 
 
 def test_with_samples_pass_at_1_is_the_unbiased_estimate_in_every_view():
@@ -92,3 +92,4 @@ def test_a_bad_line_before_the_end_is_refused_unless_skipped(tmp_path):
     with pytest.raises(JsonlError, match="line 1"):
         read_jsonl(path, "torn-tail")
     assert read_jsonl(path, "skip") == [record("a", "x", "fixed")]
+
