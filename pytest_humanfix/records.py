@@ -230,6 +230,7 @@ class Record(TypedDict, total=False):
     finished_at: str
     reruns: list[EarlierRun]
     first_try: EarlierRun
+    truncated: dict[str, int]
 
 
 def attempt_round(attempt: Mapping[str, Any], index: int) -> int:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..jsonl import JsonlError
+from ..jsonl import JsonlError, jsonl_bytes
 from ..protocol import fingerprint_differences, record_fingerprint, record_language, without_model
 from ..records import Record, latest_per_task, read_records
 from ..settings import converters
@@ -299,8 +299,7 @@ def main_merge(args: argparse.Namespace) -> int:
     merged = args.out / MERGED_JSONL
     if merged.resolve() in {path.resolve() for path in args.shards}:
         return fail(f"--out {args.out} would overwrite the shard {merged}; choose another folder.")
-    merged.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
-                      encoding="utf-8")
+    merged.write_bytes(jsonl_bytes(records))
     print(f"merged {len(shards)} shard(s), {len(records)} task(s) into {merged}")
     # The whole run is no shard; the shards it came from are listed instead.
     facts: RunFacts = {"shard": None, "merged": [shard.label() for shard in shards]}

@@ -13,6 +13,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
+from typing import cast
 
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
@@ -22,6 +23,7 @@ from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
 from ..computed_by import ComputedBy
 from ..dataset import Task
+from ..jsonl import storable
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.engines.launch import Endpoint
@@ -337,10 +339,11 @@ class Runner:
             self.sandbox.shutdown()
 
     def record(self, result: TaskResult) -> Record:
-        """The JSONL line for one task: the result plus what identifies the run."""
+        """The JSONL line for one task: the result plus what identifies the run, every text
+        in it storable (`jsonl.storable`: what it cut is listed in `truncated`)."""
         task = self.workload.task(result.task_id)
         known_failure = LANGUAGES[task.language].known_failures.get(task.task_id)
-        return {
+        record, cut = storable({
             "run_id": self.state.run_id,
             "model": self.settings.model,
             **result.to_dict(),
@@ -370,7 +373,10 @@ class Runner:
             # What a server refused that the client fits instead (a limit on stop strings).
             "server_limits": getattr(self._model, "server_limits", []),
             "finished_at": finished_at(),
-        }
+        })
+        if cut:
+            record["truncated"] = cut
+        return cast(Record, record)
 
 
 def sampled(results: list[TaskResult]) -> TaskResult:
