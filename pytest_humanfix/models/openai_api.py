@@ -325,7 +325,9 @@ class OpenAIModel:
                     piece = delta.content if delta is not None else choice.text
                     if piece:
                         pieces.append(piece)
-                        stopped = scanner.feed(piece.encode())
+                        # A lone surrogate (an escape a server may send) passes, to be
+                        # stored escaped (jsonl.storable_text).
+                        stopped = scanner.feed(piece.encode("utf-8", "surrogatepass"))
                     timed_out = time.monotonic() > deadline
                     if stopped or timed_out:
                         break
@@ -407,6 +409,12 @@ class OpenAIModel:
         fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
         try:
             return create(server.client)(**request)
+        except UnicodeDecodeError as exc:  # JSON is UTF-8: this answer was not
+            raise ModelLoadError(
+                f"the server at {server.base_url} answered with bytes that are not UTF-8 "
+                f"({exc.reason}, {exc.object[exc.start:exc.end]!r} at byte {exc.start}); "
+                "the reply cannot be read. Fix the server's encoding (a model's text reaches "
+                "a client as UTF-8, invalid bytes replaced)") from None
         except self._openai.APITimeoutError:
             raise ServerFailed(self._too_slow(server)) from None
         except self._openai.APIConnectionError as exc:

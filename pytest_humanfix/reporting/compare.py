@@ -141,8 +141,8 @@ def side_by_side(first: list[Record], second: list[Record],
     reason = refusal(first, second)
     if reason:
         raise CompareError(reason)
-    # Only the tasks both runs score pair: a fix beside the other run's harness error tells
-    # nothing of either agent, and each run's fixed count divides by this many tasks.
+    # Only the tasks both runs score pair (an error scored not fixed, a known failure left
+    # out), and each run's fixed count divides by this many tasks.
     counted = {r["task_id"] for r in first if scored(r)} & \
         {r["task_id"] for r in second if scored(r)}
     runs = [side(labels[0], first, counted), side(labels[1], second, counted)]

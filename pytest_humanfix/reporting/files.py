@@ -20,6 +20,7 @@ from .terminal import (
     baseline_lines,
     cost_text,
     coverage_lines,
+    error_lines,
     interval,
     item_timeout_lines,
     known_failure_lines,
@@ -73,7 +74,7 @@ def markdown(summary: Summary) -> str:
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
         + (f"{tasks['agent_errors']} agent error(s) (the agent raised; scored not fixed), "
            if tasks["agent_errors"] else "")
-        + f"{tasks['errors']} harness error(s)"
+        + f"{tasks['errors']} harness error(s) (scored not fixed)"
         + (f", {tasks['item_timeouts']} stopped by the item timeout"
            if tasks["item_timeouts"] else ""),
         *(["", f"**{baseline_change_line(baseline)}**"]
@@ -125,17 +126,16 @@ def markdown(summary: Summary) -> str:
                   "the tests):", "",
                   *(f"- {row['task_id']} ({row['outcome']}): " + "; ".join(row["flags"])
                     for row in summary["flagged"])]
-    if summary["errors"]:
-        lines += ["", "Harness errors (not scored): "
-                  + ", ".join(e["task_id"] for e in summary["errors"])]
+    if block := error_lines(summary):
+        lines += ["", *block]
     lines += collapsed(f"The agent raised on {len(summary['agent_errors'])} task(s) (no "
                        "candidate; scored not fixed)",
                        [(row["task_id"], f"{row['type']}: {row['message']}")
                         for row in summary["agent_errors"]])
     lines += collapsed(f"Not fixed: {len(summary['unfixed'])} task(s)",
                        [(row["task_id"], row["reason"]) for row in summary["unfixed"]])
-    if summary["pass_at_1_if_timeouts_failed"]:
-        lines += ["", *item_timeout_lines(summary)]
+    if block := item_timeout_lines(summary):
+        lines += ["", *block]
     for block in (server_lines(summary), repeat_lines(summary["repeat_check"]),
                   baseline_lines(summary["baseline"])):
         if block:

@@ -93,11 +93,12 @@ def task_of(record: Record, buggy: dict[str, str], baseline: dict[str, Record] |
     earlier = (baseline or {}).get(record["task_id"])
     if earlier is not None:
         task["baseline"] = final_of(earlier)
-        # As the baseline gate pairs tasks (gates.compare): a known failure or an error on
-        # either side is no regression or improvement.
+        # As the baseline gate pairs tasks (gates.compare): a known failure on either side is
+        # no regression or improvement; an error is not fixed.
         paired = pairable(earlier) and pairable(record)
-        task["flip"] = ("" if not paired or earlier["outcome"] == record["outcome"]
-                        else "regression" if earlier["outcome"] == "fixed" else "improvement")
+        then, now = earlier["outcome"] == "fixed", record["outcome"] == "fixed"
+        task["flip"] = ("" if not paired or then == now
+                        else "regression" if then else "improvement")
     return task
 
 

@@ -22,7 +22,7 @@ from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..protocol import RunProtocol, run_fingerprint, without_model
-from ..records import Record, latest_per_task, read_records
+from ..records import Record, earlier_run, latest_per_task, read_records
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -42,7 +42,7 @@ from ..sandbox.environment import SandboxError
 from ..settings import Settings, deprecated_names
 from . import LAYOUT_NOTE
 from .calibration import CalibrationFile, Reading, calibrate
-from .items import earlier_run
+from .crash import Crashes
 from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
@@ -236,6 +236,7 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(runner, checked.devices, serving),
                                       "humanfix-xdist")
+        config.pluginmanager.register(controller.crashes, "humanfix-crashes")
     return runner
 
 
@@ -282,6 +283,7 @@ class Controller:
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         # One record per task, by task id: a task run again (reruns) replaces its record.
         self.records: dict[str, Record] = {}
+        self.crashes = Crashes(runner)
         self.rerun_logged = False
         # Task ids of the items left after deselection (-k, --lf, a shard), once collected.
         self.collected: set[str] | None = None
@@ -293,13 +295,11 @@ class Controller:
         self.report_problem: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "humanfix", None)
+        record: Record | None = getattr(report, "humanfix", None)
         if report.when == "???":  # xdist: the worker died while running this item
-            from .crash import crashed_record
-
-            record = crashed_record(self.runner, report.nodeid, report)
+            record = self.crashes.standing(report)
         if record is not None and report.when in ("teardown", "???"):
-            self.collect(record)
+            self.collect(self.crashes.with_first_try(report.nodeid, record))
             if record["outcome"] == "unfixed" and self.runner.settings.gated:
                 remember_failed(self.config, report.nodeid)
 
@@ -317,8 +317,7 @@ class Controller:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not is_distributing(self.config):
-            # By attribute, as plugin.py finds its items: a class check fails when pytester
-            # runs in one process import the items module afresh.
+            # By attribute, as plugin.py finds items: pytester may import the items afresh.
             self.collected = {item.task.task_id for item in session.items
                               if hasattr(item, "task")}
 
@@ -337,9 +336,7 @@ class Controller:
         """Which selected tasks ran, and why each of the others did not."""
         stop = session.shouldstop or session.shouldfail
         not_run: dict[str, str] = {}
-        for task in self.runner.tasks:
-            if task.task_id in self.records:
-                continue
+        for task in (t for t in self.runner.tasks if t.task_id not in self.records):
             if self.collected is not None and task.task_id not in self.collected:
                 not_run[task.task_id] = deselected_by(self.config)
             elif stop:  # -x, --maxfail, --sw, or a plugin's own stop
@@ -353,6 +350,8 @@ class Controller:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml's own sessionfinish, which writes the file.
+        for record in self.crashes.never_retried(self.records):
+            self.collect(record)
         if self.rerun_logged:
             self.writer.rewrite(latest_per_task(read_records(self.writer.path, bad_lines="skip")))
         records = list(self.records.values())

@@ -212,8 +212,8 @@ class Settings:
     item_timeout: float | None = option(
         None, "seconds one task item may take before pytest-timeout stops it, generation not "
         "counted (default: derived from the executions' limits; pytest's own --timeout wins); "
-        "a task it stops is counted apart, not scored", convert=to.positive_float, metavar="S",
-        says_default=True)
+        "a task it stops is scored not fixed, counted apart", convert=to.positive_float,
+        metavar="S", says_default=True)
     executor: str = option(
         "auto", "how executions start: warm (a fork server per worker imports the prelude once "
         "and forks a child per execution), fresh (a new interpreter each time), or auto (warm "

@@ -107,17 +107,22 @@ def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester, records_by_
 
 def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanfix_pytester,
                                                                           records_by_task):
-    """pytest-timeout's thread method ends the worker with os._exit; xdist replaces it, and the
-    controller writes an error record for the item it died on."""
+    """pytest-timeout's thread method ends the worker with os._exit; xdist replaces it, the
+    task runs once more on the new worker (a crash is retried, whatever its cause), which it
+    ends alike, and the controller writes an error record for the item they died on."""
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK},Python/1",
         "--humanfix-timeout=20", "--timeout=10", "--timeout-method=thread", "-n", "1")
-    result.stdout.fnmatch_lines([f"*worker 'gw0' crashed while running*{LOOPING_TASK.replace('/', '_')}*"])
+    # The first crash is retried ("R"), the retry's (on gw1) stands.
+    result.stdout.fnmatch_lines(["R", "replacing crashed worker gw0", "*",
+                                 f"*worker 'gw1' crashed while running*"
+                                 f"{LOOPING_TASK.replace('/', '_')}*"])
     got = records_by_task()
     assert set(got) == {"Python/0", LOOPING_TASK, "Python/1"}
     crashed = got[LOOPING_TASK]
     assert crashed["outcome"] == "error" and "worker running this task died" in crashed["error"]
-    assert crashed["worker"] == "gw0"
+    assert crashed["worker"] == "gw1"
+    assert "worker running this task died" in crashed["first_try"]["error"]
     assert got["Python/0"]["outcome"] == got["Python/1"]["outcome"] == "unfixed"
 
 
