@@ -68,8 +68,10 @@ VLLM_TIMINGS = {
     "graphs_s": re.compile(r"Graph capturing finished in ([\d.]+) secs"),
     "init_engine_s": re.compile(
         r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
-    # Profiled from the GPU's free memory, or as --kv-cache-memory-bytes set it.
-    "kv_cache_gib": re.compile(r"(?:Available KV cache memory: |, reserved )([\d.]+) GiB"),
+    # Profiled from the GPU's free memory, or as --kv-cache-memory-bytes set it (a GPU's, then
+    # the CPU build's words).
+    "kv_cache_gib": re.compile(
+        r"(?:Available KV cache memory: |, reserved |Explicitly set \()([\d.]+)(?: GiB|/)"),
     "kv_cache_tokens": re.compile(r"KV cache size: ([\d,]+) tokens"),
 }
 # When the start got somewhere, on the script's clock: vLLM's engine process begins (the

@@ -32,6 +32,13 @@ CPU_LOG = """\
 (EngineCore pid=10770) INFO 12-02 15:41:54 [core.py:402] init engine (profile, create kv cache, warmup model) took 6.02 s
 (APIServer pid=10694) INFO 12-02 15:41:56 [entry.py:136] Supported tasks: ['generate']
 INFO:     Application startup complete."""  # noqa: E501
+# vLLM 0.32's CPU build sized by the plugin, 2026-12-05 (server-0.log of a `cold` phase of 4
+# tasks with 2 workers; the lines from its KV cache to its answer).
+SIZED_CPU_LOG = """\
+(Worker pid=28242) INFO 12-05 08:24:13 [cpu_worker.py:260] Explicitly set (0.16/23.54) GiB for KV cache on node 0.
+(EngineCore pid=27156) INFO 12-05 08:24:13 [kv_cache_utils.py:2327] CPU KV cache size: 6,703 tokens, Maximum concurrency for 1,738 tokens per request: 3.86x
+(EngineCore pid=27156) INFO 12-05 08:24:13 [core.py:402] init engine (profile, create kv cache, warmup model) took 0.25 s
+INFO:     Application startup complete."""  # noqa: E501
 # vLLM 0.26.0 starting qwen-coder in bf16 on an H200, by the plugin's `launch` at its defaults
 # then (2026-12-04, ../shared/gpu-runs/2026-12-04-h200, warm-engine.log; trimmed to the lines the
 # script reads and the memory report, the last line before 100 s of nothing).
@@ -97,6 +104,14 @@ def test_the_gpu_paths_start_is_read_step_by_step(bench):
                       "kv_cache_tokens": 11086176.0, "core_at_s": 7.0, "kv_cache_at_s": 21.0,
                       "graphs_at_s": 25.0, "ready_at_s": 126.0, "healthy_s": 126.0,
                       "warmup_s": 101.0}
+
+
+def test_the_cpu_builds_kv_cache_as_the_plugin_sized_it(bench):
+    phases = bench.engine_start(stamped(SIZED_CPU_LOG), started=90.0)
+    assert (phases["kv_cache_gib"], phases["kv_cache_tokens"], phases["init_engine_s"]) == \
+        (0.16, 6703.0, 0.25)
+    assert (phases["kv_cache_at_s"], phases["ready_at_s"], phases["warmup_s"]) == \
+        (11.0, 12.0, 1.0)
 
 
 def test_an_eager_sized_engines_warm_up_runs_from_its_kv_cache(bench):
