@@ -1,5 +1,5 @@
 """The controller's side of a run: the one process that writes files. `start` validates every
-input, starts the shared engines, times the canonical solutions and registers the `Controller`,
+input, times the canonical solutions, starts the shared engines and registers the `Controller`,
 which turns each task's report into a JSONL record and, at the end, into the one summary that
 the terminal, JUnit, the report files and the gates all read (docs/reports.md).
 """
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..agent.prompts import first_prompt, prompt_base
 from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..jsonl import JsonlWriter, ReportError
@@ -117,11 +118,13 @@ class Checked:
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
-    """The controller's Runner, complete: every input checked, the shared engines started, the
-    canonical solutions timed, and the controller's plugins registered."""
+    """The controller's Runner, complete: every input checked, the canonical solutions timed
+    (before any engine loads the machine), the shared engines started (and waited for once the
+    workers are starting: `Serving.pytest_sessionstart`), and the controller's plugins
+    registered."""
     checked = validate(config, settings)
-    serving = start_engines(config, checked)
     canonical_seconds, plus_reference = calibrate_limits(config, checked)
+    serving = start_engines(config, checked)
     return register(config, checked, serving, canonical_seconds, plus_reference)
 
 
@@ -165,17 +168,27 @@ def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
     the terminal's layout line."""
     serving = None
     if checked.settings.serve:
+        from ..models.engines.commands import prompt_tokens
         from ..models.engines.kinds import ServeError
         from ..models.engines.serving import serve
 
         try:
-            serving = serve(checked.settings, workers_of(config))
+            serving = serve(checked.settings, workers_of(config),
+                            prompt_tokens(longest_prompt(checked)))
         except (ServeError, DeviceError, ModelSpecError) as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
     if checked.layout.why:
         config.stash[LAYOUT_NOTE] = layout_note(checked.layout, serving, workers_of(config))
     return serving
+
+
+def longest_prompt(checked: Checked) -> int:
+    """The UTF-8 bytes of the run's longest first request: its first prompt, and the prompt
+    base that a primed answer or a completion prompt adds to it."""
+    variant = checked.settings.variant
+    return max((len((first_prompt(task, variant) + prompt_base(task, variant)).encode())
+                for task in checked.workload.tasks), default=0)
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
