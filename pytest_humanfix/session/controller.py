@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..agent.prompts import first_prompt, prompt_base
 from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..jsonl import JsonlWriter, ReportError
@@ -41,26 +40,21 @@ from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings, deprecated_names
-from . import LAYOUT_NOTE
 from .calibration import CalibrationFile, Reading, calibrate
 from .crash import Crashes
+from .engine_start import start_engines
 from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
 from .state import ReferenceTimes, RunState
 from .workload import Workload
-from .xdist import XdistHooks
+from .xdist import XdistHooks, is_distributing
 
 if TYPE_CHECKING:
     from ..models.engines.serving import Serving
 
 # The most seconds a reference solution is timed for on its HumanEval+ program.
 PLUS_CALIBRATION_LIMIT = 300.0
-
-
-def is_distributing(config: pytest.Config) -> bool:
-    """This process is an xdist controller: it hands out tasks and devices, runs nothing."""
-    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
 
 
 def deselected_by(config: pytest.Config) -> str:
@@ -70,25 +64,6 @@ def deselected_by(config: pytest.Config) -> str:
                                     ("--splits/--group", "splits"))
             if config.getoption(name, None)]
     return "deselected by " + ", ".join(used) if used else "not collected"
-
-
-def workers_of(config: pytest.Config) -> int:
-    """The xdist workers this run starts; 1 without xdist (the process runs its items)."""
-    workers = getattr(config.option, "numprocesses", None)
-    return workers if is_distributing(config) and workers else 1
-
-
-def layout_note(layout: Layout, serving: Serving | None, workers: int) -> str:
-    """The terminal's line of where the model runs, and why."""
-    if serving is None:
-        where = f"a copy of the model in each of {workers} worker(s)"
-    else:
-        engines = serving.engines
-        devices = ", ".join(dict.fromkeys(f"GPU {e.device}" if e.device else "the CPU"
-                                          for e in engines))
-        where = (f"{len(engines)} shared {engines[0].model.engine} engine(s) on {devices}, "
-                 f"asked by {workers} worker(s)")
-    return f"layout: {where}, {layout.why}"
 
 
 def remember_failed(config: pytest.Config, nodeid: str) -> None:
@@ -161,34 +136,6 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
         raise pytest.UsageError(str(exc)) from None
     return Checked(settings, layout, workload, sandbox_choice, devices, device, baseline,
                    resumed)
-
-
-def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
-    """The shared engines of the run's layout, registered so that the run's end stops them;
-    the terminal's layout line."""
-    serving = None
-    if checked.settings.serve:
-        from ..models.engines.commands import prompt_tokens
-        from ..models.engines.kinds import ServeError
-        from ..models.engines.serving import serve
-
-        try:
-            serving = serve(checked.settings, workers_of(config),
-                            prompt_tokens(longest_prompt(checked)))
-        except (ServeError, DeviceError, ModelSpecError) as exc:
-            raise pytest.UsageError(str(exc)) from None
-        config.pluginmanager.register(serving, "humanfix-serve")
-    if checked.layout.why:
-        config.stash[LAYOUT_NOTE] = layout_note(checked.layout, serving, workers_of(config))
-    return serving
-
-
-def longest_prompt(checked: Checked) -> int:
-    """The UTF-8 bytes of the run's longest first request: its first prompt, and the prompt
-    base that a primed answer or a completion prompt adds to it."""
-    variant = checked.settings.variant
-    return max((len((first_prompt(task, variant) + prompt_base(task, variant)).encode())
-                for task in checked.workload.tasks), default=0)
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
