@@ -32,10 +32,21 @@ def task_helpers(declaration: str, entry_point: str) -> str:
     return declaration[:found[-1].start()] if found else declaration
 
 
+def from_first_statement(tests: str) -> str:
+    """The tests from their first unindented line. HumanEvalPack's Python/119 example test
+    begins with indented lines, its reference's body twice: in one program with the candidate
+    they ran on in the candidate's function; on their own they are no program."""
+    lines = tests.splitlines(keepends=True)
+    first = next((i for i, line in enumerate(lines)
+                  if line.strip() and not line[:1].isspace()), len(lines))
+    return "".join(lines[first:])
+
+
 def caller_program(tests: str, declaration: str, entry_point: str, test_setup: str = "") -> str:
     """The tests' program: the imports, the task's helpers, its set-up, then the tests, whose
     entry point is the candidate across the pipe (`inside/tests.py`)."""
-    parts = [PRELUDE, task_helpers(declaration, entry_point).strip(), test_setup, tests]
+    parts = [PRELUDE, task_helpers(declaration, entry_point).strip(), test_setup,
+             from_first_statement(tests)]
     return "\n".join(part for part in parts if part) + "\n"
 
 

@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from pytest_humanfix.sandbox.environment import EXPLAINED_LINES, Limits, Verdict
-from pytest_humanfix.sandbox.program import (PRELUDE, build_program, python_job,
-                                             task_helpers, caller_program)
+from pytest_humanfix.sandbox.program import (PRELUDE, build_program, caller_program,
+                                             from_first_statement, python_job, task_helpers)
 
 
 def verdict(status: str = "failed", stderr: str = "", exit_code: int | None = 1,
@@ -94,6 +94,13 @@ def test_the_tests_get_the_tasks_helpers_and_never_the_entry_point():
     assert program.startswith(PRELUDE + "\nimport math\n")
     assert "def poly" in program and "def find_zero" not in program
     assert program.endswith("SETUP = 1\ncheck(find_zero)\n")
+
+
+def test_tests_begin_at_their_first_unindented_line():
+    """Python/119's example test begins with its reference's body, indented."""
+    assert from_first_statement("    x = 1\n    return x\ndef check(f):\n    pass\n") == \
+        "def check(f):\n    pass\n"
+    assert from_first_statement("\ncheck(f)\n") == "check(f)\n"
 
 
 def test_a_python_job_puts_the_candidate_and_the_tests_in_two_programs():
