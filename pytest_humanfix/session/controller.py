@@ -99,7 +99,7 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     registered."""
     checked = validate(config, settings)
     canonical_seconds, plus_reference = calibrate_limits(config, checked)
-    serving = start_engines(config, checked)
+    serving = start_engines(config, checked.settings, checked.layout, checked.workload.tasks)
     return register(config, checked, serving, canonical_seconds, plus_reference)
 
 

@@ -16,36 +16,37 @@ from .placement import Layout
 from .xdist import workers_of
 
 if TYPE_CHECKING:
+    from ..dataset import Task
     from ..models.engines.serving import Serving
-    from .controller import Checked
+    from ..settings import Settings
 
 
-def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
+def start_engines(config: pytest.Config, settings: Settings, layout: Layout,
+                  tasks: list[Task]) -> Serving | None:
     """The shared engines of the run's layout, registered so that the run's end stops them;
     the terminal's layout line."""
     serving = None
-    if checked.settings.serve:
+    if settings.serve:
         from ..models.engines.commands import prompt_tokens
         from ..models.engines.kinds import ServeError
         from ..models.engines.serving import serve
 
         try:
-            serving = serve(checked.settings, workers_of(config),
-                            prompt_tokens(longest_prompt(checked)))
+            serving = serve(settings, workers_of(config),
+                            prompt_tokens(longest_prompt(tasks, settings.variant)))
         except (ServeError, DeviceError, ModelSpecError) as exc:
             raise pytest.UsageError(str(exc)) from None
         config.pluginmanager.register(serving, "humanfix-serve")
-    if checked.layout.why:
-        config.stash[LAYOUT_NOTE] = layout_note(checked.layout, serving, workers_of(config))
+    if layout.why:
+        config.stash[LAYOUT_NOTE] = layout_note(layout, serving, workers_of(config))
     return serving
 
 
-def longest_prompt(checked: Checked) -> int:
+def longest_prompt(tasks: list[Task], variant: str) -> int:
     """The UTF-8 bytes of the run's longest first request: its first prompt, and the prompt
     base that a primed answer or a completion prompt adds to it."""
-    variant = checked.settings.variant
     return max((len((first_prompt(task, variant) + prompt_base(task, variant)).encode())
-                for task in checked.workload.tasks), default=0)
+                for task in tasks), default=0)
 
 
 def layout_note(layout: Layout, serving: Serving | None, workers: int) -> str:

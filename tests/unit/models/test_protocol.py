@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.extract import continued_code
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.languages import LANGUAGES
+from pytest_humanfix.models.base import ReplySeeds
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines.llamacpp import decode, jobs, protocol
 from pytest_humanfix.models.engines.llamacpp.chat import PromptText
@@ -204,7 +204,7 @@ def scripted(script: list[int], **settings: Any) -> TransformersModel:
     model.model = ScriptedModel(script)  # type: ignore[assignment]
     model.generate_kwargs = {**decoding_kwargs(model.config), "eos_token_id": EOS,
                              "pad_token_id": 0}
-    model._replies = Counter()
+    model.seeds = ReplySeeds(model.config.seed)
     return model
 
 
