@@ -4,7 +4,9 @@ then run) it runs one after the other, each with its output in files of the box.
 ends the process with its status and a last stderr line the harness shows first
 (`CompileError: ...`, `TestError: ...`); a `silent` step fails when it writes anything
 (BigCode's rule for JavaScript). The run step gets the pipes of the calls at descriptors
-CALLS_IN and CALLS_OUT (docs/sandbox.md#the-tests-and-the-candidate-apart).
+CALLS_IN and CALLS_OUT (docs/sandbox.md#the-tests-and-the-candidate-apart). A `direct` step (the
+candidate's run) writes straight to the process's own output, so what it wrote is there
+whenever the harness stops it and reads back, with no file in its folder to delete or replace.
 
 A `joint` plan runs tests and candidate in one program, for a language whose tests are not yet
 apart from the candidate: its run step gets a secret made here, which the test driver writes to
@@ -87,13 +89,19 @@ def run_steps(text: str) -> None:
         step_env = env
         if step["kind"] == "run" and finished:
             step_env = dict(env, **{finished["variable"]: secret})
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            code = _humanfix_subprocess.call(
-                step["argv"], stdin=_humanfix_subprocess.DEVNULL, stdout=out, stderr=err,
-                env=step_env, pass_fds=(CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ())
-        stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
-        _humanfix_sys.stdout.write(stdout)
-        _humanfix_sys.stderr.write(stderr)
+        calls = (CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ()
+        if step.get("direct"):
+            code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
+                                             env=step_env, pass_fds=calls)
+            stdout = stderr = ""
+        else:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                code = _humanfix_subprocess.call(
+                    step["argv"], stdin=_humanfix_subprocess.DEVNULL, stdout=out, stderr=err,
+                    env=step_env, pass_fds=calls)
+            stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
+            _humanfix_sys.stdout.write(stdout)
+            _humanfix_sys.stderr.write(stderr)
         if code != 0:
             _humanfix_fail(step, code, stderr + "\n" + stdout, plan["pattern"])
         if step.get("silent") and (stdout or stderr):

@@ -13,7 +13,6 @@ from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, pa
 from pytest_humanfix.languages.base import before_closing_brace
 from pytest_humanfix.languages.go import CACHE, DRIVER_NAME as GO_DRIVER_NAME, go_env
 from pytest_humanfix.languages.java import DRIVER as JAVA_DRIVER, DRIVER_CLASS
-from pytest_humanfix.languages.javascript import DRIVER as JS_DRIVER
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
 from pytest_humanfix.sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE
@@ -74,19 +73,17 @@ def test_python_program_is_the_prelude_the_candidate_the_setup_and_the_test(firs
     assert program.endswith(task.test + "\n")
 
 
-def test_javascript_program_is_the_candidate_the_test_then_the_proof(first):
+def test_javascript_program_is_bigcodes_the_candidate_then_the_test(first):
+    # The one program BigCode runs (benchmarks compare with it); ours runs apart (job).
     task = first["js"]
-    program = LANGUAGES["js"].program("CODE", task.test, task)
-    assert program == "CODE\n\n" + task.test + "\n" + JS_DRIVER + "\n"
-    # It writes a file, never output: any output fails a JavaScript program.
-    assert "console" not in JS_DRIVER and FINISHED_NAME in JS_DRIVER
+    assert LANGUAGES["js"].program("CODE", task.test, task) == "CODE\n\n" + task.test + "\n"
 
 
-@pytest.mark.parametrize("name", ["js", "java", "cpp", "rust"])
+@pytest.mark.parametrize("name", ["java", "cpp", "rust"])
 def test_the_proof_that_the_tests_finished_comes_after_their_last_check(name, first):
     task, lang = first[name], LANGUAGES[name]
     program = lang.program(task.canonical_code, task.test, task)
-    last_check = max(program.rfind(word) for word in ("console.assert(", "throw new Assertion",
+    last_check = max(program.rfind(word) for word in ("throw new Assertion",
                                                       "assert (", "assert_eq!("))
     proof = program.index(FINISHED_VARIABLE)
     assert program.count(FINISHED_NAME) == 1 and last_check < proof
