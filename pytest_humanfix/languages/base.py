@@ -113,6 +113,10 @@ class Language:
     def prepare(self, box: Path, cache: Path) -> None:
         """Nothing per execution for most languages."""
 
+    def built(self, files: dict[str, str], cache: Path) -> list[Step] | None:
+        """Most languages build the tests' program in the tests' process."""
+        return None
+
 
 def before_closing_brace(tests: str, depth: int, driver: str) -> str:
     """`driver` put before the `depth`-th closing brace from the end of `tests` (C++'s main, a

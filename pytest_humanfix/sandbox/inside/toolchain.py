@@ -4,9 +4,7 @@ then run) it runs one after the other, each with its output in files of the box.
 ends the process with its status and a last stderr line the harness shows first
 (`CompileError: ...`, `TestError: ...`); a `silent` step fails when it writes anything
 (BigCode's rule for JavaScript). The run step gets the pipes of the calls at descriptors
-CALLS_IN and CALLS_OUT (docs/sandbox.md#the-tests-and-the-candidate-apart). A `direct` step (the
-candidate's run) writes straight to the process's own output, so what it wrote is there
-whenever the harness stops it and reads back, with no file in its folder to delete or replace.
+CALLS_IN and CALLS_OUT (docs/sandbox.md#the-tests-and-the-candidate-apart).
 
 A `joint` plan runs tests and candidate in one program, for a language whose tests are not yet
 apart from the candidate: its run step gets a secret made here, which the test driver writes to
@@ -90,7 +88,8 @@ def run_steps(text: str) -> None:
         if step["kind"] == "run" and finished:
             step_env = dict(env, **{finished["variable"]: secret})
         calls = (CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ()
-        if step.get("direct"):
+        if step.get("direct"):  # the candidate's run: its output is there whenever the
+            # harness stops it and reads back, with no file in its folder to delete or replace
             code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
                                              env=step_env, pass_fds=calls)
             stdout = stderr = ""

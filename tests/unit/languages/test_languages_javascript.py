@@ -170,6 +170,10 @@ ATTACKS = {
     "exit from beforeExit and exit handlers": (
         "load", "process.on('beforeExit', () => process.exit(0));\n"
                 "process.on('exit', () => process.reallyExit(0));\n"),
+    "exit from a signal handler and a worker thread": (
+        "load", "process.on('SIGTERM', () => process.exit(0)); process.kill(process.pid, "
+                "'SIGTERM');\nnew (require('worker_threads').Worker)('process.exit(0)', "
+                "{ eval: true });\n"),
     "console.assert assigned": ("load", "console.assert = () => {};\n"),
     "console.assert through Reflect.set": ("load", "Reflect.set(console, 'assert', () => {});\n"),
     "console.assert defined": (
@@ -203,6 +207,7 @@ def test_an_attack_is_scored_not_fixed(sandbox, tasks, attack):
             else task.declaration + snippet + task.buggy_solution)
     verdict = run(sandbox, task, code)  # a SandboxError (a harness error) would raise here
     assert verdict.status == "failed", (attack, verdict.stdout, verdict.stderr)
+    assert "SyntaxError" not in verdict.stderr, verdict.stderr  # it ran, and did its worst
 
 
 def test_the_tests_helper_redefined_by_the_candidate_is_not_the_tests(sandbox, tasks):

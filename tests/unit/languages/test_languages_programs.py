@@ -11,7 +11,7 @@ import pytest
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
 from pytest_humanfix.languages.base import before_closing_brace
-from pytest_humanfix.languages.go import CACHE, DRIVER_NAME as GO_DRIVER_NAME, go_env
+from pytest_humanfix.languages.go import go_env
 from pytest_humanfix.languages.java import DRIVER as JAVA_DRIVER, DRIVER_CLASS
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
@@ -97,17 +97,6 @@ def test_the_proof_that_the_tests_finished_comes_after_their_last_check(name, fi
 def test_java_runs_the_driver_class_which_calls_the_tests_main_first():
     assert "Main.main(args);" in JAVA_DRIVER.split(FINISHED_VARIABLE)[0]
     assert LANGUAGES["java"].steps(Path("/cache"))[-1].argv[-1] == DRIVER_CLASS
-
-
-def test_go_proves_the_tests_finished_from_a_testmain_of_its_own_file(first, tmp_path):
-    task, go = first["go"], LANGUAGES["go"]
-    assert FINISHED_VARIABLE not in go.program(task.canonical_code, task.test, task)
-    assert GO_DRIVER_NAME in go.steps(tmp_path)[0].argv
-    (tmp_path / "cache" / CACHE).mkdir(parents=True)
-    (tmp_path / "box").mkdir()
-    go.prepare(tmp_path / "box", tmp_path / "cache")
-    driver = (tmp_path / "box" / GO_DRIVER_NAME).read_text()
-    assert "code := m.Run()" in driver.split(FINISHED_VARIABLE)[0]
 
 
 def test_tests_that_cannot_hold_the_proof_are_left_as_they_are():
