@@ -90,9 +90,7 @@ class ToolchainSandbox(FreshSandbox):
         try:
             self.toolchain.warm(self.cache)
         except Exception as exc:
-            detail = getattr(exc, "stderr", b"") or b""
-            raise SandboxError(f"cannot build the {self.toolchain.name} compile cache: {exc} "
-                               f"{detail.decode(errors='replace')[-500:]}".strip()) from exc
+            raise self.fault("compile cache", exc) from exc
         self.warmed = True
 
     def run(self, job: Job, timeout: float | None = None) -> Verdict:
@@ -131,9 +129,13 @@ class ToolchainSandbox(FreshSandbox):
         try:
             return self.toolchain.built(files, self.tests_cache)
         except Exception as exc:
-            detail = getattr(exc, "stderr", b"") or b""
-            raise SandboxError(f"cannot build the {self.toolchain.name} tests' program: {exc} "
-                               f"{detail.decode(errors='replace')[-2000:]}".strip()) from exc
+            raise self.fault("tests' program", exc) from exc
+
+    def fault(self, what: str, exc: Exception) -> SandboxError:
+        """A build of harness code that failed, with the end of what the compiler said."""
+        detail = getattr(exc, "stderr", b"") or b""
+        return SandboxError(f"cannot build the {self.toolchain.name} {what}: {exc} "
+                            f"{detail.decode(errors='replace')[-2000:]}".strip())
 
     def prepare(self, execution: Execution, job: Job) -> None:
         super().prepare(execution, job)

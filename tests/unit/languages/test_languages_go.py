@@ -11,33 +11,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.dataset import Task
 from pytest_humanfix.languages import language
 from pytest_humanfix.languages.go import SignatureError, helpers, signature, with_imports
-from pytest_humanfix.sandbox.cgroup import open_cgroups
-from pytest_humanfix.sandbox.choose import choose_layer
-from pytest_humanfix.sandbox.environment import Limits, Verdict
+from pytest_humanfix.sandbox.environment import Verdict
 from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
 
-GO = language("go")
-
-
-@pytest.fixture(scope="module")
-def tasks(dataset: Path) -> list[Task]:
-    return load_tasks(str(dataset.parent / "humanevalpack-go.jsonl"))
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    layer, _notes = choose_layer("auto")
-    cgroups, _how = open_cgroups()
-    made = ToolchainSandbox(layer, GO, Limits(timeout=GO.timeout), cgroups)
-    yield made
-    made.shutdown()
+LANGUAGE = "go"
+GO = language(LANGUAGE)
 
 
 def run(sandbox: ToolchainSandbox, task: Task, code: str, tests: str | None = None) -> Verdict:

@@ -9,33 +9,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.dataset import Task, load_tasks
+from pytest_humanfix.dataset import Task
 from pytest_humanfix.languages import language
 from pytest_humanfix.languages.javascript import answering_program, calling_program
-from pytest_humanfix.sandbox.cgroup import open_cgroups
-from pytest_humanfix.sandbox.choose import choose_layer
-from pytest_humanfix.sandbox.environment import Limits, Verdict
+from pytest_humanfix.sandbox.environment import Verdict
 from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
 
-JS = language("js")
-
-
-@pytest.fixture(scope="module")
-def tasks(dataset: Path) -> list[Task]:
-    return load_tasks(str(dataset.parent / "humanevalpack-js.jsonl"))
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    layer, _notes = choose_layer("auto")
-    cgroups, _how = open_cgroups()
-    made = ToolchainSandbox(layer, JS, Limits(timeout=JS.timeout), cgroups)
-    yield made
-    made.shutdown()
+LANGUAGE = "js"
+JS = language(LANGUAGE)
 
 
 def run(sandbox: ToolchainSandbox, task: Task, code: str, tests: str | None = None) -> Verdict:
