@@ -20,12 +20,12 @@ from common import add_dataset_argument, benchmark_parser, write_json
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.languages import LANGUAGES
 from pytest_humanfix.sandbox.choose import make_sandbox
-from pytest_humanfix.sandbox.environment import Limits, Sandbox
+from pytest_humanfix.sandbox.environment import Job, Limits, Sandbox
 
 
-def timed(sandbox: Sandbox, program: str) -> float:
+def timed(sandbox: Sandbox, job: Job) -> float:
     started = time.perf_counter()
-    verdict = sandbox.run(program)
+    verdict = sandbox.run(job)
     seconds = time.perf_counter() - started
     assert verdict.passed, verdict.stderr[-2000:]
     return seconds
@@ -45,16 +45,16 @@ def main() -> None:
         path = args.dataset.parent / f"humanevalpack-{name}.jsonl"
         task = load_tasks(str(path), name)[0]
         code = language.prompt_base(task, "tests") + task.canonical_solution
-        program = language.program(code, task.test, task)
+        job = language.job(code, task.test, task)
         if name == "python":
             sandbox: Sandbox = choice.sandbox
-            first = timed(sandbox, program)
+            first = timed(sandbox, job)
         else:
             started = time.perf_counter()
             toolchain = choice.for_toolchain(language, language.timeout)  # builds the caches
-            first = time.perf_counter() - started + timed(toolchain, program)
+            first = time.perf_counter() - started + timed(toolchain, job)
             sandbox = toolchain
-        warm = statistics.median(timed(sandbox, program) for _ in range(args.runs))
+        warm = statistics.median(timed(sandbox, job) for _ in range(args.runs))
         print(f"{name:<8}  {first:>17.2f} s  {warm:>9.2f} s  {first / warm:>5.1f}")
         seconds[name] = {"first_seconds": first, "warm_median_seconds": warm,
                          "ratio_first_warm": first / warm}

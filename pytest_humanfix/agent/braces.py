@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..languages.base import Language
+from ..languages.base import Language, declared_name
 from ..models.base import cut_at_stop
 from .extract import code_blocks, strip_thinking
 
@@ -70,17 +70,6 @@ def _helpers_after(code: str, end: int) -> int:
         if not found or not name or name == "main" or name.startswith(("Test", "test")):
             return end
         end = _balanced_end(code, found.start())
-
-
-def declared_name(base: str, entry_point: str) -> str:
-    """The entry point's name as the prompt base declares it on its last line: a few rows'
-    `entry_point` names something else (JavaScript/114 declares minSubArraySum, Java/99
-    countUpper, Rust/61 correct_bracketing_parenthesis), and the tests call what is declared."""
-    lines = [line for line in base.splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    found = re.match(r"\s*(?:const|let|var)\s+(\w+)", last) or \
-        re.search(r"(\w+)\s*(?:<[^>()]*>)?\s*\(", last)
-    return found.group(1) if found else entry_point
 
 
 def _balanced_end(code: str, start: int) -> int:

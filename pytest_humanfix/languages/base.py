@@ -126,6 +126,10 @@ class Language:
     def prepare(self, box: Path, cache: Path) -> None:
         """Nothing per execution for most languages."""
 
+    def built(self, files: dict[str, str], cache: Path) -> list[Step] | None:
+        """Most languages build the tests' program in the tests' process."""
+        return None
+
 
 def before_closing_brace(tests: str, depth: int, driver: str) -> str:
     """`driver` put before the `depth`-th closing brace from the end of `tests` (C++'s main, a
@@ -138,6 +142,17 @@ def before_closing_brace(tests: str, depth: int, driver: str) -> str:
             return tests
         cut = len(head) - 1
     return tests[:cut] + driver + tests[cut:]
+
+
+def declared_name(base: str, entry_point: str) -> str:
+    """The entry point's name as the prompt base declares it on its last line: a few rows'
+    `entry_point` names something else (JavaScript/114 declares minSubArraySum, Java/99
+    countUpper, Rust/61 correct_bracketing_parenthesis), and the tests call what is declared."""
+    lines = [line for line in base.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    found = re.match(r"\s*(?:const|let|var)\s+(\w+)", last) or \
+        re.search(r"(\w+)\s*(?:<[^>()]*>)?\s*\(", last)
+    return found.group(1) if found else entry_point
 
 
 def which(binary: str) -> str | None:

@@ -1,23 +1,53 @@
-"""JavaScript: `node test.js`, judged as BigCode judges it: the tests use `console.assert`,
-which prints and never throws, so any output on stdout or stderr is a failure. The proof that
-the tests finished is a file, so it writes nothing there (docs/languages.md#execution)."""
+"""JavaScript: the candidate and the tests in two node processes. The candidate's program is
+BigCode's assembly of it (its code, as written) followed by the answer loop of
+`javascript_driver/wire.js`; the tests' program is the declaration's helpers (`poly` for
+findZero), the same wire, the entry point as a function that calls across the pipe, then the
+tests. Judged as BigCode judges JavaScript: the tests use `console.assert`, which prints and
+never throws, so any output of either process fails (`Job.silent`)
+(docs/languages.md#execution)."""
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
-from ..sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE, Step
-from .base import Language, tool
+from ..dataset import Task
+from ..sandbox.environment import Job, Side
+from ..sandbox.toolchain import Step
+from .base import Language, declared_name, tool
 
 # Where scripts/setup installs js-md5 (JavaScript/162 needs it): outside the home folder and
 # /tmp, which the bwrap layer hides.
 NODE_MODULES = "/usr/local/lib/humanfix/node_modules"
 # A member reached by a dot or by a quoted name (process["exit"]).
 MEMBER = r"""(?:\.|\[\s*['"`])\s*"""
-# After the tests' last call, at the top level (the leading semicolon ends a call the tests
-# left without one).
-DRIVER = (f";if (process.env.{FINISHED_VARIABLE} !== undefined) "
-          f"require('fs').writeFileSync('{FINISHED_NAME}', process.env.{FINISHED_VARIABLE})\n")
+# Each process's program, in its own folder.
+FILES = {"candidate": "candidate.js", "tests": "tests.js"}
+
+
+@cache
+def wire() -> str:
+    return files(__package__).joinpath("javascript_driver/wire.js").read_text(encoding="utf-8")
+
+
+def calling_program(tests: str, task: Task) -> str:
+    """The declaration's helpers (its lines before the entry point's), the wire, the entry
+    point as the tests call it, then the tests."""
+    name = declared_name(task.declaration, task.entry_point)
+    lines = task.declaration.rstrip().splitlines()
+    helpers = "\n".join(lines[:-1]).strip()
+    return "\n".join(part for part in (
+        helpers, wire(), f"const {name} = __humanfixWire.candidate({json.dumps(name)})",
+        tests) if part) + "\n"
+
+
+def answering_program(code: str, task: Task) -> str:
+    """The candidate's code, then the loop that answers the tests' calls (the leading
+    semicolon ends a statement the code left open)."""
+    name = declared_name(task.declaration, task.entry_point)
+    return f"{code}\n;{wire()};__humanfixWire.answer(() => {name}, {json.dumps(name)})\n"
 
 
 class JavaScript(Language):
@@ -47,11 +77,15 @@ class JavaScript(Language):
                              r"captureStackTrace|callee|caller)\b|\bimport\s*\("),
         ("computed name", r"\brequire\s*\(\s*(?!['\"`][\w./@-]+['\"`]\s*\))"))
 
-    def finish(self, tests: str) -> str:
-        return tests + "\n" + DRIVER
+    def job(self, code: str, tests: str, task: Task) -> Job:
+        sides = {role: Side(json.dumps({"files": {FILES[role]: program}}), FILES[role],
+                            steps=True)
+                 for role, program in (("candidate", answering_program(code, task)),
+                                       ("tests", calling_program(tests, task)))}
+        return Job(sides["candidate"], sides["tests"], task.entry_point, silent=True)
 
     def steps(self, cache: Path, role: str) -> list[Step]:
-        return [Step((tool("node"), self.source_name), "run", silent=True)]
+        return [Step((tool("node"), FILES.get(role, self.source_name)), "run", silent=True)]
 
     def env(self, box: str, cache: Path) -> dict[str, str]:
         return {"NODE_PATH": NODE_MODULES}

@@ -217,6 +217,8 @@ class FreshSandbox:
         self.cgroups = cgroups
         self.python = python
         self.readable: tuple[Path, ...] = ()  # harness folders executions read (caches)
+        # Harness folders only the tests' processes read (what the harness built from them).
+        self.tests_readable: tuple[Path, ...] = ()
 
     @property
     def network(self) -> str:
@@ -261,8 +263,9 @@ class FreshSandbox:
         os.write(write_end, json.dumps(config).encode())
         os.close(write_end)
         box = execution.boxes[role]
+        readable = self.readable + (self.tests_readable if role == "tests" else ())
         argv = self.layer.command([self.python, "-I", "-c", BOOTSTRAP, str(read_end)],
-                                  execution.mounts[role], box, self.readable)
+                                  execution.mounts[role], box, readable)
         try:
             return subprocess.Popen(
                 argv, cwd=box, env=self.environment(config["cwd"]), stdin=subprocess.DEVNULL,

@@ -82,13 +82,20 @@ def run_steps(text: str) -> None:
         step_env = env
         if step["kind"] == "run" and finished:
             step_env = dict(env, **{finished["variable"]: secret})
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            code = _humanfix_subprocess.call(
-                step["argv"], stdin=_humanfix_subprocess.DEVNULL, stdout=out, stderr=err,
-                env=step_env, pass_fds=(CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ())
-        stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
-        _humanfix_sys.stdout.write(stdout)
-        _humanfix_sys.stderr.write(stderr)
+        calls = (CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ()
+        if step.get("direct"):  # the candidate's run: its output is there whenever the
+            # harness stops it and reads back, with no file in its folder to delete or replace
+            code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
+                                             env=step_env, pass_fds=calls)
+            stdout = stderr = ""
+        else:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                code = _humanfix_subprocess.call(
+                    step["argv"], stdin=_humanfix_subprocess.DEVNULL, stdout=out, stderr=err,
+                    env=step_env, pass_fds=calls)
+            stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
+            _humanfix_sys.stdout.write(stdout)
+            _humanfix_sys.stderr.write(stderr)
         if code != 0:
             _humanfix_fail(step, code, stderr + "\n" + stdout, plan["pattern"])
         if step.get("silent") and (stdout or stderr):

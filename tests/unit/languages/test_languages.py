@@ -58,7 +58,7 @@ def sandboxes():
 def run(sandbox: ToolchainSandbox, task: Task, body: str, variant: str = "tests"):
     lang = of_task_id(task.task_id)
     assert lang is not None
-    return sandbox.run(lang.program(lang.prompt_base(task, variant) + body, task.test, task))
+    return sandbox.run(lang.job(lang.prompt_base(task, variant) + body, task.test, task))
 
 
 def test_every_language_is_registered_with_bigcodes_timeout():
@@ -112,14 +112,6 @@ def test_a_compiler_error_is_the_failure_shown(name, tasks, sandboxes):
     assert language(name).source_name in told or told.startswith("error"), failure
 
 
-def test_js_output_alone_fails_as_bigcode_judges_it(tasks, sandboxes):
-    task = tasks["js"][0]
-    body = task.canonical_solution.replace("return false;", "console.log('x'); return false;", 1)
-    verdict = run(sandboxes["js"], task, body)
-    assert verdict.exit_code == 1 and verdict.status == "failed"
-    assert "wrote output" in verdict.first_failure()
-
-
 # An exit with status 0 put first in task 0's buggy function, as issue 44 measured it: the
 # program ends before any check fails. Go's needs its import, which a whole-function reply has.
 EXIT_FIRST = {"python": "    import os\n    os._exit(0)\n", "js": "  process.exit(0);\n",
@@ -134,14 +126,16 @@ def test_an_early_exit_with_status_zero_is_never_a_pass(name, tasks, sandboxes):
     code = lang.prompt_base(task, "tests") + EXIT_FIRST[name] + task.buggy_solution
     if name == "go":
         code = 'import "os"\n' + code
-    verdict = sandboxes[name].run(lang.program(code, task.test, task))
-    assert (verdict.status, verdict.exit_code) == ("exited_early", 0), verdict.stderr
-    assert verdict.first_failure().startswith("the program exited before its tests finished")
+    job = lang.job(code, task.test, task)
+    verdict = sandboxes[name].run(job)
+    assert verdict.status == "failed", verdict.stderr
+    if job.joint:  # apart, the tests say which call the candidate's process left unanswered
+        assert verdict.first_failure().startswith("the program exited before its tests finished")
 
 
-# Proofs forged before an exit: with a guessed secret, and with the real one read where the
-# test driver reads it. The second passes (the driver runs in the candidate's process, which
-# can read all it can): the flags are what stops it (docs/sandbox.md).
+# Proofs forged before an exit: with a guessed secret, and with one read where a joint
+# program's test driver read it. Neither passes: the tests run in a process of their own and no
+# secret exists; the flags still name what the second tried (docs/sandbox.md).
 FORGED = {
     "guessed": ("  require('fs').writeFileSync('.humanfix-finished', '0'.repeat(32));\n"
                 "  process.exit(0);\n"),
@@ -153,13 +147,12 @@ PYTHON_FORGED = ("    import os, sys\n    frame = sys._getframe()\n"
                  "        proof.write(frame.f_locals['nonce'])\n    os._exit(0)\n")
 
 
-def test_a_guessed_proof_is_no_proof_and_a_read_one_is_flagged(tasks, sandboxes):
+def test_a_forged_proof_is_no_proof_and_a_read_one_is_flagged(tasks, sandboxes):
     task, js = tasks["js"][0], language("js")
-    guessed, read = (sandboxes["js"].run(js.program(
+    guessed, read = (sandboxes["js"].run(js.job(
         js.prompt_base(task, "tests") + FORGED[how] + task.buggy_solution, task.test, task))
         for how in ("guessed", "read"))
-    assert guessed.status == "exited_early"
-    assert read.status == "passed"
+    assert guessed.status == read.status == "failed"
     assert js.flags(FORGED["read"], task.test) == [
         "exit: process.exit", "environment: process.env", "around the tests: require('fs",
         "names the harness: humanfix", "names the harness: HUMANFIX_FINISHED"]
@@ -195,7 +188,7 @@ def test_a_candidate_cannot_write_into_the_workers_cache(tasks, sandboxes):
               + '        println("refused:", err.Error())\n    }\n'
               + '    own, _ := os.Create(os.Getenv("GOCACHE") + "/mine")\n'
               + "    own.Close()\n}\n")
-    verdict = sandbox.run(language("go").program(vandal, task.test, task))
+    verdict = sandbox.run(language("go").job(vandal, task.test, task))
     assert "read-only file system" in verdict.stderr, verdict.stderr
     assert verdict.status == "passed"  # its own copy took the write
     assert not (cache / "gocache" / "owned").exists()
