@@ -266,12 +266,12 @@ RIGHT = ("            for (size_t i = 0; i < numbers.size(); i++)\n"
 # Answers right only where the tests' source is in reach: by name at run time, or at compile
 # time through the preprocessor.
 READ_TESTS = (
-    "    for (const char* name : {\"test.cpp\", \"tests.cpp\", \"../tests/box/tests.cpp\", "
+    "    for (const char* name : {\"test.cpp\", \"tests.cpp\", \"../../tests/box/tests.cpp\", "
     "\"/tmp/humanfix/box/tests.cpp\"})\n"
     "        if (FILE* found = fopen(name, \"r\")) {\n            fclose(found);\n"
     + RIGHT + "        }\n")
 PREPROCESSED = ("#if __has_include(\"test.cpp\") || __has_include(\"tests.cpp\") || "
-                "__has_include(\"../tests/box/tests.cpp\")\n#define TESTS_IN_REACH 1\n"
+                "__has_include(\"../../tests/box/tests.cpp\")\n#define TESTS_IN_REACH 1\n"
                 "#else\n#define TESTS_IN_REACH 0\n#endif\n")
 ATTACKS = {
     "exit 0 from a static initializer": ("static int early = (exit(0), 0);\n", ""),
@@ -304,7 +304,7 @@ ATTACKS = {
         PREPROCESSED, "    if (TESTS_IN_REACH) {\n" + RIGHT + "    }\n"),
     "exit_group at the first call": (
         UNISTD + "#include<sys/syscall.h>\n", "    syscall(SYS_exit_group, 0);\n"),
-    "a forked child that survives and answers": (
+    "a forked child that answers in its parent's place": (
         UNISTD + "static int forked = fork() > 0 ? (_exit(0), 0) : 0;\n", ""),
     "the pipes closed": (UNISTD + "static int closed = (close(3), close(4), 0);\n", ""),
     "garbage and forged answers on the pipes": (
@@ -316,10 +316,17 @@ ATTACKS = {
 }
 
 
+# Out of reach because the layer hides the tests' folder: the process layer hides no file
+# (docs/sandbox.md#the-process-layer), and CI runs bwrap (scripts/setup installs it).
+HIDDEN_BY_THE_LAYER = ("the tests read by file name", "the tests read by the preprocessor")
+
+
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_an_attack_is_scored_not_fixed(sandbox, tasks, attack):
     load, body = ATTACKS[attack]
     task = tasks["CPP/0"]
+    if attack in HIDDEN_BY_THE_LAYER:
+        assert sandbox.layer.name == "bwrap"
     verdict = run(sandbox, task, load + task.declaration + body + task.buggy_solution)
     # A SandboxError (a harness error) would raise above.
     assert verdict.status == "failed", (attack, verdict.stdout, verdict.stderr)
@@ -384,6 +391,7 @@ def test_the_tests_helper_is_the_declarations_not_the_candidates(sandbox, tasks)
 
 
 def test_a_candidate_cannot_write_into_the_workers_precompiled_header(sandbox, tasks):
+    assert sandbox.layer.name == "bwrap"  # the process layer protects no file
     header = sandbox.cache / (PRELUDE_NAME + ".gch")
     before = header.stat()
     task = tasks["CPP/0"]
