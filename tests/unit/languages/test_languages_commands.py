@@ -18,10 +18,17 @@ def no_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("pytest_humanfix.languages.base.SANDBOX_PATH", "/nonexistent")
 
 
-def test_cpp_compiles_as_bigcode_does_then_runs_the_binary(tmp_path):
-    assert LANGUAGES["cpp"].steps(tmp_path) == [
-        Step(("g++", "-std=c++11", "test.cpp", "-o", "test", "-lcrypto", "-lssl"), "compile"),
-        Step(("./test",), "run")]
+def test_cpp_compiles_each_side_on_the_workers_prelude_then_runs_the_binary(tmp_path):
+    """BigCode's `g++ -std=c++11`, after the precompiled include helper and wire; OpenSSL for
+    the candidate's code alone (CPP/162's MD5)."""
+    prelude = ("-include", str(tmp_path / "humanfix.hpp"))
+    assert LANGUAGES["cpp"].steps(tmp_path, "candidate") == [
+        Step(("g++", "-std=c++11", *prelude, "candidate.cpp", "-o", "candidate", "-lcrypto",
+              "-lssl"), "compile"),
+        Step(("./candidate",), "run")]
+    assert LANGUAGES["cpp"].steps(tmp_path, "tests") == [
+        Step(("g++", "-std=c++11", *prelude, "tests.cpp", "-o", "tests"), "compile"),
+        Step(("./tests",), "run")]
 
 
 def test_java_compiles_and_runs_the_driver_with_the_jvm_flags_that_fit_the_sandbox(tmp_path):
