@@ -32,7 +32,7 @@ def test_cpp_compiles_each_side_on_the_workers_prelude_then_runs_the_binary(tmp_
 
 
 def test_java_compiles_and_runs_the_driver_with_the_jvm_flags_that_fit_the_sandbox(tmp_path):
-    compile_step, run_step = LANGUAGES["java"].steps(tmp_path)
+    compile_step, run_step = LANGUAGES["java"].steps(tmp_path, "joint")
     # javac is a JVM too: its flags go through -J; only javac's JVM stops at C1.
     assert compile_step == Step(("javac", *(f"-J{flag}" for flag in JVM_FLAGS),
                                  "-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData", "Main.java"),
@@ -45,7 +45,8 @@ def test_java_compiles_and_runs_the_driver_with_the_jvm_flags_that_fit_the_sandb
 def test_javascript_runs_silent_with_its_modules_on_node_path(tmp_path):
     js = LANGUAGES["js"]
     # console.assert prints and never throws: any output is the failure.
-    assert js.steps(tmp_path) == [Step(("node", "test.js"), "run", silent=True)]
+    assert js.steps(tmp_path, "candidate") == [Step(("node", "candidate.js"), "run", silent=True)]
+    assert js.steps(tmp_path, "tests") == [Step(("node", "tests.js"), "run", silent=True)]
     assert js.env("/box", tmp_path) == {"NODE_PATH": javascript.NODE_MODULES}
 
 
@@ -54,7 +55,7 @@ def test_rust_links_the_crates_compiled_into_the_workers_cache(tmp_path):
     deps.mkdir(parents=True)
     for name in ("librand-b2.rlib", "librand-a1.rlib", "libregex-c3.rlib", "libother-d4.rlib"):
         (deps / name).touch()
-    compile_step, run_step = LANGUAGES["rust"].steps(tmp_path)
+    compile_step, run_step = LANGUAGES["rust"].steps(tmp_path, "joint")
     assert compile_step == Step((
         "rustc", "--edition", "2021", "--test", "-A", "warnings", "-C", "debuginfo=0",
         "-L", f"dependency={deps}",
@@ -66,7 +67,7 @@ def test_rust_links_the_crates_compiled_into_the_workers_cache(tmp_path):
 
 
 def test_rust_with_no_crates_built_links_none(tmp_path):
-    compile_step, _ = LANGUAGES["rust"].steps(tmp_path)
+    compile_step, _ = LANGUAGES["rust"].steps(tmp_path, "joint")
     assert "--extern" not in compile_step.argv
 
 
