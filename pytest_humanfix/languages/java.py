@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -24,7 +25,7 @@ from pathlib import Path
 from ..dataset import Task
 from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.toolchain import Step
-from .base import Language, threads_allowed, tool
+from .base import SANDBOX_PATH, Language, threads_allowed, tool
 
 # A JVM reserves a compressed class space of 1 GiB and a heap of a quarter of the machine's
 # memory up front, more than the sandbox's address-space limit; these fit inside it. The
@@ -40,6 +41,7 @@ JAVAC_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
 # already closed (a candidate that exits at once).
 OPENS = ("--add-opens", "java.base/java.io=ALL-UNNAMED")
 WIRE_NAME = "HumanfixWire.java"
+COMPILER_NAME = "HumanfixCompiler.java"
 WIRE_CLASSES = "wire"  # in a worker's cache: the wire's class files
 CANDIDATE_NAME, ANSWER_NAME, ANSWER_CLASS = "Main.java", "HumanfixAnswer.java", "HumanfixAnswer"
 TESTS_NAME, TESTS_CLASS = "Main.java", "Main"
@@ -208,6 +210,49 @@ class Java(Language):
                       TESTS_CLASS), "run")]
 
 
+class HarnessCompiler:
+    """The worker's javac for harness code (`java_driver/HumanfixCompiler.java`, run from its
+    source), started at its first compile and ended with the worker (the end of its input):
+    warm, it compiles a task's tests for a fraction of a new javac's start."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[str] | None = None
+        self.lock = threading.Lock()
+
+    def compile(self, argv: list[str]) -> None:
+        """javac with `argv`; raises CalledProcessError, with what javac said, where it
+        failed."""
+        if any("\t" in arg or "\n" in arg for arg in argv):
+            raise ValueError(f"a javac argument with a tab or a newline: {argv!r}")
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                self.process = self.started()
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write("\t".join(argv) + "\n")
+            self.process.stdin.flush()
+            answer = self.process.stdout.readline()
+        status, _, said = answer.rstrip("\n").partition("\t")
+        if not status.lstrip("-").isdigit() or int(status) != 0:
+            message = said.replace("\\n", "\n").replace("\\\\", "\\") if status else \
+                "the harness's javac ended"
+            raise subprocess.CalledProcessError(int(status) if status.lstrip("-").isdigit()
+                                                else -1, ["javac", *argv],
+                                                stderr=message.encode())
+
+    def started(self) -> subprocess.Popen[str]:
+        folder = Path(tempfile.mkdtemp(prefix="humanfix-javac-"))
+        source = folder / COMPILER_NAME
+        source.write_text(files(__package__).joinpath(f"java_driver/{COMPILER_NAME}")
+                          .read_text(encoding="utf-8"), encoding="utf-8")
+        return subprocess.Popen([tool("java"), *JVM_FLAGS, "-XX:-UsePerfData", str(source)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
+                                cwd=folder, env={"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"})
+
+
+HARNESS_JAVAC = HarnessCompiler()
+
+
 def compile_java(sources: dict[str, str], classes: Path, wire_classes: Path | None) -> None:
     """javac of harness code (the wire, the tests), outside the sandbox, into `classes`: a
     folder that appears whole once compiled, so no execution finds half of it."""
@@ -216,8 +261,6 @@ def compile_java(sources: dict[str, str], classes: Path, wire_classes: Path | No
         for name, text in sources.items():
             Path(folder, name).write_text(text, encoding="utf-8")
         built = Path(folder, "classes")
-        subprocess.run([tool("javac"), *(f"-J{flag}" for flag in (*JVM_FLAGS, *JAVAC_FLAGS)),
-                        *(("-cp", str(wire_classes)) if wire_classes else ()),
-                        "-d", str(built), *sources], cwd=folder, capture_output=True,
-                       check=True, timeout=300)
+        HARNESS_JAVAC.compile([*(("-cp", str(wire_classes)) if wire_classes else ()),
+                               "-d", str(built), *(str(Path(folder, name)) for name in sources)])
         built.rename(classes)
