@@ -159,7 +159,8 @@ class Java(Language):
                              r"\b(?:MethodHandles|getRuntime|ProcessHandle)\b|"
                              r"\bimport\s+static\s+java\s*\.\s*lang\s*\.\s*(?:System|Runtime)\b"))
     # A class of the candidate's named like one the tests use (AssertionError, Arrays, Main)
-    # stands in for it: same-file types come before java.lang and on-demand imports.
+    # stood in for it in BigCode's one file (same-file types come before java.lang and
+    # on-demand imports); apart it cannot, and the flag still says what the code tried.
     definitions = r"\b(?:class|interface|enum|record)\s+(?!Solution\b)([A-Za-z_$][\w$]*)"
 
     def job(self, code: str, tests: str, task: Task) -> Job:

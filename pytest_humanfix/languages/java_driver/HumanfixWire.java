@@ -16,8 +16,9 @@
 // v], ...]}, {"Optional": [...]}), for the classes in `tagged`: any other is refused. null,
 // where a reference type is declared: JSON null. A message is at most 16 MiB and nests at
 // most 100 deep. The tests' side rebuilds each answer as values of its own of the declared
-// type (strings interned, as a literal the candidate returned was): no object of the
-// candidate's reaches a comparison.
+// type: no object of the candidate's reaches a comparison. Each side interns the strings it
+// rebuilds, so a literal given or returned is `==` to the same literal on the other side, as
+// in one program (Java/137's tests compare strings with ==).
 //
 // A call is {"args": [...], "kwargs": [], "limit": null}; an answer {"value": v}, {"raise":
 // {"type": "<the Throwable's class>", "args": [message]}} for what the candidate's code threw,
@@ -440,15 +441,15 @@ public final class HumanfixWire {
         return (List<?>) tree;
     }
 
-    /** A tree as a new value of the declared `type`, strings interned where `intern`. */
-    static Object rebuilt(Object tree, Type type, boolean intern) throws Refused {
+    /** A tree as a new value of the declared `type`, its strings interned. */
+    static Object rebuilt(Object tree, Type type) throws Refused {
         Class<?> kind = raw(type);
         if (tree == null) {
             if (kind.isPrimitive()) throw new Refused("null where " + kind + " is declared");
             return null;
         }
         Class<?> boxed = boxed(kind);
-        if (boxed == Object.class) return untagged(tree, intern);
+        if (boxed == Object.class) return untagged(tree);
         if (boxed == Boolean.class) {
             if (!(tree instanceof Boolean)) throw new Refused("a boolean expected");
             return tree;
@@ -469,24 +470,24 @@ public final class HumanfixWire {
         }
         if (boxed == String.class) {
             if (!(tree instanceof String)) throw new Refused("a string expected");
-            return intern ? ((String) tree).intern() : tree;
+            return ((String) tree).intern();
         }
         if (boxed == Optional.class) {
             List<?> held = array(tree, "an Optional");
             if (held.size() > 1) throw new Refused("an Optional of more than one value");
             return held.isEmpty() ? Optional.empty()
-                                  : Optional.ofNullable(rebuilt(held.get(0), argument(type, 0), intern));
+                                  : Optional.ofNullable(rebuilt(held.get(0), argument(type, 0)));
         }
         if (boxed == List.class || boxed == Collection.class) {
             List<Object> items = new ArrayList<>();
-            for (Object item : array(tree, "a List")) items.add(rebuilt(item, argument(type, 0), intern));
+            for (Object item : array(tree, "a List")) items.add(rebuilt(item, argument(type, 0)));
             return items;
         }
         if (kind.isArray()) {
             List<?> items = array(tree, "an array");
             Object made = Array.newInstance(raw(component(type)), items.size());
             for (int i = 0; i < items.size(); i++) {
-                Array.set(made, i, rebuilt(items.get(i), component(type), intern));
+                Array.set(made, i, rebuilt(items.get(i), component(type)));
             }
             return made;
         }
@@ -495,15 +496,15 @@ public final class HumanfixWire {
             for (Object pair : array(tree, "a Map")) {
                 List<?> both = array(pair, "a [key, value] pair");
                 if (both.size() != 2) throw new Refused("a [key, value] pair of " + both.size() + " items");
-                made.put(rebuilt(both.get(0), argument(type, 0), intern),
-                         rebuilt(both.get(1), argument(type, 1), intern));
+                made.put(rebuilt(both.get(0), argument(type, 0)),
+                         rebuilt(both.get(1), argument(type, 1)));
             }
             return made;
         }
         throw new Refused("the declared type " + type.getTypeName() + " has no codec");
     }
 
-    static Object untagged(Object tree, boolean intern) throws Refused {
+    static Object untagged(Object tree) throws Refused {
         if (!(tree instanceof Map) || ((Map<?, ?>) tree).size() != 1) {
             throw new Refused("an Object expected as a one-key object naming its class");
         }
@@ -516,7 +517,7 @@ public final class HumanfixWire {
                 } else if (TAGGED[i] == Map.class) {
                     held = parameterized(Map.class, Object.class, Object.class);
                 }
-                Object value = rebuilt(only.getValue(), held, intern);
+                Object value = rebuilt(only.getValue(), held);
                 if (value == null) throw new Refused("an Object of " + TAGS[i] + " that is null");
                 return value;
             }
@@ -601,7 +602,7 @@ public final class HumanfixWire {
                                       + params.length + " are declared");
                 }
                 Object[] values = new Object[params.length];
-                for (int i = 0; i < params.length; i++) values[i] = rebuilt(args.get(i), params[i], false);
+                for (int i = 0; i < params.length; i++) values[i] = rebuilt(args.get(i), params[i]);
                 Object result;
                 try {
                     result = shape.invoke(null, values);
@@ -671,7 +672,7 @@ public final class HumanfixWire {
                 throw new Refused("an answer that is neither a value, an exception nor a refusal");
             }
             Map<?, ?> fields = (Map<?, ?>) answer;
-            if (fields.containsKey("value")) return rebuilt(fields.get("value"), stub.getGenericReturnType(), true);
+            if (fields.containsKey("value")) return rebuilt(fields.get("value"), stub.getGenericReturnType());
             if (fields.get("raise") instanceof Map) {
                 Map<?, ?> raise = (Map<?, ?>) fields.get("raise");
                 Object what = raise.get("args") instanceof List && !((List<?>) raise.get("args")).isEmpty()
