@@ -26,6 +26,7 @@ from ..dataset import Task
 from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.toolchain import Step
 from .base import SANDBOX_PATH, Language, threads_allowed, tool
+from .cpp import split_top
 
 # A JVM reserves a compressed class space of 1 GiB and a heap of a quarter of the machine's
 # memory up front, more than the sandbox's address-space limit; these fit inside it. The
@@ -68,18 +69,6 @@ class Signature:
     name: str
     params: tuple[tuple[str, str], ...]
     imports: str
-
-
-def split_top(text: str) -> list[str]:
-    """`text` cut at the commas outside angle brackets (Map<String, Integer> is one type)."""
-    pieces, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += (char == "<") - (char == ">")
-        if char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    pieces.append(text[start:])
-    return [piece for piece in pieces if piece.strip()]
 
 
 def signature(task: Task) -> Signature:
