@@ -31,14 +31,16 @@ def test_cpp_compiles_each_side_on_the_workers_prelude_then_runs_the_binary(tmp_
         Step(("./tests",), "run")]
 
 
-def test_java_compiles_and_runs_the_driver_with_the_jvm_flags_that_fit_the_sandbox(tmp_path):
-    compile_step, run_step = LANGUAGES["java"].steps(tmp_path, "joint")
+def test_java_compiles_the_candidate_with_the_answer_loop_against_the_workers_wire(tmp_path):
+    compile_step, run_step = LANGUAGES["java"].steps(tmp_path, "candidate")
+    wire = str(tmp_path / "wire")
     # javac is a JVM too: its flags go through -J; only javac's JVM stops at C1.
     assert compile_step == Step(("javac", *(f"-J{flag}" for flag in JVM_FLAGS),
-                                 "-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData", "Main.java"),
-                                "compile")
-    # The driver class calls the tests' Main.main, then proves they finished.
-    assert run_step == Step(("java", *JVM_FLAGS, "-cp", ".", "HumanfixFinished"), "run")
+                                 "-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData", "-cp", wire,
+                                 "-d", ".", "Main.java", "HumanfixAnswer.java"), "compile")
+    # The answer loop reads descriptors 3 and 4 through java.io's FileDescriptor.
+    assert run_step == Step(("java", *JVM_FLAGS, "--add-opens", "java.base/java.io=ALL-UNNAMED",
+                             "-cp", f".:{wire}", "HumanfixAnswer"), "run")
     assert "-Xmx512m" in JVM_FLAGS and "-XX:+UseSerialGC" in JVM_FLAGS
 
 

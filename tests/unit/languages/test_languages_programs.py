@@ -12,7 +12,6 @@ from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
 from pytest_humanfix.languages.base import before_closing_brace
 from pytest_humanfix.languages.go import go_env
-from pytest_humanfix.languages.java import DRIVER as JAVA_DRIVER, DRIVER_CLASS
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
 from pytest_humanfix.sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE
@@ -81,7 +80,7 @@ def test_javascript_program_is_bigcodes_the_candidate_then_the_test(first):
     assert LANGUAGES["js"].program("CODE", task.test, task) == "CODE\n\n" + task.test + "\n"
 
 
-@pytest.mark.parametrize("name", ["java", "rust"])
+@pytest.mark.parametrize("name", ["rust"])
 def test_the_proof_that_the_tests_finished_comes_after_their_last_check(name, first):
     task, lang = first[name], LANGUAGES[name]
     program = lang.program(task.canonical_code, task.test, task)
@@ -94,11 +93,6 @@ def test_the_proof_that_the_tests_finished_comes_after_their_last_check(name, fi
     if closing:
         assert program.rstrip("\n").endswith(closing.rstrip("\n"))
         assert program.rindex(closing.rstrip("\n")) > proof
-
-
-def test_java_runs_the_driver_class_which_calls_the_tests_main_first():
-    assert "Main.main(args);" in JAVA_DRIVER.split(FINISHED_VARIABLE)[0]
-    assert LANGUAGES["java"].steps(Path("/cache"), "joint")[-1].argv[-1] == DRIVER_CLASS
 
 
 def test_tests_that_cannot_hold_the_proof_are_left_as_they_are():
