@@ -39,6 +39,7 @@ offline = true
 """
 FILES = {"candidate": "candidate.rs", "tests": "tests.rs"}
 BINARIES = {"candidate": "candidate", "tests": "tests"}
+WIRE_RLIB = "libhumanfix_wire.rlib"  # in the worker's cache
 # The entry point's header, the declaration's last `fn` (a few declarations hold helpers before
 # it: poly, encode_cyclic, encode_shift, is_palindrome_10).
 HEADER = re.compile(r"(?m)^[ \t]*(?:pub[ \t]+)?fn[ \t]+(?P<name>\w+)[ \t]*(?:<[^>()]*>)?[ \t]*\(")
@@ -83,16 +84,16 @@ impl<S: humanfix_wire::Get, F: humanfix_wire::Get, I: humanfix_wire::Get> humanf
             _ => Err(format!("no variant {:?} of RtnType", name)),
         }
     }
-}""", """use crate::humanfix_wire::Put as HumanfixPut;
+}""", """use ::humanfix_wire::Put as HumanfixPut;
 
 impl<S: HumanfixPut, F: HumanfixPut, I: HumanfixPut> HumanfixPut for RtnType<S, F, I> {
     fn put(&self, out: &mut String) -> Result<(), String> {
         #[allow(unreachable_patterns)]
         match self {
-            RtnType::Empty() => crate::humanfix_wire::put_variant(out, "Empty", &()),
-            RtnType::String(held) => crate::humanfix_wire::put_variant(out, "String", held),
-            RtnType::Float(held) => crate::humanfix_wire::put_variant(out, "Float", held),
-            RtnType::Int(held) => crate::humanfix_wire::put_variant(out, "Int", held),
+            RtnType::Empty() => ::humanfix_wire::put_variant(out, "Empty", &()),
+            RtnType::String(held) => ::humanfix_wire::put_variant(out, "String", held),
+            RtnType::Float(held) => ::humanfix_wire::put_variant(out, "Float", held),
+            RtnType::Int(held) => ::humanfix_wire::put_variant(out, "Int", held),
             _ => Err("a variant of RtnType that the tests do not name".to_string()),
         }
     }
@@ -187,11 +188,11 @@ def answer_loop(entry: Signature) -> str:
     passed = ", ".join(argument(kind)[1].format(arg)
                        for kind, arg in zip(entry.params, args, strict=True))
     return (f"pub fn humanfix_answer_calls() {{\n"
-            f"    crate::humanfix_wire::answer_calls(|humanfix_call| {{\n{reads}"
+            f"    ::humanfix_wire::answer_calls(|humanfix_call| {{\n{reads}"
             f"        humanfix_call.done()?;\n"
             f"        let humanfix_result: {LIFETIME.sub('', entry.result)} = "
             f"{entry.name}({passed});\n"
-            f"        crate::humanfix_wire::encoded(&humanfix_result)\n    }});\n}}\n")
+            f"        ::humanfix_wire::encoded(&humanfix_result)\n    }});\n}}\n")
 
 
 def stub(entry: Signature) -> str:
@@ -250,12 +251,11 @@ class Rust(Language):
         # The candidate's code in a module of its own: its `fn main` is not the program's, and
         # the answer loop, in the same module, calls the entry point whatever its visibility.
         candidate = "\n".join((
-            f"mod humanfix_wire {{\n{wire()}}}\n",
             f"mod humanfix_candidate {{\n{self.assemble(code, task)}\n",
             *(writer for _, writer in kinds), answer_loop(entry), "}\n",
             "fn main() {\n    humanfix_candidate::humanfix_answer_calls();\n}\n"))
         calling = "\n".join((
-            entry.helpers.strip(), f"mod humanfix_wire {{\n{wire()}}}\n", TESTS_GUARD,
+            entry.helpers.strip(), TESTS_GUARD,
             *(definition for definition, _ in kinds), stub(entry), tests)) + "\n"
         sides = {role: Side(json.dumps({"files": {FILES[role]: program}}), FILES[role],
                             steps=True)
@@ -272,6 +272,7 @@ class Rust(Language):
         test = ("--test",) if role == "tests" else ()
         return [Step((tool("rustc"), "--edition", "2021", *test, "-A", "warnings",
                       "-C", "debuginfo=0", "-L", f"dependency={deps}", *externs,
+                      "--extern", f"humanfix_wire={cache / WIRE_RLIB}",
                       "-o", BINARIES[role], FILES[role]), "compile"),
                 Step((f"./{BINARIES[role]}",), "run")]
 
@@ -289,6 +290,15 @@ class Rust(Language):
         return lines
 
     def warm(self, cache: Path) -> None:
+        """The crates, built by cargo, and the wire, compiled once into a library both
+        programs link (harness code, before any candidate: a compile of each program with the
+        wire in its source took twice as long)."""
+        (cache / "humanfix_wire.rs").write_text(wire(), encoding="utf-8")
+        subprocess.run([tool("rustc"), "--edition", "2021", "--crate-type", "rlib",
+                        "--crate-name", "humanfix_wire", "-A", "warnings", "-C", "debuginfo=0",
+                        "-o", WIRE_RLIB, "humanfix_wire.rs"], cwd=cache,
+                       env={"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}, capture_output=True,
+                       check=True, timeout=300)
         crate = cache / "crates"
         (crate / "src").mkdir(parents=True)
         (crate / "src" / "lib.rs").write_text("", encoding="utf-8")

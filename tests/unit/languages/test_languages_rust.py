@@ -18,7 +18,7 @@ import pytest
 
 from pytest_humanfix.dataset import Task
 from pytest_humanfix.languages import language
-from pytest_humanfix.languages.rust import SignatureError, argument, signature, wire
+from pytest_humanfix.languages.rust import SignatureError, argument, signature
 from pytest_humanfix.sandbox.environment import Verdict
 from pytest_humanfix.sandbox.toolchain import ToolchainSandbox
 
@@ -86,6 +86,8 @@ def test_the_two_programs(tasks):
     assert list(candidate) == ["candidate.rs"] and list(tests) == ["tests.rs"]
     assert "mod humanfix_candidate {\nfn main(){}" in candidate["candidate.rs"]
     assert "decode_cyclic(humanfix_a0)" in candidate["candidate.rs"]
+    # The wire is the worker's library, linked, never a source in either folder.
+    assert "fn answer_calls" not in candidate["candidate.rs"] + tests["tests.rs"]
     assert "TESTS" not in candidate["candidate.rs"] and "CANDIDATE" not in tests["tests.rs"]
     assert "fn encode_cyclic(s: &str) -> String {" in tests["tests.rs"]
     assert tests["tests.rs"].endswith('fn decode_cyclic(s: &str) -> String {\n    humanfix_wire::'
@@ -96,8 +98,9 @@ def test_the_two_programs(tasks):
     assert "--test" not in RUST.steps(Path("/cache"), "candidate")[0].argv
 
 
-# Each value written as the wire writes it, read back into the same type and written again the
-# same (floats bit for bit); then texts each type's reader must refuse.
+# Each value written as the wire (the worker's library of it) writes it, read back into the
+# same type and written again the same (floats bit for bit); then texts each type's reader
+# must refuse.
 ROUND_TRIP = r"""
 use std::any::Any;
 use std::collections::HashMap;
@@ -196,8 +199,7 @@ fn main() {
 
 def test_each_declared_type_crosses_unchanged_and_bad_text_is_refused(sandbox, tmp_path):
     sandbox.start()
-    (tmp_path / "round_trip.rs").write_text(f"mod humanfix_wire {{\n{wire()}}}\n" + ROUND_TRIP,
-                                            encoding="utf-8")
+    (tmp_path / "round_trip.rs").write_text(ROUND_TRIP, encoding="utf-8")
     compile_step = RUST.steps(sandbox.cache, "candidate")[0]
     argv = [*compile_step.argv[:-3], "-o", "round_trip", "round_trip.rs"]
     built = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
