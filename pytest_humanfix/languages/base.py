@@ -131,19 +131,6 @@ class Language:
         return None
 
 
-def before_closing_brace(tests: str, depth: int, driver: str) -> str:
-    """`driver` put before the `depth`-th closing brace from the end of `tests` (C++'s main, a
-    Rust test function in its module), where nothing but blanks follows each; the tests as
-    they are where they do not end so (a run of them then proves nothing: an early exit)."""
-    cut = len(tests)
-    for _ in range(depth):
-        head = tests[:cut].rstrip()
-        if not head.endswith("}"):
-            return tests
-        cut = len(head) - 1
-    return tests[:cut] + driver + tests[cut:]
-
-
 def declared_name(base: str, entry_point: str) -> str:
     """The entry point's name as the prompt base declares it on its last line: a few rows'
     `entry_point` names something else (JavaScript/114 declares minSubArraySum, Java/99
