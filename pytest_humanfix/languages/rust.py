@@ -5,10 +5,8 @@ main(){}`, the declaration's `use` lines the code lacks, the code, a second `fn 
 a module of its own, beside a `main` that answers the tests' calls of the entry point, its
 arguments read by the declared parameter types; the tests' program is a `rustc --test` crate of
 the declaration's text before the entry point (its `use` lines and helpers), a stub of the entry
-point with the declared signature that calls across the pipe, and the tests. Both hold the wire
-(`rust_driver/wire.rs`, whose comment defines how each type crosses). Debian's rand 0.8 breaks
-the tests written for rand 0.4's `gen_range`: those tasks are `known_failures`
-(docs/languages.md#execution)."""
+point with the declared signature that calls across the pipe, and the tests; both link the wire
+(`rust_driver/wire.rs`). Rand 0.4's tests are `known_failures` (docs/languages.md#execution)."""
 
 from __future__ import annotations
 

@@ -57,20 +57,23 @@ def test_rust_links_the_crates_compiled_into_the_workers_cache(tmp_path):
     deps.mkdir(parents=True)
     for name in ("librand-b2.rlib", "librand-a1.rlib", "libregex-c3.rlib", "libother-d4.rlib"):
         (deps / name).touch()
-    compile_step, run_step = LANGUAGES["rust"].steps(tmp_path, "joint")
+    compile_step, run_step = LANGUAGES["rust"].steps(tmp_path, "tests")
     assert compile_step == Step((
         "rustc", "--edition", "2021", "--test", "-A", "warnings", "-C", "debuginfo=0",
         "-L", f"dependency={deps}",
         # One build of each crate (the first by name); md5, not built, is not linked.
         "--extern", f"rand={deps / 'librand-a1.rlib'}",
         "--extern", f"regex={deps / 'libregex-c3.rlib'}",
-        "-o", "main", "main.rs"), "compile")
-    assert run_step == Step(("./main",), "run")
+        "--extern", f"humanfix_wire={tmp_path / rust.WIRE_RLIB}", *rust.dynamic_std(),
+        "-o", "tests", "tests.rs"), "compile")
+    assert run_step == Step(("./tests",), "run")
 
 
-def test_rust_with_no_crates_built_links_none(tmp_path):
-    compile_step, _ = LANGUAGES["rust"].steps(tmp_path, "joint")
-    assert "--extern" not in compile_step.argv
+def test_rust_with_no_crates_built_links_only_the_wire(tmp_path):
+    compile_step, _ = LANGUAGES["rust"].steps(tmp_path, "candidate")
+    argv = compile_step.argv
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--extern"] == \
+        [f"humanfix_wire={tmp_path / rust.WIRE_RLIB}"]
 
 
 class Absent:

@@ -13,7 +13,6 @@ from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, pa
 from pytest_humanfix.languages.go import go_env
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
-from pytest_humanfix.sandbox.toolchain import FINISHED_NAME, FINISHED_VARIABLE
 
 # The stop words of BigCode's humanevalpack.py (`get_stop_words` of each language).
 BIGCODE_STOP_WORDS = {
@@ -68,7 +67,7 @@ def test_python_runs_the_candidate_with_the_prelude_and_the_tests_apart(first):
     task = first["python"]
     job = LANGUAGES["python"].job(task.canonical_code, task.test, task)
     assert job.candidate.program == PRELUDE + "\n" + task.canonical_code.strip() + "\n"
-    assert job.tests is not None and job.tests.program.endswith(task.test + "\n")
+    assert job.tests is not None and job.tests.program.endswith(task.test.lstrip("\n") + "\n")
     assert job.tests.program.startswith(PRELUDE + "\n")
     assert task.canonical_solution not in job.tests.program
 
