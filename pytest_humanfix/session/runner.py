@@ -167,12 +167,16 @@ class Runner:
                 raise ModelLoadError(self._model_error) from exc
         return self._model
 
+    def generation_config(self) -> GenerationConfig:
+        """What a backend takes of the settings, and the servers as the controller found them."""
+        return dataclasses.replace(GenerationConfig.of(self.settings), probed=self.state.servers)
+
     def _load_model(self) -> Model:
         if self.endpoint is None:
-            return load_model(self.settings.model or "", GenerationConfig.of(self.settings))
+            return load_model(self.settings.model or "", self.generation_config())
         # The engine's name labels every reply it serves.
         model = load_model("openai:" + self.endpoint["model"], dataclasses.replace(
-            GenerationConfig.of(self.settings), base_urls=(self.endpoint["base_url"],),
+            self.generation_config(), base_urls=(self.endpoint["base_url"],),
             engine=self.endpoint["engine"]))
         # What the controller knows of the engine it started and the engine cannot say.
         model.computed_by.update(self.endpoint.get("computed_by") or ComputedBy())
@@ -225,7 +229,7 @@ class Runner:
         spec = self.settings.repeat_with
         if spec and self._repeat_model is None and self._repeat_error is None:
             try:
-                self._repeat_model = load_model(spec, GenerationConfig.of(self.settings))
+                self._repeat_model = load_model(spec, self.generation_config())
             except Exception as exc:  # it fails only the repeat checks, once per process
                 self._repeat_error = (f"--humanfix-repeat-with {spec!r} failed to load: "
                                       f"{type(exc).__name__}: {exc}")

@@ -227,7 +227,7 @@ def test_a_run_without_xdist_takes_the_first_device(run_on_a_device, cuda_initia
 
 
 def test_the_layout_line_names_the_engines_once_per_device() -> None:
-    from pytest_humanfix.session.controller import layout_note
+    from pytest_humanfix.session.placement import layout_note
 
     def engine(device: str | None) -> types.SimpleNamespace:
         return types.SimpleNamespace(device=device, model=types.SimpleNamespace(engine="llamacpp"))
