@@ -12,11 +12,11 @@ import os
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
-from ..agent.graph import repair, repair_graph
+from ..agent.graph import first_ask, repair, repair_graph
 from ..agent.loader import agent_name
 from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
@@ -26,7 +26,7 @@ from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.engines.launch import Endpoint
 from ..models.generation import GenerationConfig
-from ..models.specs import CONTROLS, load_model
+from ..models.specs import CONTROLS, load_model, resolve_spec
 from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
@@ -36,6 +36,7 @@ from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
+from .ahead import AskAhead, Handover
 from .calibration import task_limit
 from .repeat import repeat_check, repeated
 from .state import RunState
@@ -95,6 +96,7 @@ class Runner:
         self._repeat_model: Model | None = None
         self._repeat_error: str | None = None
         self._load_error_unreported = False
+        self._ahead: AskAhead | None = None
 
     @functools.cached_property
     def workload(self) -> Workload:
@@ -182,15 +184,17 @@ class Runner:
         model.computed_by.update(self.endpoint.get("computed_by") or ComputedBy())
         return model
 
-    def preload(self) -> None:
+    def preload(self, ahead: Callable[[], Sequence[Task]] = list) -> None:
         """Do the one-off work of a process before its first task's timer starts: load the
-        model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
-        `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
+        model, send the first requests of the tasks `ahead` (`ask_ahead`), probe the sandbox,
+        build the agent's graph (the engine answers meanwhile). Whatever fails here fails again
+        in `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
         if self.settings.model and self._model is None and self._model_error is None:
             try:
                 self.model()
             except ModelLoadError:
                 self._load_error_unreported = True
+        self.ask_ahead(ahead())
         warm_ups: list[Callable[[], object]] = [self.sandbox_choice.ready]
         # A toolchain's caches are built here, not in the first task's time.
         warm_ups += [functools.partial(self.sandbox_for, language)
@@ -203,11 +207,34 @@ class Runner:
             except Exception:
                 pass
 
+    @property
+    def asks_ahead(self) -> bool:
+        """Whether this process sends its next tasks' first requests ahead: to an
+        OpenAI-compatible server (a model in this process answers one request at a time, and
+        would only take the CPU from the task at hand), once the model is loaded."""
+        served = self.endpoint is not None or (
+            self.settings.model is not None and resolve_spec(self.settings.model).kind == "openai")
+        return self.settings.ask_ahead > 0 and served and self._model is not None
+
+    def ask_ahead(self, tasks: Sequence[Task]) -> None:
+        """Sends the first requests of `tasks`, the built-in agent's task at hand and those
+        this process runs after it, in order, within --humanfix-ask-ahead (session/ahead.py);
+        a task --humanfix-resume reports without running is not asked. What was asked for a
+        task no longer ahead (taken by another worker) is dropped."""
+        if not tasks or not self.asks_ahead or self._model is None:
+            return
+        if self._ahead is None:
+            self._ahead = AskAhead(self._model, self.settings.ask_ahead)
+        config, prompt = RepairConfig.of(self.settings), self._model.prompt
+        self._ahead.keep({task.task_id for task in tasks})
+        self._ahead.ask([(task.task_id, functools.partial(first_ask, task, prompt, config))
+                         for task in tasks if task.task_id not in self.state.resumed])
+
     def evaluate(self, task: Task, agent: object = None) -> TaskResult:
         """All --humanfix-samples attempts at the task, by a brought `agent` (None: the
         built-in one --humanfix-agent names). The first sample's outcome is the item's outcome;
         pass@k is computed from the counts over every sample."""
-        first = self.evaluate_once(task, agent)
+        first = self.evaluate_once(task, agent, first=True)
         result = first
         if self.settings.samples > 1 and first.outcome != "error":
             results = [first]
@@ -286,7 +313,9 @@ class Runner:
                               self.plus_limit_for(task))
         return lambda code: sandbox.run(program(code, limits))
 
-    def evaluate_once(self, task: Task, agent: object = None) -> TaskResult:
+    def evaluate_once(self, task: Task, agent: object = None, first: bool = False
+                      ) -> TaskResult:
+        """One sample; the `first` one's first request may have been asked ahead."""
         started = time.monotonic()
         try:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
@@ -296,9 +325,16 @@ class Runner:
                                    lambda: OffClock(self.model()), sandbox, self.settings,
                                    plus=self.plus_grader(task))
             else:
-                result = repair(task, OffClock(self.model()), sandbox,
-                                RepairConfig.of(self.settings), langgraph=self.uses_langgraph,
-                                plus=self.plus_grader(task))
+                model = self.model()
+                if first and self._ahead is not None:
+                    model = self._ahead.model_for(task.task_id, model)
+                try:
+                    result = repair(task, OffClock(model), sandbox,
+                                    RepairConfig.of(self.settings),
+                                    langgraph=self.uses_langgraph, plus=self.plus_grader(task))
+                finally:
+                    if isinstance(model, Handover):
+                        model.release()
             result.sandbox_runs = sandbox.runs
             return result
         except (ModelLoadError, SandboxError) as exc:
@@ -309,8 +345,10 @@ class Runner:
         return TaskResult.error_for(task, error, time.monotonic() - started)
 
     def close(self) -> None:
-        """Stop what this process started for the run (the warm executor's server, the
-        toolchains' compile caches)."""
+        """Stop what this process started for the run (the requests asked ahead, the warm
+        executor's server, the toolchains' compile caches)."""
+        if self._ahead is not None:
+            self._ahead.close()
         for toolchain in self._toolchains.values():
             toolchain.shutdown()
         if "sandbox_choice" in self.__dict__:

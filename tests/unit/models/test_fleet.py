@@ -87,10 +87,12 @@ def test_urls_repeated_or_comma_separated(humanfix_pytester):
 
 
 def test_a_run_outlives_a_server_of_its_fleet(humanfix_pytester, read_records):
+    # One request at a time per worker, so that the dying server answers exactly one.
     with StubServer(die_after=1) as dying, StubServer() as staying:
         result = humanfix_pytester.runpytest(
             "--humanfix-model", "openai:stub-model", "--humanfix-base-url", dying.base_url,
-            "--humanfix-base-url", staying.base_url, "--humanfix-max", "6", "-n", "2")
+            "--humanfix-base-url", staying.base_url, "--humanfix-max", "6", "-n", "2",
+            "--humanfix-ask-ahead", "0")
     records = read_records()
     assert len(records) == 6 and all(r["outcome"] == "unfixed" for r in records)
     result.assert_outcomes(failed=6)
