@@ -38,6 +38,7 @@ from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
 from .ahead import AskAhead, Handover
 from .calibration import task_limit
+from .imports import unrewritten
 from .repeat import repeat_check, repeated
 from .state import RunState
 from .timeouts import OffClock
@@ -189,23 +190,24 @@ class Runner:
         model, send the first requests of the tasks `ahead` (`ask_ahead`), probe the sandbox,
         build the agent's graph (the engine answers meanwhile). Whatever fails here fails again
         in `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
-        if self.settings.model and self._model is None and self._model_error is None:
-            try:
-                self.model()
-            except ModelLoadError:
-                self._load_error_unreported = True
-        self.ask_ahead(ahead())
-        warm_ups: list[Callable[[], object]] = [self.sandbox_choice.ready]
-        # A toolchain's caches are built here, not in the first task's time.
-        warm_ups += [functools.partial(self.sandbox_for, language)
-                     for language in dict.fromkeys(task.language for task in self.tasks)]
-        if self.uses_langgraph:
-            warm_ups.append(functools.partial(repair_graph, self.settings.agent))
-        for warm_up in warm_ups:
-            try:
-                warm_up()
-            except Exception:
-                pass
+        with unrewritten():
+            if self.settings.model and self._model is None and self._model_error is None:
+                try:
+                    self.model()
+                except ModelLoadError:
+                    self._load_error_unreported = True
+            self.ask_ahead(ahead())
+            warm_ups: list[Callable[[], object]] = [self.sandbox_choice.ready]
+            # A toolchain's caches are built here, not in the first task's time.
+            warm_ups += [functools.partial(self.sandbox_for, language)
+                         for language in dict.fromkeys(task.language for task in self.tasks)]
+            if self.uses_langgraph:
+                warm_ups.append(functools.partial(repair_graph, self.settings.agent))
+            for warm_up in warm_ups:
+                try:
+                    warm_up()
+                except Exception:
+                    pass
 
     @property
     def asks_ahead(self) -> bool:
