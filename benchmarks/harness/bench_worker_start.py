@@ -31,7 +31,8 @@ from common import REPO, benchmark_parser, exported, print_table, write_json
 sys.path.insert(0, str(REPO / "tests"))  # batch_stub.py, the tests' stub server
 from batch_stub import BatchServer
 
-HERE = Path(__file__).resolve().parent  # start_phases.py's folder
+# start_phases.py's folder: a pytest plugin, not a script of its own.
+PLUGINS = Path(__file__).resolve().parent / "pytest_plugins"
 
 # The steps of start_phases.py, in the order they come, by the process that takes them.
 WORKER_STEPS = ["python, pytest and plugins", "import the plugin's modules", "load tasks",
@@ -56,7 +57,7 @@ def run(tree: Path, workers: int, folder: Path, args: argparse.Namespace,
                    "--humanfix-model", "openai:stub", f"--humanfix-base-url={stub.base_url}",
                    "-n", str(workers), f"--humanfix-executor={args.executor}"]
         env = {key: value for key, value in os.environ.items() if key != "HUMANFIX_DATASET"}
-        env.update(PYTHONPATH=f"{tree}{os.pathsep}{HERE}", HUMANFIX_PHASES=str(phases),
+        env.update(PYTHONPATH=f"{tree}{os.pathsep}{PLUGINS}", HUMANFIX_PHASES=str(phases),
                    XDG_CACHE_HOME=str(cache))
         launched, stub_launched = time.time(), stub.now()
         done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
