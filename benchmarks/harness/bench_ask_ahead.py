@@ -145,9 +145,13 @@ def report(results: dict[tuple[str, int], list[dict[str, Any]]], counts: list[in
         print(f"requests waiting every {STEP} s from the first (round 1):")
         for side in sides:
             print(f"  {side:>12}: {results[side, workers][0]['in_flight']}")
+        # Each run's own figures too: the medians' interval is rebuilt from them.
         figures["runs"][f"n{workers}"] = {
             "rows": rows, "in_flight": {side: results[side, workers][0]["in_flight"]
-                                        for side in sides}}
+                                        for side in sides},
+            "each": {side: [{key: value for key, value in one.items()
+                             if key not in ("in_flight", "replies")}
+                            for one in results[side, workers]] for side in sides}}
     return figures
 
 
