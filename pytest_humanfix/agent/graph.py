@@ -73,6 +73,15 @@ def walk(state: RepairState, context: RepairContext, limit: int) -> RepairState:
     raise RecursionError(f"the repair agent took more than {limit - 1} steps")
 
 
+def repair_context(task: Task, model: Model, sandbox: Sandbox, config: RepairConfig,
+                   plus: Callable[[str], Verdict] | None = None) -> RepairContext:
+    """The task's context, with what the agent's graph decides of its rounds: which are first
+    attempts, and whether a repeat is asked again."""
+    spec = GRAPHS[config.agent]
+    return RepairContext(task=task, model=model, sandbox=sandbox, config=config, plus=plus,
+                         first_attempts=spec.first_attempts, asks_again=spec.asks_again)
+
+
 def opening(task: Task, config: RepairConfig) -> RepairState:
     """The state a repair begins in: the first prompt, no attempt yet."""
     first = prompts.first_tool_messages if config.agent == "tools" else prompts.first_messages
@@ -93,8 +102,7 @@ def repair(task: Task, model: Model, sandbox: Sandbox, config: RepairConfig, *,
     """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
     the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
-    context = RepairContext(task=task, model=model, sandbox=sandbox, config=config, plus=plus,
-                            first_attempts=GRAPHS[config.agent].first_attempts)
+    context = repair_context(task, model, sandbox, config, plus)
     state = opening(task, config)
     limit = recursion_limit(config.iters, config.resamples)
     final: RepairState

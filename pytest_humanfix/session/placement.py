@@ -7,14 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..devices import DeviceError, nvidia_smi_gpus, requested_or_visible
 from ..models.specs import ModelSpecError, resolve_spec
 from ..settings import Settings
-
-if TYPE_CHECKING:
-    from ..models.engines.serving import Serving
 
 # Workers that keep one batching engine fed under `-n auto`: each mostly waits for its reply
 # and then runs the sandbox, so an engine's batch holds about as many replies as it has workers.
@@ -76,16 +72,3 @@ def auto_num_workers(settings: Settings, environ: MutableMapping[str, str] = os.
         return len(run_devices(settings, environ, list_gpus)) or None
     except (DeviceError, ModelSpecError):
         return None  # the run's start reports it as a usage error
-
-
-def layout_note(layout: Layout, serving: Serving | None, workers: int) -> str:
-    """The terminal's line of where the model runs, and why."""
-    if serving is None:
-        where = f"a copy of the model in each of {workers} worker(s)"
-    else:
-        engines = serving.engines
-        devices = ", ".join(dict.fromkeys(f"GPU {e.device}" if e.device else "the CPU"
-                                          for e in engines))
-        where = (f"{len(engines)} shared {engines[0].model.engine} engine(s) on {devices}, "
-                 f"asked by {workers} worker(s)")
-    return f"layout: {where}, {layout.why}"
