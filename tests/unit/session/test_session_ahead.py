@@ -1,6 +1,8 @@
 """Asking ahead (session/ahead.py): the requests sent before their tasks run, at most N
 outstanding, each task's once; the reply handed over to the task's own first request when that is
-the same Ask; what was not sent cancelled on close; and which items a process runs next."""
+the same Ask; what was not sent cancelled on close, on a task's leaving the queue and on its
+request not being taken, and never sent after; which items a process runs next, and which of
+their tasks a runner asks for."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ import pytest
 from openai_stub import StubServer
 
 from pytest_humanfix.agent.asks import Ask
+from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.models.base import Generation, ModelLoadError
-from pytest_humanfix.session.ahead import AskAhead, Handover, upcoming
+from pytest_humanfix.session.ahead import AskAhead, Handover, upcoming, upcoming_tasks
 from pytest_humanfix.session.runner import Runner
 from pytest_humanfix.session.state import RunState
 from pytest_humanfix.settings import Settings
@@ -125,6 +128,82 @@ def test_what_was_asked_for_a_task_no_longer_ahead_is_dropped():
     ahead.keep({"b", "c"})  # a was taken by another worker
     assert list(ahead.asked) == ["b"]
     ahead.close()
+
+
+def blocked_with_one_queued() -> tuple[Model, AskAhead]:
+    """One thread, busy with a's request (handed over, still waiting for the server), and b's
+    queued behind it: asked, not sent."""
+    model = Model(go=False)
+    ahead = AskAhead(model, depth=1)
+    ahead.ask(asks("a"))
+    ahead.model_for("a", model)
+    ahead.ask(asks("b"))
+    return model, ahead
+
+
+def ended(model: Model, ahead: AskAhead) -> list[str]:
+    """What the server was sent, once the server answers and the threads have ended."""
+    model.go.set()
+    ahead.close()
+    for thread in ahead._threads:
+        thread.join(5)
+        assert not thread.is_alive()
+    return model.asked
+
+
+def test_a_request_dropped_before_it_was_sent_is_never_sent():
+    model, ahead = blocked_with_one_queued()
+    ahead.keep({"c"})  # b left this worker's queue
+    assert ahead.asked == {}
+    assert ended(model, ahead) == ["a"]
+
+
+def test_a_reply_the_task_did_not_take_is_dropped_and_never_sent():
+    model, ahead = blocked_with_one_queued()
+    handed = ahead.model_for("b", model)
+    handed.release()  # the task ended (or asked otherwise) before b's was sent
+    assert handed.reply.cancelled()
+    assert ended(model, ahead) == ["a"]
+
+
+def test_a_request_with_positional_arguments_is_never_the_one_asked_ahead():
+    model = Model()
+    ahead = AskAhead(model, depth=1)
+    ahead.ask(asks("a"))
+    handed = ahead.model_for("a", model)
+    handed.reply.result(5)
+    arguments = ask("a").arguments
+    reply = handed.generate(arguments["messages"], None, temperature=0.0)
+    assert reply.text == "reply to a" and model.asked == ["a", "a"], "asked of the model again"
+    ahead.close()
+
+
+def test_the_tasks_ahead_are_those_of_humanfix_items_in_order(dataset):
+    tasks = load_tasks(str(dataset))[:3]
+    listed = items(5)
+    session = SimpleNamespace(items=listed)
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugins=lambda: []))
+    for item in listed:
+        item.session, item.config = session, config
+    listed[1].task, listed[3].task, listed[4].task = tasks[2], tasks[0], tasks[1]
+    listed[2].task = "not a task"  # another plugin's item with an attribute of that name
+    assert upcoming_tasks(listed[0]) == [tasks[2], tasks[0], tasks[1]]  # type: ignore[arg-type]
+
+
+def test_a_runner_asks_for_its_tasks_in_order_except_those_resume_reports(dataset):
+    tasks = load_tasks(str(dataset))[:4]
+    with StubServer() as stub:
+        runner = Runner(Settings(model="openai:m", base_url=stub.base_url, ask_ahead=2),
+                        RunState("r", resumed={tasks[1].task_id: {}}))  # type: ignore[dict-item]
+        runner.model()
+        runner.ask_ahead(tasks)
+        assert runner._ahead is not None
+        assert list(runner._ahead.asked) == [tasks[0].task_id, tasks[2].task_id]
+        for _, reply in runner._ahead.asked.values():
+            assert reply.result(10).text is not None
+        runner.ask_ahead(tasks[2:])  # tasks[0] no longer ahead: another worker took it
+        assert list(runner._ahead.asked) == [tasks[2].task_id, tasks[3].task_id]
+        runner.close()
 
 
 def test_only_a_served_model_once_loaded_is_asked_ahead():
