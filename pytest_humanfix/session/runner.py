@@ -269,7 +269,7 @@ class Runner:
 
     def samples(self, task: Task, agent: object) -> list[TaskResult]:
         """The task's --humanfix-samples results, up to the first that ended in an error."""
-        results = [self.evaluate_once(task, agent, first=True)]
+        results = [self.evaluate_once(task, agent)]
         while len(results) < self.settings.samples and results[-1].outcome != "error":
             results.append(self.evaluate_once(task, agent))
         return results
@@ -341,9 +341,9 @@ class Runner:
                               self.plus_limit_for(task))
         return lambda code: sandbox.run(program(code, limits))
 
-    def evaluate_once(self, task: Task, agent: object = None, first: bool = False
-                      ) -> TaskResult:
-        """One sample; the `first` one's first request may have been asked ahead."""
+    def evaluate_once(self, task: Task, agent: object = None) -> TaskResult:
+        """One sample; the first request of a task's first sample may have been asked ahead
+        (a task is asked ahead once, and its reply taken once)."""
         started = time.monotonic()
         try:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
@@ -354,7 +354,7 @@ class Runner:
                                    plus=self.plus_grader(task))
             else:
                 model = self.model()
-                if first and self._ahead is not None:
+                if self._ahead is not None:
                     model = self._ahead.model_for(task.task_id, model)
                 try:
                     result = repair(task, OffClock(model), sandbox,
