@@ -5,6 +5,8 @@ the machine's load, when it finished)."""
 
 from __future__ import annotations
 
+import datetime
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -140,3 +142,26 @@ def test_the_changelog_quotes_the_same_before_figures():
     today = record("ask_ahead.json")["figures"]["runs"]["n2"]["rows"][0]
     assert today["side"] == "today"
     assert f"took {today['wall_s']:.1f} s in {today['batches']:g} batches of one reply" in entry
+
+
+def test_the_h200s_start_is_its_committed_records():
+    """Where the H200's 39.7 s to the first task went, from the GPU run's records: its rows, the
+    warm run's summary (when the controller made the run id) and records (the calibration)."""
+    folder = REPO / "benchmarks" / "records" / "gpu-h200-2026-12-04"
+    rows = json.loads((folder / "a.json").read_text(encoding="utf-8"))
+    warm = rows["figures"]["rows"][-1]
+    assert warm["phase"] == "warm", "the warm run was the benchmark's last: it ended with it"
+    started = datetime.datetime.fromisoformat(rows["finished"]).timestamp() - warm["wall_s"]
+    summary = json.loads((folder / "warm-summary.json").read_text(encoding="utf-8"))["run"]
+    run_id_at = datetime.datetime.fromisoformat(summary["started_at"]).timestamp() - started
+    with gzip.open(folder / "warm.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines]
+    calibrated = sum(record["time_limit"]["canonical_seconds"] for record in records)
+    assert {record["sandbox"] for record in records} == {"process"}, "no warm executor"
+    text = " ".join(section("Workers ready at once").split())
+    assert (f"`-n 16`, {rows['machine']['cores']} cores, vLLM "
+            f"{rows['computed_by']['warm']['version']}, commit {rows['commit']}") in text
+    assert f"the first task began {warm['first_task_s']:.1f} s after pytest started" in text
+    assert f"is {run_id_at:.0f} s after pytest's start" in text
+    assert f"add up to {calibrated:.1f} s" in text
+    assert f"took {warm['first_task_s'] - run_id_at:.1f} s to their first task" in text
