@@ -115,10 +115,13 @@ def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tin
                           tmp_path / "server-1.log", timeout=300)
     engines = [tiny_engine, dying]
     try:
+        # One request at a time per worker: asking ahead, a worker may have had every reply it
+        # needs before the engine dies, and no request would find it gone.
         child = spawn_pytest(
             "-p", "no:cacheprovider", f"--humanfix-model=openai:{engines[0].model.name}",
             f"--humanfix-base-url={engines[0].base_url},{engines[1].base_url}",
-            "--humanfix-max=12", "--humanfix-max-new-tokens=16", "-n", "2")
+            "--humanfix-max=12", "--humanfix-max-new-tokens=16", "-n", "2",
+            "--humanfix-ask-ahead=0")
         jsonl = humanfix_pytester.path / "reports" / "humanfix.jsonl"
 
         def both_workers_done_one() -> bool:
