@@ -70,7 +70,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
         from .session.timeouts import apply_item_timeout
 
         runner = item.config.stash[RUNNER]
-        runner.preload()
+        runner.preload(getattr(item, "tasks_ahead", list))
         apply_item_timeout(item, runner.settings, runner.limit_for(item.task),
                            runner.plus_limit_for(item.task) if runner.workload.plus else None)
     return (yield)

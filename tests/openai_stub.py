@@ -69,6 +69,21 @@ def vllm_stopped(pieces: list[str], request: dict) -> tuple[list[str], str | Non
     return pieces, None
 
 
+def usage(tokens: int) -> dict:
+    return {"prompt_tokens": 11, "completion_tokens": tokens, "total_tokens": 11 + tokens}
+
+
+def completion(path: str, request: dict, text: str, tokens: int, finish_reason: str) -> dict:
+    """The JSON of a completion (path /completions) or a chat completion answering `request`."""
+    if path.endswith("/chat/completions"):
+        kind, choice = "chat.completion", {"message": {"role": "assistant", "content": text}}
+    else:
+        kind, choice = "text_completion", {"text": text, "logprobs": None}
+    return {"id": "stub", "object": kind, "created": 0, "model": request["model"],
+            "choices": [{"index": 0, "finish_reason": finish_reason, **choice}],
+            "usage": usage(tokens)}
+
+
 class StubServer:
     def __init__(self, script: list[Any] = (), die_after: int | None = None,
                  lifetime: float = 120.0, reply: str = REPLY,
@@ -206,7 +221,7 @@ class StubServer:
 
     @staticmethod
     def usage(tokens: int) -> dict:
-        return {"prompt_tokens": 11, "completion_tokens": tokens, "total_tokens": 11 + tokens}
+        return usage(tokens)
 
     def answer(self, path: str, request: dict) -> dict:
         text, tokens, finish_reason = self.reply, 7, self.finish_reason
@@ -214,14 +229,7 @@ class StubServer:
             pieces, stopped = self.answered_pieces(request)
             text, tokens, finish_reason = "".join(pieces), len(pieces), \
                 stopped or finish_reason
-        if path.endswith("/chat/completions"):
-            kind, choice = "chat.completion", {"message": {"role": "assistant",
-                                                           "content": text}}
-        else:
-            kind, choice = "text_completion", {"text": text, "logprobs": None}
-        return {"id": "stub", "object": kind, "created": 0, "model": request["model"],
-                "choices": [{"index": 0, "finish_reason": finish_reason, **choice}],
-                "usage": self.usage(tokens)}
+        return completion(path, request, text, tokens, finish_reason)
 
     @staticmethod
     def chunk(request: dict, choice: dict, finish_reason: str | None = None,

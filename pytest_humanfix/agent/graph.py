@@ -11,10 +11,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from ..dataset import Task
-from ..models.base import Model
+from ..models.base import Model, PromptKind
 from ..records import TaskResult
 from ..sandbox.environment import Sandbox, Verdict
 from . import prompts
+from .asks import Ask
 from .config import RepairConfig
 from .context import PlainRuntime, RepairContext, RepairState
 from .routing import GRAPHS
@@ -81,16 +82,28 @@ def repair_context(task: Task, model: Model, sandbox: Sandbox, config: RepairCon
                          first_attempts=spec.first_attempts, asks_again=spec.asks_again)
 
 
+def opening(task: Task, config: RepairConfig) -> RepairState:
+    """The state a repair begins in: the first prompt, no attempt yet."""
+    first = prompts.first_tool_messages if config.agent == "tools" else prompts.first_messages
+    return {"messages": first(task, config.variant), "attempts": [],
+            "rounds_left": config.iters + 1, "round": 0, "resamples": 0, "result": None}
+
+
+def first_ask(task: Task, prompt: PromptKind, config: RepairConfig) -> Ask:
+    """The request a built-in agent makes first for `task`, of a model prompted as `prompt`:
+    what its first node asks in the opening state, at the first attempt's temperature."""
+    graph = GRAPHS[config.agent]
+    return graph.asks(task, config, prompt, opening(task, config)["messages"],
+                      config.temperature_of(0, 0, graph.first_attempts))
+
+
 def repair(task: Task, model: Model, sandbox: Sandbox, config: RepairConfig, *,
            langgraph: bool = True, plus: Callable[[str], Verdict] | None = None) -> TaskResult:
     """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
     the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
     context = repair_context(task, model, sandbox, config, plus)
-    first = prompts.first_tool_messages if config.agent == "tools" else prompts.first_messages
-    state: RepairState = {"messages": first(task, config.variant),
-                          "attempts": [], "rounds_left": config.iters + 1, "round": 0,
-                          "resamples": 0, "result": None}
+    state = opening(task, config)
     limit = recursion_limit(config.iters, config.resamples)
     final: RepairState
     if langgraph:

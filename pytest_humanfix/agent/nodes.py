@@ -17,6 +17,7 @@ from ..models.toolcalls import reply_text, written_calls
 from ..records import Attempt
 from ..sandbox.environment import Verdict
 from . import prompts
+from .asks import proposal, tool_call
 from .braces import continued_code as continued_braced, extract_braced
 from .context import RepairContext, RepairRuntime, RepairState
 from .extract import continued_code, extract_code, same_code
@@ -79,17 +80,8 @@ def propose(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     began = time.monotonic()
     kind = ctx.model.prompt
     temperature = ctx.temperature(state)
-    if kind == "completion":
-        generation = ctx.model.complete(
-            prompts.completion_prompt(state["messages"], ctx.base), prompts.stop_words(ctx.task),
-            ctx.task, temperature=temperature)
-    elif kind == "primed":
-        generation = ctx.model.continue_answer(
-            state["messages"], prompts.answer_start(ctx.task, ctx.config.variant),
-            prompts.stop_words(ctx.task), ctx.task, temperature=temperature)
-    else:
-        generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
-                                        stop=prompts.chat_stop(ctx.config.chat_stop, ctx.task))
+    generation = proposal(ctx.task, ctx.config, kind, state["messages"], temperature).send(
+        ctx.model)
     return _asked(ctx, state, generation, _code_of(ctx, generation.text, continued=kind != "chat"),
                   kind, temperature, began)
 
@@ -102,8 +94,8 @@ def call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     ctx = runtime.context
     began = time.monotonic()
     temperature = ctx.temperature(state)
-    generation = ctx.model.generate(state["messages"], ctx.task, temperature=temperature,
-                                    tools=[prompts.run_tests_tool(ctx.config.variant)])
+    generation = tool_call(ctx.task, ctx.config, "chat", state["messages"], temperature).send(
+        ctx.model)
     calls = generation.tool_calls or written_calls(generation.text)
     if calls:
         code = calls[0].argument("code")

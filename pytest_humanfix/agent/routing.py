@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .asks import Asking, proposal, tool_call
 from .context import RepairRuntime, RepairState
 from .nodes import (
     ask_again,
@@ -62,6 +63,8 @@ class Graph:
     first: str
     nodes: dict[str, Node]
     next: dict[str, After]
+    # What the first node asks the model (agent/asks.py), for a worker that asks it ahead.
+    asks: Asking
     # The rounds that are first attempts, each from a prompt of its own at the first attempt's
     # temperature, not the round schedule's: `rewrite`'s round 1 is one (nodes.sample_anew).
     first_attempts: int = 1
@@ -70,14 +73,15 @@ class Graph:
     asks_again: bool = True
 
 
-def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router, *,
-                asks_again: bool = True, first_attempts: int = 1) -> Graph:
+def repair_loop(ask_name: str, ask: Node, asking: Asking, reflect_node: Node,
+                check_router: Router, *, asks_again: bool = True,
+                first_attempts: int = 1) -> Graph:
     """The built-in agents are one loop: ask, check, execute, and reflect or finish; they differ
-    in how a reply is asked for (`ask`), how what happened goes back to the model
-    (`reflect_node`; for `resample`, nothing does), what may follow the check (`check_router`)
-    and whether a reply that repeats failed code is asked again within its round
-    (`asks_again`: the `ask_again` node, and the context's `may_ask_again`, which `after_check`
-    reads, so that one rule routes every agent)."""
+    in how a reply is asked for (`ask`, whose request `asking` makes), how what happened goes
+    back to the model (`reflect_node`; for `resample`, nothing does), what may follow the check
+    (`check_router`) and whether a reply that repeats failed code is asked again within its
+    round (`asks_again`: the `ask_again` node, and the context's `may_ask_again`, which
+    `after_check` reads, so that one rule routes every agent)."""
     checked: tuple[str, ...] = ("execute", "reflect", "finish")
     nodes: dict[str, Node] = {ask_name: ask, "check": check, "execute": execute,
                               "reflect": reflect_node, "finish": finish}
@@ -87,15 +91,16 @@ def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Rout
         checked = ("execute", "ask_again", "reflect", "finish")
         nodes["ask_again"] = ask_again
         after["ask_again"] = ask_name
-    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)}, first_attempts,
-                 asks_again)
+    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)}, asking,
+                 first_attempts, asks_again)
 
 
 # By --humanfix-agent.
 GRAPHS: dict[str, Graph] = {
-    "repair": repair_loop("propose", propose, reflect, after_check),
-    "tools": repair_loop("call", call, reflect_call, after_call_check),
-    "resample": repair_loop("propose", propose, sample_again, after_check, asks_again=False),
-    "rewrite": repair_loop("propose", propose, sample_anew, after_check, asks_again=False,
-                           first_attempts=2),
+    "repair": repair_loop("propose", propose, proposal, reflect, after_check),
+    "tools": repair_loop("call", call, tool_call, reflect_call, after_call_check),
+    "resample": repair_loop("propose", propose, proposal, sample_again, after_check,
+                            asks_again=False),
+    "rewrite": repair_loop("propose", propose, proposal, sample_anew, after_check,
+                           asks_again=False, first_attempts=2),
 }

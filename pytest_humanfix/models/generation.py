@@ -5,8 +5,10 @@ what `specs.load_model` hands every backend. See docs/models.md, "Model specs".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from .openai_servers import ServerProbe
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -17,8 +19,9 @@ class GenerationConfig:
     """`prompt` is --humanfix-prompt as asked (auto, chat, primed, completion: each backend
     settles auto for its model); `max_length` (prompt and reply together) replaces
     `max_new_tokens` when set; `base_urls` are the OpenAI-compatible servers, one or a fleet;
-    `engine` names what serves them (auto: not known); `determinism` asks the in-process
-    engine for repeatable GPU arithmetic."""
+    `engine` names what serves them (auto: not known); `probed` is what the controller found
+    at them, by base URL (a server not in it is asked by the backend itself); `determinism`
+    asks the in-process engine for repeatable GPU arithmetic."""
 
     prompt: str = "auto"
     temperature: float = 0.0
@@ -29,6 +32,7 @@ class GenerationConfig:
     request_timeout: float = 300.0
     engine: str = "auto"
     determinism: bool = False
+    probed: dict[str, ServerProbe] = field(default_factory=dict)
 
     @classmethod
     def of(cls, settings: Settings) -> GenerationConfig:

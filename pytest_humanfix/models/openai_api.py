@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from ..computed_by import ComputedBy
 from ..dataset import Task
 from ..languages import LANGUAGES
 from .base import Generation, Message, ModelLoadError, ReplySeeds, settle_prompt
@@ -116,10 +117,16 @@ class OpenAIModel:
                                                   max_retries=RETRIES))
                         for url in urls[start:] + urls[:start]]
         for server in self.servers:
-            self._probe(server)
+            probed = config.probed.get(server.base_url)
+            if probed is None:
+                self._probe(server)
+            else:  # found once by the controller, for every worker
+                server.out = probed["out"]
         if not self.in_rotation():
             raise ModelLoadError("; ".join(server.out for server in self.servers))
-        self.computed_by = server_computed_by(self.in_rotation()[0].base_url, self.engine)
+        first = config.probed.get(self.in_rotation()[0].base_url)
+        self.computed_by = ComputedBy(**first["computed_by"]) if first else \
+            server_computed_by(self.in_rotation()[0].base_url, self.engine)
 
     def in_rotation(self) -> list[Server]:
         return [server for server in self.servers if not server.out]

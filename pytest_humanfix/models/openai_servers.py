@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.request
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from .. import computed_by
 from ..computed_by import UNKNOWN, ComputedBy
@@ -20,6 +20,15 @@ PLACEHOLDER_KEY = "EMPTY"  # local servers (vLLM, transformers serve) accept any
 # A completion or chat request as the openai client's create() takes it, and as its JSON body
 # is sent: OpenAI's fields and the servers' own (`extra_body`).
 Request = dict[str, Any]
+
+
+class ServerProbe(TypedDict):
+    """What the controller found once at a server of the fleet, which every worker takes
+    instead of asking again: why it is out of rotation ("" while it answers), and what computes
+    its replies (`server_computed_by`)."""
+
+    out: str
+    computed_by: ComputedBy
 
 
 def api_key() -> str:
@@ -58,7 +67,6 @@ def worker_index(worker: str) -> int:
     """gw3: 3; the controller or a process outside xdist: 0."""
     number = worker.removeprefix("gw")
     return int(number) if number.isdigit() else 0
-
 
 
 def tokenize_body(request: Request) -> dict[str, Any]:

@@ -15,8 +15,9 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..computed_by import ComputedBy
 from .base import ModelSpecError
-from .openai_servers import api_key
+from .openai_servers import ServerProbe, api_key, server_computed_by
 from .packaged import on_this_machine
 from .specs import ALIASES, PACKAGED, ResolvedSpec, resolve_spec
 
@@ -29,17 +30,22 @@ OFFLINE_MODEL = "qwen-coder"  # the model the set-up installs, which runs withou
 OPENAI_INSTALL = "pip install 'pytest-humanfix[openai]'"
 
 
-def check_available(spec: str, settings: Settings) -> None:
+def check_available(spec: str, settings: Settings) -> dict[str, ServerProbe]:
     """ModelSpecError, one line, for a model or its servers that cannot be had; under
-    --humanfix-serve the engine the controller starts reports its own."""
+    --humanfix-serve the engine the controller starts reports its own. What was found at the
+    OpenAI-compatible servers, by base URL, for the workers (none for any other model)."""
     resolved = resolve_spec(spec)
     problem = None
+    probed: dict[str, ServerProbe] = {}
     if resolved.kind == "openai" and not settings.serve:
-        problem = openai_missing(spec) or servers_unreachable(settings.base_urls)
+        problem = openai_missing(spec)
+        if not problem:
+            probed, problem = probe_fleet(settings.base_urls, settings.engine)
     elif resolved.kind == "transformers" and not settings.serve:
         problem = hub_unavailable(spec, resolved)
     if problem:
         raise ModelSpecError(problem)
+    return probed
 
 
 def installed(module: str) -> bool:
@@ -56,10 +62,31 @@ def openai_missing(spec: str) -> str | None:
 def servers_unreachable(base_urls: tuple[str, ...]) -> str | None:
     """Why no server of the fleet can be asked; None once one answers (the workers take the
     others out of rotation, and say so)."""
-    problems = [problem for url in base_urls if (problem := server_problem(url.rstrip("/")))]
-    if len(problems) < len(base_urls):
-        return None
-    return "; ".join(problems)
+    return probe_fleet(base_urls)[1]
+
+
+def probe_fleet(base_urls: tuple[str, ...], engine: str = "auto"
+                ) -> tuple[dict[str, ServerProbe], str | None]:
+    """Each server asked once, for every worker: one that answers with what computes its
+    replies (its /props, /version), one that cannot be reached out of rotation, and why no
+    server can be asked (None once one answers). A server that refuses the key is left for
+    each worker to ask, whose load error it is."""
+    probed: dict[str, ServerProbe] = {}
+    problems = []
+    for url in (url.rstrip("/") for url in base_urls):
+        problem = server_problem(url)
+        if problem is None:
+            probed[url] = ServerProbe(out="", computed_by=server_computed_by(
+                url, engine if engine != "auto" else "openai"))
+            continue
+        problems.append(problem)
+        if not isinstance(problem, KeyRefused):
+            probed[url] = ServerProbe(out=problem, computed_by=ComputedBy())
+    return probed, "; ".join(problems) if len(problems) == len(base_urls) else None
+
+
+class KeyRefused(str):
+    """A server's answer that it refused the key: the key's problem, not the server's."""
 
 
 def server_problem(base_url: str) -> str | None:
@@ -76,8 +103,8 @@ def server_problem(base_url: str) -> str | None:
                 return None
         except urllib.error.HTTPError as exc:
             if exc.code in (401, 403):
-                return (f"the server at {base_url} refused the key ({exc.code}): set "
-                        "OPENAI_API_KEY to a key it accepts.")
+                return KeyRefused(f"the server at {base_url} refused the key ({exc.code}): set "
+                                  "OPENAI_API_KEY to a key it accepts.")
             return None
         except (ValueError, http.client.InvalidURL) as exc:  # a port not a number, a [ unclosed
             return (f"--humanfix-base-url {base_url} is not a URL a server can be asked at "

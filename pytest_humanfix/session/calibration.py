@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import queue
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from ..atomic import write_atomically
 from ..dataset import Task
 from ..languages import LANGUAGES
 from ..sandbox.environment import Job, Sandbox, Verdict
+from ..sandbox.warm import WarmSandbox
 from ..settings import user_cache_dir
 
 
@@ -78,25 +81,66 @@ SECONDS = Reading()
 
 
 def measure(tasks: Sequence[Task], sandbox: Sandbox, timeout: float,
-            reading: Reading = SECONDS) -> dict[str, Any]:
+            reading: Reading = SECONDS, beside: Sequence[Sandbox] = ()) -> dict[str, Any]:
     """The reading of each reference program (by default the seconds the canonical solution
-    takes on its tests) in the sandbox (the limit, if it does not finish within it)."""
-    return {task.task_id: reading.of(sandbox.run(reading.program(task), timeout))
-            for task in tasks}
+    takes on its tests) in the sandbox (the limit, if it does not finish within it); with
+    sandboxes `beside` it, as many programs at a time, each sandbox running one after
+    another, taking the next task left."""
+    left: queue.SimpleQueue[Task] = queue.SimpleQueue()
+    for task in tasks:
+        left.put(task)
+    readings: dict[str, Any] = {}
+    failed: list[BaseException] = []
+
+    def take(box: Sandbox) -> None:
+        try:
+            while not failed:
+                task = left.get_nowait()
+                readings[task.task_id] = reading.of(box.run(reading.program(task), timeout))
+        except queue.Empty:
+            return
+        except BaseException as exc:  # raised in the caller's thread below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=take, args=(box,), name=f"humanfix-calibrate-{n}")
+               for n, box in enumerate(beside, 1)]
+    for thread in threads:
+        thread.start()
+    take(sandbox)
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return {task.task_id: readings[task.task_id] for task in tasks}
 
 
 def calibrate(tasks: Sequence[Task], sandbox: Sandbox, cache: Cache, timeout: float,
-              anew: bool = False, reading: Reading = SECONDS) -> dict[str, Any]:
+              anew: bool = False, reading: Reading = SECONDS,
+              beside: Sequence[Sandbox] = ()) -> dict[str, Any]:
     """Each task's reading (by default the canonical solution's seconds), from the cache or
-    measured now (all of them when `anew`)."""
+    measured now (all of them when `anew`), with `beside` as `measure` takes it."""
     by_machine = cache.load()
     kept = by_machine.get(machine())
     here = dict(kept) if isinstance(kept, dict) and not anew else {}
     missing = [task for task in tasks if not reading.valid(here.get(task.task_id))]
     if missing:
-        here.update(measure(missing, sandbox, timeout, reading))
+        here.update(measure(missing, sandbox, timeout, reading, beside))
         cache.store({**by_machine, machine(): here})
     return {task.task_id: here[task.task_id] for task in tasks}
+
+
+def timing_beside(sandbox: Sandbox, workers: int) -> list[Sandbox]:
+    """The sandboxes that time reference programs beside the controller's own, one fewer than
+    the run's workers (at most one a CPU): the programs are timed under the load of as many
+    executions at once as the workers will run, in 1/N of the time alone (docs/benchmarks.md,
+    "Workers ready at once"). A fresh interpreter's sandbox
+    runs executions at once; a warm executor runs one at a time: a copy each, which the caller
+    shuts down."""
+    count = min(workers, len(os.sched_getaffinity(0))) - 1
+    if isinstance(sandbox, WarmSandbox):
+        return [WarmSandbox(sandbox.layer, sandbox.limits, sandbox.cgroups, sandbox.python)
+                for _ in range(count)]
+    return [sandbox] * count
 
 
 def task_limit(timeout: float, factor: float, canonical_seconds: float | None) -> float:

@@ -18,6 +18,7 @@ from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..jsonl import JsonlWriter, ReportError
 from ..languages import LANGUAGES
+from ..models.openai_servers import ServerProbe
 from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
@@ -40,7 +41,7 @@ from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings, deprecated_names
-from .calibration import CalibrationFile, Reading, calibrate
+from .calibration import CalibrationFile, Reading, calibrate, timing_beside
 from .crash import Crashes
 from .engine_start import start_engines
 from .placement import Layout, choose_layout, run_devices
@@ -48,7 +49,7 @@ from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
 from .state import ReferenceTimes, RunState
 from .workload import Workload
-from .xdist import XdistHooks, is_distributing
+from .xdist import XdistHooks, is_distributing, workers_of
 
 if TYPE_CHECKING:
     from ..models.engines.serving import Serving
@@ -80,7 +81,8 @@ def remember_failed(config: pytest.Config, nodeid: str) -> None:
 @dataclass(frozen=True)
 class Checked:
     """What `validate` found usable before any work is done: the settings under the chosen
-    layout, the tasks, the sandbox, the GPUs and the files the gate and resume options name."""
+    layout, the tasks, the sandbox, the GPUs, the files the gate and resume options name, and
+    the OpenAI-compatible servers as found."""
 
     settings: Settings
     layout: Layout
@@ -90,6 +92,7 @@ class Checked:
     device: str | None
     baseline: dict[str, Record] | None
     resumed: dict[str, Record]
+    servers: dict[str, ServerProbe]
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
@@ -111,12 +114,13 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
         settings = dataclasses.replace(settings, serve=layout.serve)
         if settings.model and not settings.serve:  # under serve, serve.engine_model checks it
             check_spec(settings.model, settings)
+        servers = {}
         if settings.model:  # once, here, before any worker starts: what each would fail on
-            check_available(settings.model, settings)
+            servers = check_available(settings.model, settings)
         if settings.repeat_with:
             try:
                 check_spec(settings.repeat_with, settings)
-                check_available(settings.repeat_with, settings)
+                servers |= check_available(settings.repeat_with, settings)
             except ModelSpecError as exc:
                 raise ModelSpecError(f"--humanfix-repeat-with: {exc}") from None
         workload = Workload.load(settings)
@@ -135,17 +139,18 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
     except (ResumeError, BaselineError) as exc:
         raise pytest.UsageError(str(exc)) from None
     return Checked(settings, layout, workload, sandbox_choice, devices, device, baseline,
-                   resumed)
+                   resumed, servers)
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
                      ) -> tuple[dict[str, float], dict[str, ReferenceTimes]]:
     """The canonical solutions' times that set each task's limit, and under
     --humanfix-tests plus EvalPlus's reference's times on each input: measured before any
-    worker starts, on an idle harness."""
+    worker starts, as many programs at a time as the run has workers (`timing_beside`)."""
     settings, workload, resumed = checked.settings, checked.workload, checked.resumed
     sandbox = checked.sandbox_choice.sandbox
     anew = bool(config.getoption("cacheclear", False))
+    beside = timing_beside(sandbox, workers_of(config))
     try:
         # Each allowed what the default floor would allow it, so a tiny floor still measures.
         # Only Python's: the other languages run under BigCode's limits, which hold a compile
@@ -154,7 +159,8 @@ def calibrate_limits(config: pytest.Config, checked: Checked
         canonical_seconds = calibrate(
             [t for t in workload.tasks if t.task_id not in resumed and t.language == "python"],
             sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
-            max(python, LANGUAGES["python"].timeout) * settings.timeout_factor, anew=anew)
+            max(python, LANGUAGES["python"].timeout) * settings.timeout_factor, anew=anew,
+            beside=beside)
         plus_reference = {}
         if workload.plus is not None:
             # EvalPlus times its own reference solution on each input (evaluate.py,
@@ -167,9 +173,13 @@ def calibrate_limits(config: pytest.Config, checked: Checked
                 sandbox, CalibrationFile("plus-inputs-" + plus.hash),
                 PLUS_CALIBRATION_LIMIT, anew=anew,
                 reading=Reading(lambda task: plus.tasks[task.task_id].reference_program,
-                                reference_times, is_reference_times))
+                                reference_times, is_reference_times), beside=beside)
     except SandboxError as exc:
         raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
+    finally:
+        for copy in beside:
+            if copy is not sandbox:
+                copy.shutdown()
     return canonical_seconds, plus_reference
 
 
@@ -180,7 +190,8 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     the xdist hooks that hand the workers their state."""
     settings = checked.settings
     state = RunState(new_run_id(), agent=settings.agent, resumed=checked.resumed,
-                     canonical_seconds=canonical_seconds, plus_reference=plus_reference)
+                     canonical_seconds=canonical_seconds, plus_reference=plus_reference,
+                     servers=checked.servers)
     runner = Runner(settings, state, workload=checked.workload,
                     sandbox_choice=checked.sandbox_choice, device=checked.device,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)

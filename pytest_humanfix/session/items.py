@@ -23,8 +23,10 @@ from ..jsonl import storable_text
 from ..records import EarlierRun, Record, TaskResult, earlier_run
 from ..reporting.junit import known_failure_reason, task_properties
 from . import RUNNER, timeouts
+from .ahead import upcoming_tasks
 
 DIFF_LINES_SHOWN = 60
+PLUGIN = "pytest_humanfix.plugin"  # where the plugin's own humanfix_agent fixture is defined
 
 
 class HumanfixDirectory(pytest.Directory):
@@ -129,6 +131,19 @@ class TaskItem(pytest.Item):
             kind = "item timeout" if self.result.item_timeout else "harness error"
             pytest.fail(said(f"{kind} on {self.task.task_id}: {self.result.error}"),
                         pytrace=False)
+
+    def tasks_ahead(self) -> list[Task]:
+        """This task and those its process runs after it, whose first requests may be sent
+        ahead (session/ahead.py): none unless the built-in agent repairs them, as
+        --humanfix-agent names one and no conftest.py overrides the humanfix_agent fixture
+        (a brought agent's requests are its own)."""
+        if self.config.stash[RUNNER].settings.agent not in GRAPHS:
+            return []
+        if TopRequest is not None:
+            defined = self._fixtureinfo.name2fixturedefs.get(AGENT_FIXTURE, ())
+            if not defined or getattr(defined[-1].func, "__module__", "") != PLUGIN:
+                return []
+        return [self.task, *upcoming_tasks(self)]
 
     def agent_error(self) -> TaskResult | None:
         """Sets up the item's fixtures, the agent's among them; an error outcome when one of

@@ -12,12 +12,12 @@ import os
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
-from ..agent.graph import repair, repair_graph
+from ..agent.graph import first_ask, repair, repair_graph
 from ..agent.loader import agent_name
 from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
@@ -28,7 +28,7 @@ from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.engines.launch import Endpoint
 from ..models.generation import GenerationConfig
-from ..models.specs import CONTROLS, load_model
+from ..models.specs import CONTROLS, load_model, resolve_spec
 from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
@@ -46,7 +46,9 @@ from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
 from ..settings import Settings
+from .ahead import AskAhead, Handover
 from .calibration import task_limit
+from .imports import unrewritten
 from .repeat import repeat_check, repeated
 from .state import RunState
 from .timeouts import OffClock
@@ -110,6 +112,7 @@ class Runner:
         self._repeat_model: Model | None = None
         self._repeat_error: str | None = None
         self._load_error_unreported = False
+        self._ahead: AskAhead | None = None
 
     @functools.cached_property
     def workload(self) -> Workload:
@@ -184,37 +187,67 @@ class Runner:
                 raise ModelLoadError(self._model_error) from exc
         return self._model
 
+    def generation_config(self) -> GenerationConfig:
+        """What a backend takes of the settings, and the servers as the controller found them."""
+        return dataclasses.replace(GenerationConfig.of(self.settings), probed=self.state.servers)
+
     def _load_model(self) -> Model:
         if self.endpoint is None:
-            return load_model(self.settings.model or "", GenerationConfig.of(self.settings))
+            return load_model(self.settings.model or "", self.generation_config())
         # The engine's name labels every reply it serves.
         model = load_model("openai:" + self.endpoint["model"], dataclasses.replace(
-            GenerationConfig.of(self.settings), base_urls=(self.endpoint["base_url"],),
+            self.generation_config(), base_urls=(self.endpoint["base_url"],),
             engine=self.endpoint["engine"]))
         # What the controller knows of the engine it started and the engine cannot say.
         model.computed_by.update(self.endpoint.get("computed_by") or ComputedBy())
         return model
 
-    def preload(self) -> None:
+    def preload(self, ahead: Callable[[], Sequence[Task]] = list) -> None:
         """Do the one-off work of a process before its first task's timer starts: load the
-        model, probe the sandbox, build the agent's graph. Whatever fails here fails again in
-        `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
-        if self.settings.model and self._model is None and self._model_error is None:
-            try:
-                self.model()
-            except ModelLoadError:
-                self._load_error_unreported = True
-        warm_ups: list[Callable[[], object]] = [self.sandbox_choice.ready]
-        # A toolchain's caches are built here, not in the first task's time.
-        warm_ups += [functools.partial(self.sandbox_for, language)
-                     for language in dict.fromkeys(task.language for task in self.tasks)]
-        if self.uses_langgraph:
-            warm_ups.append(functools.partial(repair_graph, self.settings.agent))
-        for warm_up in warm_ups:
-            try:
-                warm_up()
-            except Exception:
-                pass
+        model, send the first requests of the tasks `ahead` (`ask_ahead`), probe the sandbox,
+        build the agent's graph (the engine answers meanwhile). Whatever fails here fails again
+        in `evaluate`, which makes it that task's error outcome; so it is not reported twice."""
+        with unrewritten():
+            if self.settings.model and self._model is None and self._model_error is None:
+                try:
+                    self.model()
+                except ModelLoadError:
+                    self._load_error_unreported = True
+            self.ask_ahead(ahead())
+            warm_ups: list[Callable[[], object]] = [self.sandbox_choice.ready]
+            # A toolchain's caches are built here, not in the first task's time.
+            warm_ups += [functools.partial(self.sandbox_for, language)
+                         for language in dict.fromkeys(task.language for task in self.tasks)]
+            if self.uses_langgraph:
+                warm_ups.append(functools.partial(repair_graph, self.settings.agent))
+            for warm_up in warm_ups:
+                try:
+                    warm_up()
+                except Exception:
+                    pass
+
+    @property
+    def asks_ahead(self) -> bool:
+        """Whether this process sends its next tasks' first requests ahead: to an
+        OpenAI-compatible server (a model in this process answers one request at a time, and
+        would only take the CPU from the task at hand), once the model is loaded."""
+        served = self.endpoint is not None or (
+            self.settings.model is not None and resolve_spec(self.settings.model).kind == "openai")
+        return self.settings.ask_ahead > 0 and served and self._model is not None
+
+    def ask_ahead(self, tasks: Sequence[Task]) -> None:
+        """Sends the first requests of `tasks`, the built-in agent's task at hand and those
+        this process runs after it, in order, within --humanfix-ask-ahead (session/ahead.py);
+        a task --humanfix-resume reports without running is not asked. What was asked for a
+        task no longer ahead (taken by another worker) is dropped."""
+        if not tasks or not self.asks_ahead or self._model is None:
+            return
+        if self._ahead is None:
+            self._ahead = AskAhead(self._model, self.settings.ask_ahead)
+        config, prompt = RepairConfig.of(self.settings), self._model.prompt
+        self._ahead.keep({task.task_id for task in tasks})
+        self._ahead.ask([(task.task_id, functools.partial(first_ask, task, prompt, config))
+                         for task in tasks if task.task_id not in self.state.resumed])
 
     def evaluate(self, task: Task, agent: object = None) -> TaskResult:
         """All --humanfix-samples attempts at the task, by a brought `agent` (None: the
@@ -253,7 +286,7 @@ class Runner:
         spec = self.settings.repeat_with
         if spec and self._repeat_model is None and self._repeat_error is None:
             try:
-                self._repeat_model = load_model(spec, GenerationConfig.of(self.settings))
+                self._repeat_model = load_model(spec, self.generation_config())
             except Exception as exc:  # it fails only the repeat checks, once per process
                 self._repeat_error = (f"--humanfix-repeat-with {spec!r} failed to load: "
                                       f"{type(exc).__name__}: {exc}")
@@ -311,6 +344,8 @@ class Runner:
         return lambda code: sandbox.run(program(code, limits))
 
     def evaluate_once(self, task: Task, agent: object = None) -> TaskResult:
+        """One sample; the first request of a task's first sample may have been asked ahead
+        (a task is asked ahead once, and its reply taken once)."""
         started = time.monotonic()
         try:
             sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
@@ -320,9 +355,16 @@ class Runner:
                                    lambda: OffClock(self.model()), sandbox, self.settings,
                                    plus=self.plus_grader(task))
             else:
-                result = repair(task, OffClock(self.model()), sandbox,
-                                RepairConfig.of(self.settings), langgraph=self.uses_langgraph,
-                                plus=self.plus_grader(task))
+                model = self.model()
+                if self._ahead is not None:
+                    model = self._ahead.model_for(task.task_id, model)
+                try:
+                    result = repair(task, OffClock(model), sandbox,
+                                    RepairConfig.of(self.settings),
+                                    langgraph=self.uses_langgraph, plus=self.plus_grader(task))
+                finally:
+                    if isinstance(model, Handover):
+                        model.release()
             result.sandbox_runs = sandbox.runs
             return result
         except (ModelLoadError, SandboxError) as exc:
@@ -333,8 +375,10 @@ class Runner:
         return TaskResult.error_for(task, error, time.monotonic() - started)
 
     def close(self) -> None:
-        """Stop what this process started for the run (the warm executor's server, the
-        toolchains' compile caches)."""
+        """Stop what this process started for the run (the requests asked ahead, the warm
+        executor's server, the toolchains' compile caches)."""
+        if self._ahead is not None:
+            self._ahead.close()
         for toolchain in self._toolchains.values():
             toolchain.shutdown()
         if "sandbox_choice" in self.__dict__:

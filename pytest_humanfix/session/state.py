@@ -1,7 +1,7 @@
 """The run's state that the controller decides once and every process shares (the run id, the
-agent's identity, the records --humanfix-resume keeps, the calibrated times), and what one
-xdist worker is sent of it: one key, `workerinput["humanfix"]`, of plain JSON-able builtins,
-since xdist's channel carries nothing else (docs/architecture.md).
+agent's identity, the records --humanfix-resume keeps, the calibrated times, the servers as
+found), and what one xdist worker is sent of it: one key, `workerinput["humanfix"]`, of plain
+JSON-able builtins, since xdist's channel carries nothing else (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from ..models.engines.launch import Endpoint
+from ..models.openai_servers import ServerProbe
 from ..records import Record
 
 WORKERINPUT_KEY = "humanfix"
@@ -29,6 +30,7 @@ class RunStateJson(TypedDict):
     resumed: dict[str, Record]
     canonical_seconds: dict[str, float]
     plus_reference: dict[str, ReferenceTimes]
+    servers: dict[str, ServerProbe]
 
 
 class WorkerInput(TypedDict):
@@ -54,11 +56,14 @@ class RunState:
     # --humanfix-tests plus: EvalPlus's reference solution's seconds on each task's HumanEval+
     # program and its CPU seconds on each input (plus.reference_times), timed the same way.
     plus_reference: dict[str, ReferenceTimes] = field(default_factory=dict)
+    # The OpenAI-compatible servers of --humanfix-base-url as the controller found them once
+    # (models.preflight.probe_fleet), by base URL: the workers do not ask them again.
+    servers: dict[str, ServerProbe] = field(default_factory=dict)
 
     def to_json(self) -> RunStateJson:
         return RunStateJson(run_id=self.run_id, agent=self.agent, resumed=self.resumed,
                             canonical_seconds=self.canonical_seconds,
-                            plus_reference=self.plus_reference)
+                            plus_reference=self.plus_reference, servers=self.servers)
 
     @classmethod
     def from_json(cls, data: RunStateJson) -> RunState:

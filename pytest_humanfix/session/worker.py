@@ -9,7 +9,6 @@ import pytest
 from ..agent.loader import run_as
 from ..dataset import DatasetError
 from ..devices import DeviceError, pin
-from ..models.specs import ModelSpecError, check_spec
 from ..sandbox.choose import Start
 from ..sandbox.environment import SandboxError
 from ..settings import Settings
@@ -22,9 +21,9 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
     sent: WorkerInput = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
     device, endpoint = sent["device"], sent["endpoint"]
     try:
-        if settings.model and endpoint is None:  # a shared engine's: checked by the controller
-            check_spec(settings.model, settings)
-        # The collector needs the tasks: a bad dataset fails here, not per item.
+        # The model spec and its servers were checked once by the controller, which sent what
+        # it found (RunState.servers). The collector needs the tasks: a bad dataset fails
+        # here, not per item.
         workload = Workload.load(settings)
         # The warm executor imports the prelude while this worker collects; only one asked for
         # by name must be shown to start here, before any task (a usage error otherwise).
@@ -36,6 +35,6 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
                         endpoint=endpoint)
         if device is not None:
             pin(device)
-    except (ModelSpecError, DatasetError, DeviceError, SandboxError) as exc:
+    except (DatasetError, DeviceError, SandboxError) as exc:
         raise pytest.UsageError(str(exc)) from None
     return runner

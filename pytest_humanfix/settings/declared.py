@@ -160,6 +160,12 @@ class Settings:
     request_timeout: float = option(
         300.0, "seconds one request to an OpenAI-compatible server may take",
         convert=to.positive_float, metavar="S")
+    ask_ahead: int = option(
+        4, "first requests of a process's next tasks sent to the OpenAI-compatible server "
+        "while a task runs, at most N outstanding, so that the engine batches them with the "
+        "task at hand's; each is the request the task makes itself, sent once (0: off; an "
+        "in-process model and a brought agent never ask ahead)",
+        convert=to.non_negative_int, metavar="N")
     devices: tuple[str, ...] | None = option(
         None, "GPUs handed to xdist workers, e.g. 0,1 (default: every visible GPU)",
         convert=to.id_list, metavar="ID[,ID...]", says_default=True)

@@ -226,7 +226,8 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
         log = (humanfix_pytester.path / "served" / "server-0.log").read_text()
         command = log.splitlines()[0].split()
         model_len = int(command[command.index("--max-model-len") + 1])
-        assert 1000 < model_len < 4000 and "--max-num-seqs 2 " in log.splitlines()[0]
+        # One worker: its task's request and the 4 it may ask ahead (--humanfix-ask-ahead).
+        assert 1000 < model_len < 4000 and "--max-num-seqs 5 " in log.splitlines()[0]
         assert f"max_seq_len={model_len}," in log
         assert "Unknown vLLM environment variable" not in log
         (line,) = [out for out in result.outlines if out.startswith("humanfix serve: vllm")]

@@ -35,9 +35,6 @@ FEEDBACK_TOKENS = 512
 # What a chat template adds to a prompt: a system prompt, role markers, and for the tools agent
 # the tool's schema (qwen-coder's template with the tool: under 300 tokens).
 TEMPLATE_TOKENS = 512
-# vLLM's batch and KV cache hold twice the requests of the workers it serves: room for requests
-# a worker asks ahead, and for prefixes cached between requests.
-HEADROOM = 2
 KV_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -83,11 +80,19 @@ def request_tokens(settings: Settings, first_prompt: int = FIRST_PROMPT_TOKENS) 
 
 @dataclass(frozen=True)
 class Work:
-    """What one engine serves: `workers` xdist workers, each with one request at a time of up
-    to `tokens` tokens (`request_tokens`)."""
+    """What one engine serves: `workers` xdist workers, each with its task at hand's request and
+    up to `ask_ahead` first requests of its next tasks in flight (--humanfix-ask-ahead,
+    session/ahead.py), each of up to `tokens` tokens (`request_tokens`)."""
 
     workers: int
     tokens: int
+    ask_ahead: int = 0
+
+    @property
+    def requests(self) -> int:
+        """The most requests in flight at once: an engine's batch and KV cache sized for fewer
+        keep the rest waiting in its queue, and asking ahead batches nothing."""
+        return max(self.workers, 1) * (1 + max(self.ask_ahead, 0))
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,7 @@ def vllm_sizing(config: dict[str, Any] | None, work: Work, dtype: str | None = N
     model's `config`: a key and a value per layer and KV head for each token, in `dtype` (the
     checkpoint's by default; 4 bytes where unknown), for the batch's requests each at its
     longest. The model's own context caps the request (vLLM refuses a longer one)."""
-    sequences = HEADROOM * max(work.workers, 1)
+    sequences = work.requests
     text = (config or {}).get("text_config") or config or {}
     try:
         heads = int(text["num_attention_heads"])
@@ -177,7 +182,8 @@ def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
 def base_command(model: ServedModel, port: int, device: str | None, seed: int,
                  layout: CpuLayout | None = None, tools: bool = False,
                  work: Work | None = None, python: str | None = None) -> list[str]:
-    work = work or Work(1, request_tokens(Settings()))
+    defaults = Settings()
+    work = work or Work(1, request_tokens(defaults), defaults.ask_ahead)
     if model.engine == "vllm":
         command = [python or sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
@@ -206,7 +212,7 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
     command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model.source,
                "--continuous-batching", "--host", HOST, "--port", str(port),
                "--default-seed", str(seed), "--log-level", "info", "--cb-num-blocks",
-               str(cache_blocks(work.workers, work.tokens))]
+               str(cache_blocks(work.requests, work.tokens))]
     if device is None:
         # bf16 weights run slowly on a CPU; the in-process backend uses fp32 there too.
         command += ["--dtype", "float32", "--cb-max-batch-tokens", "2048"]

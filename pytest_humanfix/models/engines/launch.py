@@ -253,8 +253,9 @@ class Engine:
 def new_engine(model: ServedModel, log_path: Path, device: str | None,
                settings: Settings, layout: CpuLayout | None = None, workers: int = 1,
                first_prompt: int = FIRST_PROMPT_TOKENS) -> Engine:
-    """One engine, not started; `workers`: the xdist workers it serves, each with one request
-    at a time, whose first prompts take at most `first_prompt` tokens (`prompt_tokens`)."""
+    """One engine, not started; `workers`: the xdist workers it serves, each with its task's
+    request and those it asks ahead (--humanfix-ask-ahead) at a time, whose first prompts take
+    at most `first_prompt` tokens (`prompt_tokens`)."""
     port = free_port()
     kind = ENGINE_KINDS[model.engine]
     python = engine_python(settings, model.engine)
@@ -266,7 +267,8 @@ def new_engine(model: ServedModel, log_path: Path, device: str | None,
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
                                  layout, tools=settings.agent == "tools",
-                                 work=Work(workers, request_tokens(settings, first_prompt)),
+                                 work=Work(workers, request_tokens(settings, first_prompt),
+                                            settings.ask_ahead),
                                  python=python), deterministic,
                   defaults=engine_environment(kind, version) + cache_environment(kind))
 

@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from pytest_humanfix.models.engines import commands
+from pytest_humanfix.models.engines import commands, launch
 from pytest_humanfix.models.engines.commands import CpuLayout, cache_blocks, cpu_layout
 from pytest_humanfix.models.engines.kinds import ServedModel
+from pytest_humanfix.settings import Settings
 
 
 @pytest.mark.parametrize(("workers", "layout"), [
@@ -48,31 +49,33 @@ def test_a_first_prompt_takes_at_most_a_token_a_byte_with_the_templates_room():
 
 
 def test_vllm_is_sized_to_its_workers_longest_requests():
-    sizing = commands.vllm_sizing(QWEN_CODER, commands.Work(workers=16, tokens=3003))
-    assert sizing == commands.VllmSizing(model_len=3003, sequences=32,
-                                         cache_bytes=32 * 3003 * 12288)
-    assert sizing.arguments() == ["--max-num-seqs", "32", "--max-model-len", "3003",
-                                  "--kv-cache-memory-bytes", str(32 * 3003 * 12288)]
+    sizing = commands.vllm_sizing(QWEN_CODER, commands.Work(workers=16, tokens=3003,
+                                                                ask_ahead=4))
+    # Each worker's task at hand and the 4 it asks ahead: 80 requests in flight.
+    assert sizing == commands.VllmSizing(model_len=3003, sequences=80,
+                                         cache_bytes=80 * 3003 * 12288)
+    assert sizing.arguments() == ["--max-num-seqs", "80", "--max-model-len", "3003",
+                                  "--kv-cache-memory-bytes", str(80 * 3003 * 12288)]
     # On a CPU vLLM computes in float32: twice the bytes a token.
     on_cpu = commands.vllm_sizing(QWEN_CODER, commands.Work(2, 3003), dtype="float32")
-    assert on_cpu.cache_bytes == 4 * 3003 * 24576
+    assert on_cpu.cache_bytes == 2 * 3003 * 24576
     # transformers 5 writes `dtype`; no dtype at all counts 4 bytes, never too few.
     written = {k: v for k, v in QWEN_CODER.items() if k != "torch_dtype"}
     assert commands.vllm_sizing({**written, "dtype": "bfloat16"},
-                                commands.Work(1, 100)).cache_bytes == 2 * 100 * 12288
-    assert commands.vllm_sizing(written, commands.Work(1, 100)).cache_bytes == 2 * 100 * 24576
+                                commands.Work(1, 100)).cache_bytes == 100 * 12288
+    assert commands.vllm_sizing(written, commands.Work(1, 100)).cache_bytes == 100 * 24576
 
 
 def test_the_models_context_caps_the_longest_request_and_its_shape_may_be_nested():
     sizing = commands.vllm_sizing({"text_config": {**QWEN_CODER, "head_dim": 128}},
                                   commands.Work(1, 50000))
-    assert sizing.model_len == 32768 and sizing.cache_bytes == 2 * 32768 * 24576
+    assert sizing.model_len == 32768 and sizing.cache_bytes == 32768 * 24576
 
 
 @pytest.mark.parametrize("config", [None, {}, {"num_hidden_layers": 24}, {"text_config": "x"}])
 def test_without_the_models_shape_only_the_batch_is_sized(config):
     assert commands.vllm_sizing(config, commands.Work(3, 3003)) == \
-        commands.VllmSizing(None, 6, None)
+        commands.VllmSizing(None, 3, None)
 
 
 def test_a_model_folders_config_is_read_and_a_hub_model_only_from_the_local_cache(tmp_path,
@@ -98,7 +101,7 @@ def test_vllm_gets_its_sizes_before_the_users_arguments(tmp_path):
                                       work=commands.Work(16, 3003))
     flags = dict(zip(command[3::2], command[4::2], strict=False))
     assert (flags["--max-model-len"], flags["--kv-cache-memory-bytes"]) == \
-        ("3003", str(32 * 3003 * 12288))
+        ("3003", str(16 * 3003 * 12288))
     assert command[-2:] == ["--max-num-seqs", "8"]  # the user's, after ours: theirs wins
     # A model whose shape is not at hand: its KV cache is vLLM's own choice on a GPU, and the
     # set fallback on a CPU.
@@ -106,3 +109,29 @@ def test_vllm_gets_its_sizes_before_the_users_arguments(tmp_path):
     assert "--kv-cache-memory-bytes" not in commands.engine_command(plain, 8123, "0", 0)
     on_cpu = commands.engine_command(plain, 8123, None, 0)
     assert on_cpu[on_cpu.index("--kv-cache-memory-bytes") + 1] == "2G"
+
+
+@pytest.mark.parametrize("ask_ahead", [0, 4])
+def test_an_engine_holds_every_request_its_workers_may_have_in_flight(tmp_path, monkeypatch,
+                                                                      ask_ahead):
+    """One rule, through the engine --humanfix-serve starts: 3 workers, each with its task's
+    request and --humanfix-ask-ahead more, are 3 x (1 + N) requests in vLLM's batch and KV
+    cache and in the fallback's KV cache; llama.cpp's slots stay one a worker, since on several
+    threads a slot's reply depends on what else its step decodes."""
+    monkeypatch.setattr(launch, "engine_version", lambda kind, python=None: None)
+    (tmp_path / "config.json").write_text(json.dumps(QWEN_CODER))
+    settings = Settings(model=str(tmp_path), ask_ahead=ask_ahead)
+    requests, tokens = 3 * (1 + ask_ahead), commands.request_tokens(settings)
+
+    def flag(model: ServedModel, name: str, **how) -> str:
+        command = launch.new_engine(model, tmp_path / "e.log", how.pop("device", "0"), settings,
+                                    workers=3, **how).command
+        return command[command.index(name) + 1]
+
+    vllm = ServedModel("vllm", str(tmp_path), "m")
+    assert flag(vllm, "--max-num-seqs") == str(requests)
+    assert flag(vllm, "--kv-cache-memory-bytes") == str(requests * tokens * 12288)
+    fallback = ServedModel("transformers", str(tmp_path), "m")
+    assert flag(fallback, "--cb-num-blocks") == str(cache_blocks(requests, tokens))
+    llamacpp = ServedModel("llamacpp", "/m.gguf", "m")
+    assert flag(llamacpp, "--parallel", device=None, layout=CpuLayout(3, 1, 1)) == "1"

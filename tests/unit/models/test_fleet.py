@@ -87,10 +87,12 @@ def test_urls_repeated_or_comma_separated(humanfix_pytester):
 
 
 def test_a_run_outlives_a_server_of_its_fleet(humanfix_pytester, read_records):
+    # One request at a time per worker, so that the dying server answers exactly one.
     with StubServer(die_after=1) as dying, StubServer() as staying:
         result = humanfix_pytester.runpytest(
             "--humanfix-model", "openai:stub-model", "--humanfix-base-url", dying.base_url,
-            "--humanfix-base-url", staying.base_url, "--humanfix-max", "6", "-n", "2")
+            "--humanfix-base-url", staying.base_url, "--humanfix-max", "6", "-n", "2",
+            "--humanfix-ask-ahead", "0")
     records = read_records()
     assert len(records) == 6 and all(r["outcome"] == "unfixed" for r in records)
     result.assert_outcomes(failed=6)
@@ -113,10 +115,13 @@ def test_two_transformers_serve_engines_share_a_run_and_one_dies(tiny_model, tin
                           tmp_path / "server-1.log", timeout=300)
     engines = [tiny_engine, dying]
     try:
+        # One request at a time per worker: asking ahead, a worker may have had every reply it
+        # needs before the engine dies, and no request would find it gone.
         child = spawn_pytest(
             "-p", "no:cacheprovider", f"--humanfix-model=openai:{engines[0].model.name}",
             f"--humanfix-base-url={engines[0].base_url},{engines[1].base_url}",
-            "--humanfix-max=12", "--humanfix-max-new-tokens=16", "-n", "2")
+            "--humanfix-max=12", "--humanfix-max-new-tokens=16", "-n", "2",
+            "--humanfix-ask-ahead=0")
         jsonl = humanfix_pytester.path / "reports" / "humanfix.jsonl"
 
         def both_workers_done_one() -> bool:

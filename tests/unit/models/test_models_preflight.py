@@ -179,3 +179,23 @@ def test_local_models_controls_and_servers_under_serve_ask_nothing(tiny_model, m
     preflight.check_available("openai:m", Settings(model="openai:m", serve=True))
     monkeypatch.undo()
     assert preflight.hub_unavailable(str(tiny_model), resolve_spec(str(tiny_model))) is None
+
+
+def test_the_servers_are_asked_once_by_the_controller_and_not_by_each_worker(
+        humanfix_pytester, read_records):
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    with StubServer() as up:
+        humanfix_pytester.runpytest("--humanfix-model", "openai:m", "-n", "2",
+                                    f"--humanfix-base-url={up.base_url},{down}",
+                                    "--humanfix-max", "4")
+        asked = [path for method, path, _ in up.requests if method == "GET"]
+    assert asked == ["/v1/models", "/props", "/version"]
+    records = read_records()
+    assert {r["worker"] for r in records} == {"gw0", "gw1"}
+    # gw1 starts at the server that was down, as the controller found it: out of rotation.
+    assert all(r["attempts"][0]["server"] == up.base_url for r in records)
+    outs = [out for r in records for out in r["servers_out"]]
+    assert {out["base_url"] for out in outs} == {down}
+    assert all(out["reason"].startswith(f"cannot reach the OpenAI-compatible server at {down}")
+               for out in outs)
+    assert all(r["computed_by"]["engine"] == "openai" for r in records)

@@ -9,17 +9,22 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_humanfix.models import specs
+from pytest_humanfix.models.openai_servers import ServerProbe
 from pytest_humanfix.records import Record
 from pytest_humanfix.session import worker
 from pytest_humanfix.session.state import WORKERINPUT_KEY, RunState, WorkerInput
 from pytest_humanfix.settings import Settings
 
 RESUMED: Record = {"task_id": "Python/1", "outcome": "fixed"}
+SERVERS: dict[str, ServerProbe] = {"http://a/v1": ServerProbe(out="", computed_by={
+    "engine": "vllm", "version": "0.26.0", "device": "unknown"})}
 
 
 def config(device: str | None = None) -> pytest.Config:
     sent = WorkerInput(run=RunState("run-7", resumed={"Python/1": RESUMED},
-                                    canonical_seconds={"Python/0": 0.25}).to_json(),
+                                    canonical_seconds={"Python/0": 0.25},
+                                    servers=SERVERS).to_json(),
                        device=device, endpoint=None)
     return SimpleNamespace(workerinput={WORKERINPUT_KEY: sent})  # type: ignore[return-value]
 
@@ -32,7 +37,7 @@ def settings(dataset: Path, **changes: object) -> Settings:
 def test_the_runner_holds_the_state_the_controller_sent(dataset, no_outer_cuda):
     runner = worker.start(config(), settings(dataset))
     assert runner.state == RunState("run-7", resumed={"Python/1": RESUMED},
-                                    canonical_seconds={"Python/0": 0.25})
+                                    canonical_seconds={"Python/0": 0.25}, servers=SERVERS)
     assert [t.task_id for t in runner.tasks] == ["Python/0", "Python/1"]
     assert runner.device is None and runner.endpoint is None
     assert runner.sandbox.layer.name == "process"  # the fresh executor asked for, not warm
@@ -49,9 +54,14 @@ def test_the_worker_is_pinned_to_the_gpu_it_was_sent(dataset, no_outer_cuda, cud
     assert runner.device == "3" and os.environ["CUDA_VISIBLE_DEVICES"] == "3"
 
 
-def test_a_model_spec_that_names_nothing_is_a_usage_error(dataset):
-    with pytest.raises(pytest.UsageError, match="no-such-model-spec"):
-        worker.start(config(), settings(dataset, model="./no-such-model-spec"))
+def test_the_model_spec_is_checked_once_by_the_controller_not_by_each_worker(
+        dataset, monkeypatch):
+    def resolved(spec):
+        raise AssertionError(f"{spec} resolved again at the worker's start")
+
+    monkeypatch.setattr(specs, "resolve_spec", resolved)
+    runner = worker.start(config(), settings(dataset, model="openai:m"))
+    assert runner.settings.model == "openai:m"
 
 
 def test_a_dataset_that_cannot_load_is_a_usage_error(tmp_path):
