@@ -587,7 +587,7 @@ def test_a_warm_child_lost_twice_is_a_harness_fault_that_says_so(monkeypatch):
     warm = make_sandbox("auto", "warm", Limits(timeout=10)).sandbox
     killing_child(warm, monkeypatch, "before its configuration", times=2)
     with pytest.raises(SandboxError, match="lost the execution: its process was killed by "
-                                           "SIGKILL.*; run once more, alone: .*SIGKILL") as err:
+                                           "SIGKILL.*; run once more: .*SIGKILL") as err:
         TaskSandbox(warm, 10.0).run(build_program("", "print('ran')"))
     assert not isinstance(err.value, ExecutionLost)
     warm.shutdown()
