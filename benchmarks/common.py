@@ -123,6 +123,15 @@ def tree_env(dataset: Path, tree: Path = REPO, **extra: str) -> dict[str, str]:
                                                          os.environ.get("PYTHONPATH")])))
 
 
+def exported(commit: str, folder: Path) -> Path:
+    """The plugin's tree at `commit`, exported into `folder` (no worktree is registered)."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit], cwd=REPO, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def project_run(project: Path, arguments: list[str], dataset: Path,
                 environment: dict[str, str] | None = None,
                 tree: Path = REPO) -> tuple[float, list[dict]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ from common import (
     add_dataset_argument,
     agreement,
     benchmark_parser,
+    exported,
     project_run,
     replies,
     reused,
@@ -39,15 +39,6 @@ from pytest_humanfix.reporting.gates import first_computed_by
 # ran past their stop strings.
 BEFORE = "48d8780"
 RUNS = {"fallback-before": "transformers", "fallback": "transformers", "llamacpp": "llamacpp"}
-
-
-def exported(commit: str, folder: Path) -> Path:
-    """The plugin's tree at `commit`, exported into `folder` (no worktree is registered)."""
-    folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", commit], cwd=REPO, check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    return folder
 
 
 def run(name: str, args: argparse.Namespace, folder: Path) -> tuple[float, list[dict]]:
