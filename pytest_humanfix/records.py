@@ -133,10 +133,16 @@ class Shard(TypedDict, total=False):
 
 
 class TimeLimit(TypedDict, total=False):
+    """Which limits applied to a task's executions (session/calibration.TaskLimit); records
+    written before re-runs got a larger limit lack `rerun_seconds` and `cap`, and their
+    `floor` was --humanfix-timeout."""
+
     seconds: float
+    rerun_seconds: float
     canonical_seconds: float | None
     factor: float
     floor: float
+    cap: float
 
 
 class InputTimeLimits(TypedDict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 # whatever their verdict, so pass@1+ is over the same tasks on every machine. Every other
 # canonical solution is well within its limits; the timings behind each:
 # docs/trust.md#humanevalfix-humanfix-tests-plus.
-SLOW = "too slow: an input runs past its limit, 4 s of CPU, and again re-run alone: "
+SLOW = "too slow: an input runs past its limit, 4 s of CPU, and again when re-run: "
 NEAR_LIMIT = ("near its limit: one input takes about its limit, 4 s of CPU, where EvalPlus's "
               "reference takes milliseconds, so it times out on a busy or slow machine and may "
               "pass on a quiet or fast one: ")

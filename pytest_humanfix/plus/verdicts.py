@@ -1,5 +1,5 @@
 """What a HumanEval+ program's verdict says: the reference's times on each input (calibration),
-an input stopped by its own limit (a timeout, re-run alone), and the failure to show
+an input stopped by its own limit (a timeout, re-run before it counts), and the failure to show
 (docs/trust.md#humanevalfix-humanfix-tests-plus)."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def stopped_input(verdict: Verdict) -> str:
 @dataclass
 class InputLimits:
     """A sandbox whose verdicts read an input stopped by its own limit as the timeout it is,
-    so that, as a program past its whole limit, it runs once more alone before it counts
+    so that, as a program past its whole limit, it runs once more before it counts
     (sandbox/rerun)."""
 
     sandbox: Sandbox
@@ -68,7 +68,7 @@ def failure(verdict: Verdict) -> str:
     the candidate's own error."""
     stopped = stopped_input(verdict)
     if stopped:
-        return stopped + ("; re-run alone, it ran past it again" if verdict.rerun else "")
+        return stopped + ("; re-run, it ran past it again" if verdict.rerun else "")
     marker = "AssertionError: HumanEval+ input "
     failure = verdict.first_failure()
     for line in failure.splitlines():

@@ -138,7 +138,8 @@ def servers_out(records: list[Record]) -> list[ServerOut]:
 
 
 def timeouts(records: list[Record]) -> Timeouts:
-    """Graded runs that timed out, and those re-run alone after a first timeout (with how many
+    """Graded runs that timed out, and those re-run under a larger limit after a first timeout
+    (with how many
     of those then finished), with the largest limit any task ran under; and graded runs whose
     first execution was lost before it started and ran once more (sandbox/rerun)."""
     verdicts = [r.get("verdict") or {} for r in records]

@@ -224,7 +224,7 @@ def detail_lines(summary: Summary) -> list[str]:
     timeouts = summary["timeouts"]
     if timeouts["timed_out"] or timeouts["rerun"]:
         lines.append(f"timeouts: {timeouts['timed_out']} graded run(s) timed out; "
-                     f"{timeouts['rerun']} re-run alone after a first timeout, "
+                     f"{timeouts['rerun']} re-run under a larger limit after a first timeout, "
                      f"{timeouts['rerun_finished']} of them then finished in time "
                      f"(largest limit {timeouts['largest_limit']} s)")
     if timeouts["lost"]:

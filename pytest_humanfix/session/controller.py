@@ -17,7 +17,6 @@ import pytest
 from ..dataset import DatasetError
 from ..devices import DeviceError, DevicePool, pin
 from ..jsonl import JsonlWriter, ReportError
-from ..languages import LANGUAGES
 from ..models.openai_servers import ServerProbe
 from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
@@ -41,7 +40,7 @@ from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
 from ..settings import Settings, deprecated_names
-from .calibration import CalibrationFile, Reading, calibrate, timing_beside
+from .calibration import CalibrationFile, Reading, calibrate, calibrate_language, timing_beside
 from .crash import Crashes
 from .engine_start import start_engines
 from .placement import Layout, choose_layout, run_devices
@@ -144,23 +143,23 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
 
 def calibrate_limits(config: pytest.Config, checked: Checked
                      ) -> tuple[dict[str, float], dict[str, ReferenceTimes]]:
-    """The canonical solutions' times that set each task's limit, and under
-    --humanfix-tests plus EvalPlus's reference's times on each input: measured before any
-    worker starts, as many programs at a time as the run has workers (`timing_beside`)."""
-    settings, workload, resumed = checked.settings, checked.workload, checked.resumed
+    """The reference solutions' times that set each task's limits, in every language of the
+    run, and under --humanfix-tests plus EvalPlus's reference's times on each input: measured
+    before any worker starts, as many programs at a time as the run has workers
+    (`timing_beside`)."""
+    workload, resumed = checked.workload, checked.resumed
     sandbox = checked.sandbox_choice.sandbox
     anew = bool(config.getoption("cacheclear", False))
     beside = timing_beside(sandbox, workers_of(config))
     try:
-        # Each allowed what the default floor would allow it, so a tiny floor still measures.
-        # Only Python's: the other languages run under BigCode's limits, which hold a compile
-        # step.
-        python = settings.timeout_for("python")
-        canonical_seconds = calibrate(
-            [t for t in workload.tasks if t.task_id not in resumed and t.language == "python"],
-            sandbox, CalibrationFile(workload.dataset_hashes.get("python", "")),
-            max(python, LANGUAGES["python"].timeout) * settings.timeout_factor, anew=anew,
-            beside=beside)
+        canonical_seconds: dict[str, float] = {}
+        for language in workload.languages:
+            tasks = [t for t in workload.tasks
+                     if t.task_id not in resumed and t.language == language]
+            if tasks:
+                canonical_seconds.update(calibrate_language(
+                    checked.sandbox_choice, checked.settings, tasks,
+                    CalibrationFile(workload.dataset_hashes.get(language, "")), anew, beside))
         plus_reference = {}
         if workload.plus is not None:
             # EvalPlus times its own reference solution on each input (evaluate.py,
@@ -170,12 +169,12 @@ def calibrate_limits(config: pytest.Config, checked: Checked
             plus = workload.plus
             plus_reference = calibrate(
                 [t for t in workload.tasks if t.task_id not in resumed],
-                sandbox, CalibrationFile("plus-inputs-" + plus.hash),
+                checked.sandbox_choice.sandbox, CalibrationFile("plus-inputs-" + plus.hash),
                 PLUS_CALIBRATION_LIMIT, anew=anew,
                 reading=Reading(lambda task: plus.tasks[task.task_id].reference_program,
                                 reference_times, is_reference_times), beside=beside)
     except SandboxError as exc:
-        raise pytest.UsageError(f"timing the canonical solutions: {exc}") from None
+        raise pytest.UsageError(f"timing the reference solutions: {exc}") from None
     finally:
         for copy in beside:
             if copy is not sandbox:

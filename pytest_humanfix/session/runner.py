@@ -44,10 +44,10 @@ from ..records import (
 )
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
-from ..sandbox.rerun import TaskSandbox
+from ..sandbox.rerun import TaskSandbox, rerun_limit
 from ..settings import Settings
 from .ahead import AskAhead, Handover
-from .calibration import task_limit
+from .calibration import TaskLimit, limit_under
 from .imports import unrewritten
 from .repeat import repeat_check, repeated
 from .state import RunState
@@ -149,7 +149,9 @@ class Runner:
         lines = []
         for language in self.workload.languages:
             missing = LANGUAGES[language].missing()
-            limit = f"limit {self.settings.timeout_for(language):g} s"
+            limit = (f"limits {self.settings.timeout_factor:g} × each reference's time, "
+                     f"{self.settings.timeout_floor:g} s to {self.settings.timeout_for(language):g}"
+                     " s")
             if language != "python":
                 limit += (", tree-sitter check before execution and flags read from the "
                           "syntax tree" if syntax_available(language)
@@ -293,35 +295,40 @@ class Runner:
         if self._repeat_error is not None:
             return RepeatCheck(error=self._repeat_error)
         model = OffClock(self._repeat_model or self.model())
-        sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
-        return repeat_check(task, first, model, sandbox, self.settings,
+        return repeat_check(task, first, model, self.task_sandbox(task), self.settings,
                             langgraph=self.uses_langgraph)
 
-    def limit_for(self, task: Task) -> float:
-        """The wall-clock limit of the task's executions."""
-        return task_limit(self.settings.timeout_for(task.language), self.settings.timeout_factor,
-                          self.state.canonical_seconds.get(task.task_id))
+    def limit_for(self, task: Task) -> TaskLimit:
+        """The wall-clock limits of the task's executions and of a re-run after a timeout."""
+        return limit_under(self.settings, task.language,
+                           self.state.canonical_seconds.get(task.task_id))
+
+    def task_sandbox(self, task: Task) -> TaskSandbox:
+        """The task's view of its language's sandbox: its limits and the re-run rule."""
+        limit = self.limit_for(task)
+        return TaskSandbox(self.sandbox_for(task.language), limit.seconds, limit.rerun_seconds)
 
     def plus_input_limits(self, task: Task) -> list[float]:
         """The CPU seconds each HumanEval+ input of the task may take, as EvalPlus sets them."""
         reference = self.state.plus_reference.get(task.task_id)
         return input_limits(reference["inputs"] if reference else [])
 
-    def plus_limit_for(self, task: Task) -> float:
-        """The wall-clock limit of the task's HumanEval+ execution, a backstop behind its
+    def plus_limit_for(self, task: Task) -> TaskLimit:
+        """The wall-clock limits of the task's HumanEval+ execution, a backstop behind its
         inputs' own: EvalPlus's for the whole check, or the one calibrated as the hidden
         tests' is, where larger (six programs compute their expected outputs as they go)."""
         reference = self.state.plus_reference.get(task.task_id)
-        return max(program_limit(self.plus_input_limits(task)),
-                   task_limit(self.settings.timeout_for(task.language),
-                              self.settings.timeout_factor,
-                              reference["seconds"] if reference else None))
+        calibrated = limit_under(self.settings, task.language,
+                                 reference["seconds"] if reference else None)
+        seconds = max(program_limit(self.plus_input_limits(task)), calibrated.seconds)
+        return dataclasses.replace(calibrated, seconds=seconds,
+                                   rerun_seconds=rerun_limit(seconds, calibrated.cap))
 
     def plus_time_limit(self, task: Task) -> PlusTimeLimit:
         """Which limits the HumanEval+ execution ran under, and what they were set from."""
         reference = self.state.plus_reference.get(task.task_id)
         return PlusTimeLimit(
-            seconds=self.plus_limit_for(task),
+            seconds=self.plus_limit_for(task).seconds,
             reference_seconds=reference["seconds"] if reference else None,
             inputs=InputTimeLimits(
                 clock="cpu", floor=MIN_TIME_LIMIT, factor=GT_TIME_LIMIT_FACTOR,
@@ -339,8 +346,9 @@ class Runner:
         if plus is None:
             return None
         program, limits = plus.tasks[task.task_id].program, self.plus_input_limits(task)
-        sandbox = TaskSandbox(InputLimits(self.sandbox_for(task.language)),
-                              self.plus_limit_for(task))
+        limit = self.plus_limit_for(task)
+        sandbox = TaskSandbox(InputLimits(self.sandbox_for(task.language)), limit.seconds,
+                              limit.rerun_seconds)
         return lambda code: sandbox.run(program(code, limits))
 
     def evaluate_once(self, task: Task, agent: object = None) -> TaskResult:
@@ -348,7 +356,7 @@ class Runner:
         (a task is asked ahead once, and its reply taken once)."""
         started = time.monotonic()
         try:
-            sandbox = TaskSandbox(self.sandbox_for(task.language), self.limit_for(task))
+            sandbox = self.task_sandbox(task)
             # Generation is off the item's clock: a slow reply is no timeout (session/timeouts).
             if agent is not None:
                 result = run_agent(agent, agent_name(self.settings.agent), task,
@@ -403,11 +411,8 @@ class Runner:
             "sandbox": self.sandbox.layer.name if "sandbox_choice" in self.__dict__ else None,
             "worker": worker_id(),
             "device": self.device,
-            # Which limit applied: the calibrated one, and what it was calibrated from.
-            "time_limit": {"seconds": self.limit_for(task),
-                           "canonical_seconds": self.state.canonical_seconds.get(result.task_id),
-                           "factor": self.settings.timeout_factor,
-                           "floor": self.settings.timeout_for(task.language)},
+            # Which limits applied: the calibrated ones, and what they were calibrated from.
+            "time_limit": self.limit_for(task).to_json(),
             **({"plus_known_failure": PLUS_KNOWN_FAILURES[task.task_id]}
                if self.workload.plus and task.task_id in PLUS_KNOWN_FAILURES else {}),
             **({"plus_time_limit": self.plus_time_limit(task)} if self.workload.plus else {}),

@@ -50,8 +50,9 @@ class RunState:
     agent: str | None = None
     # --humanfix-resume: finished records by task id.
     resumed: dict[str, Record] = field(default_factory=dict)
-    # The canonical solution's seconds per task on this machine (session/calibration); a task
-    # without one runs under --humanfix-timeout.
+    # The reference solution's seconds per task on this machine, every language's
+    # (session/calibration); a task without one runs under its cap, --humanfix-timeout or
+    # BigCode's limit.
     canonical_seconds: dict[str, float] = field(default_factory=dict)
     # --humanfix-tests plus: EvalPlus's reference solution's seconds on each task's HumanEval+
     # program and its CPU seconds on each input (plus.reference_times), timed the same way.

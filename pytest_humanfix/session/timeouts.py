@@ -18,6 +18,7 @@ from ..dataset import Task
 from ..models.base import Generation, Model, PromptKind
 from ..records import TaskResult
 from ..settings import Settings
+from .calibration import TaskLimit, limit_under
 
 METHOD = "signal" if hasattr(signal, "SIGALRM") else "thread"
 TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_MESSAGE
@@ -26,27 +27,29 @@ TIMEOUT_MESSAGE_END = "from pytest-timeout."  # pytest-timeout's PYTEST_FAILURE_
 HARNESS_SECONDS = 60.0
 
 
-def item_timeout(settings: Settings, limit: float | None = None,
-                 plus_limit: float | None = None) -> float:
+def item_timeout(settings: Settings, limit: TaskLimit | None = None,
+                 plus_limit: TaskLimit | None = None) -> float:
     """Seconds one task may take, generation excluded: the user's --humanfix-item-timeout,
     else an execution for every reply of every sample, plus two grading runs per sample (the
     graded run holds the guard; a run the guard stops, or a test it cannot sit in, costs a
     second one), and a --humanfix-repeat-check's grading runs (the run's first reply graded
     again among them), and HARNESS_SECONDS. An execution may take its limit (`limit`, the
-    task's calibrated one, else the Python floor) twice: a timeout is re-run once. Where the
-    alarm cannot be stopped while a reply is generated (no SIGALRM), each reply also gets a
-    request timeout. With --humanfix-tests plus (`plus_limit`, the limit of the task's
-    HumanEval+ execution), each sample's final candidate also runs there, twice if it times
-    out. (The model is loaded before the timer starts.)"""
+    task's calibrated one, else Python's cap) and then its re-run's: a timeout is re-run once,
+    under a larger limit. Where the alarm cannot be stopped while a reply is generated (no
+    SIGALRM), each reply also gets a request timeout. With --humanfix-tests plus
+    (`plus_limit`, the limits of the task's HumanEval+ execution), each sample's final
+    candidate also runs there, and again if it times out. (The model is loaded before the
+    timer starts.)"""
     if settings.item_timeout is not None:
         return settings.item_timeout
-    execution = 2 * (settings.timeout_for("python") if limit is None else limit)
+    limit = limit or limit_under(settings, "python", None)
+    execution = limit.seconds + limit.rerun_seconds
     replies = settings.most_replies * settings.samples
     total = replies * execution + 2 * settings.samples * execution + HARNESS_SECONDS
     if settings.repeat_check:
         total += 4 * execution
     if plus_limit is not None:
-        total += 2 * plus_limit * settings.samples
+        total += (plus_limit.seconds + plus_limit.rerun_seconds) * settings.samples
     if METHOD != "signal":
         total += (replies + bool(settings.repeat_check)) * settings.request_timeout
     return total
@@ -94,8 +97,8 @@ def user_timeout_given(config: pytest.Config) -> bool:
             or bool(config.getini("timeout")))
 
 
-def apply_item_timeout(item: pytest.Item, settings: Settings, limit: float,
-                       plus_limit: float | None = None) -> None:
+def apply_item_timeout(item: pytest.Item, settings: Settings, limit: TaskLimit,
+                       plus_limit: TaskLimit | None = None) -> None:
     config = item.config
     if not config.pluginmanager.hasplugin("timeout") or user_timeout_given(config) \
             or item.get_closest_marker("timeout") is not None:

@@ -17,6 +17,7 @@ import pytest
 
 from ..dataset import HUB_DATASET, HUB_REVISION, LANGUAGE_FIELD, PACKAGED
 from ..languages import LANGUAGES, NAMES, parse_languages
+from ..sandbox.rerun import RERUN_FACTOR
 from . import converters as to
 from .options import given, option, options_of
 
@@ -206,15 +207,21 @@ class Settings:
         "auto", "execution layer: bwrap, process, or auto (bwrap where it works)",
         convert=to.choice("auto", "bwrap", "process"), metavar="auto|bwrap|process")
     timeout: float | None = option(
-        None, "wall-clock seconds for one sandbox execution, compile step included (default: "
+        None, "the most wall-clock seconds one sandbox execution may take, compile step "
+        "included, its re-run after a timeout too, whatever the calibration gives (default: "
         "BigCode's limit for the language: "
         + ", ".join(f"{name} {LANGUAGES[name].timeout:g}" for name in NAMES) + ")",
         convert=to.positive_float, metavar="S", says_default=True)
     timeout_factor: float = option(
-        10.0, "each task's limit is max(--humanfix-timeout, K × its canonical solution's time "
-        "on this machine), timed once and cached per dataset and machine; a candidate that "
-        "times out is re-run once, alone, before it counts", convert=to.positive_float,
-        metavar="K")
+        4.0, "each task's limit is K × its reference solution's time on this machine (timed "
+        "once, cached per dataset and machine), at least --humanfix-timeout-floor and at most "
+        "--humanfix-timeout; a run that times out runs once more, under "
+        f"{RERUN_FACTOR:g} × its limit (at most --humanfix-timeout), before it counts",
+        convert=to.positive_float, metavar="K")
+    timeout_floor: float = option(
+        1.0, "the least wall-clock seconds a task's limit gives an execution, however fast its "
+        "reference solution (EvalPlus's --min-time-limit); --humanfix-timeout, where lower, "
+        "wins", convert=to.positive_float, metavar="S")
     item_timeout: float | None = option(
         None, "seconds one task item may take before pytest-timeout stops it, generation not "
         "counted (default: derived from the executions' limits; pytest's own --timeout wins); "
@@ -251,7 +258,7 @@ class Settings:
         "<report-dir>/humanfix.jsonl)", metavar="PATH", path=True, says_default=True)
 
     def timeout_for(self, language: str) -> float:
-        """The floor of a task's limit: --humanfix-timeout, else the language's own."""
+        """The cap of a task's limits: --humanfix-timeout, else the language's own."""
         return self.timeout if self.timeout is not None else LANGUAGES[language].timeout
 
     @property

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.session.calibration import task_limit
 from pytest_humanfix.session.timeouts import HARNESS_SECONDS, item_timeout
 from pytest_humanfix.settings import Settings
 
@@ -86,7 +87,7 @@ def test_the_former_name_of_the_ask_again_schedule_works_and_warns(humanfix_pyte
 def test_item_timeout_is_an_error_with_a_record(humanfix_pytester, records_by_task):
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK}",
-        "--humanfix-timeout=60", "--humanfix-item-timeout=5")
+        "--humanfix-timeout=60", "--humanfix-timeout-floor=60", "--humanfix-item-timeout=5")
     result.assert_outcomes(failed=1, errors=1)
     got = records_by_task()
     assert got["Python/0"]["outcome"] == "unfixed"
@@ -100,7 +101,7 @@ def test_item_timeout_is_an_error_with_a_record(humanfix_pytester, records_by_ta
 def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester, records_by_task):
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task={LOOPING_TASK}", "--humanfix-timeout=60",
-        "--humanfix-item-timeout=120", "--timeout=5")
+        "--humanfix-timeout-floor=60", "--humanfix-item-timeout=120", "--timeout=5")
     result.assert_outcomes(errors=1)
     assert "Timeout (>5.0s)" in records_by_task()[LOOPING_TASK]["error"]
 
@@ -112,7 +113,8 @@ def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanf
     ends alike, and the controller writes an error record for the item they died on."""
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK},Python/1",
-        "--humanfix-timeout=20", "--timeout=10", "--timeout-method=thread", "-n", "1")
+        "--humanfix-timeout=20", "--humanfix-timeout-floor=20", "--timeout=10",
+        "--timeout-method=thread", "-n", "1")
     # The first crash is retried ("R"), the retry's (on gw1) stands.
     result.stdout.fnmatch_lines(["R", "replacing crashed worker gw0", "*",
                                  f"*worker 'gw1' crashed while running*"
@@ -139,8 +141,11 @@ def test_item_timeout_is_derived_from_the_budget():
         == 3 * 20 + 2 * 20 + harness
     assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) \
         == 10 * 10 + 4 * 10 + harness
-    assert item_timeout(Settings(iters=0, timeout=10, request_timeout=300), limit=30) \
-        == 60 + 2 * 60 + harness
+    # A calibrated limit and its larger re-run: each execution may take both.
+    limit = task_limit(0.5, 4.0, 1.0, 10.0)
+    assert (limit.seconds, limit.rerun_seconds) == (2.0, 4.0)
+    assert item_timeout(Settings(iters=0, timeout=10, request_timeout=300), limit=limit) \
+        == 6 + 2 * 6 + harness
     assert item_timeout(Settings(iters=5, item_timeout=42.0)) == 42.0
 
 

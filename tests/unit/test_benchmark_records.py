@@ -11,6 +11,7 @@ import gzip
 import importlib.util
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +21,12 @@ import pytest
 
 from pytest_humanfix.dataset import PACKAGED, load_tasks
 from pytest_humanfix.jsonl import jsonl_bytes
+from pytest_humanfix.languages import LANGUAGES, NAMES
 from pytest_humanfix.records import natural_order
 from pytest_humanfix.reporting import cli, compare
 from pytest_humanfix.reporting.stats import mcnemar_exact, pct, wilson_interval
+from pytest_humanfix.session.calibration import task_limit
+from pytest_humanfix.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = REPO / "benchmarks" / "records"
@@ -599,3 +603,104 @@ def test_every_section_of_the_benchmarks_page_is_rebuilt_or_says_it_has_no_recor
         elif not text.lstrip().startswith("**No records"):
             unmarked.append(heading)
     assert not unmarked, f"sections neither rebuilt nor marked **No records.**: {unmarked}"
+
+# Each task's limit: the references' timing noise, and the H200's replies replayed.
+LIMITS = RECORDS / "task-limits"
+TRUST = (REPO / "docs" / "trust.md").read_text(encoding="utf-8")
+NOISE = {name: LIMITS / f"reference-noise-{name}.json" for name in NAMES
+         if (LIMITS / f"reference-noise-{name}.json").exists()}
+
+
+def measured(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def noise_row(name: str, figures: dict, defaults: Settings) -> str:
+    """trust.md's row of a language's noise rounds: tasks, rounds, load, the calibration (the
+    first quiet round), how many tasks the floor sets the limit of, and each later round's
+    times against the calibration's, quiet and loaded."""
+    spread, rounds = figures["spread"], figures["rounds"]
+    calibration = rounds[0]["seconds"]
+    floored = sum(task_limit(seconds, defaults.timeout_factor, defaults.timeout_floor,
+                             LANGUAGES[name].timeout).seconds == defaults.timeout_floor
+                  for seconds in calibration.values())
+    loads = [r["load_average"] for r in rounds]
+
+    def ratios(condition: str) -> str:
+        row = spread[condition]
+        return (f"×{row['ratio_median']:g} / ×{row['ratio_p99']:g} / ×{row['ratio_max']:g} "
+                f"({row['worst']})")
+
+    return (f"| {name} | {len(calibration)} | {spread['quiet']['rounds']} + "
+            f"{spread['loaded']['rounds']} | {min(loads):g} to {max(loads):g} | "
+            f"{spread['calibration_median']:g} s ({spread['calibration_max']:g} s) | {floored} | "
+            f"{ratios('quiet')} | {ratios('loaded')} |")
+
+
+def defaults_row(pair: str, languages: dict[str, dict]) -> str:
+    """trust.md's row of a (floor, factor) pair: in each language's loaded rounds, the
+    executions past the first limit and past the re-run's, and the least margin."""
+    cells = []
+    for figures in languages.values():
+        score = figures["spread"]["loaded"]["defaults"][pair]
+        cells.append(f"{score['past_first_limit']} / {score['past_rerun_limit']}, "
+                     f"×{score['least_margin']:g}")
+    return f"| {pair} | {' | '.join(cells)} |"
+
+
+def test_the_reference_noise_figures_are_their_records_and_on_the_page():
+    """bench_reference_noise.py's figures, computed again from each committed record's round
+    times, are the ones it wrote; trust.md shows them, and its defaults' row is the declared
+    defaults' (floor, K)."""
+    noise = loaded("bench_reference_noise")
+    assert "python" in NOISE
+    languages = {name: measured(path)["figures"]["languages"][name]
+                 for name, path in NOISE.items()}
+    defaults = Settings()
+    for name, figures in languages.items():
+        assert noise.spread(figures["rounds"], LANGUAGES[name].timeout) == figures["spread"]
+        row = noise_row(name, figures, defaults)
+        assert row in TRUST, f"docs/trust.md lacks the row the records give: {row}"
+    chosen = f"floor {defaults.timeout_floor:g}, factor {defaults.timeout_factor:g}"
+    assert (defaults.timeout_floor, defaults.timeout_factor) in noise.CANDIDATES
+    for floor, factor in noise.CANDIDATES:
+        pair = f"floor {floor:g}, factor {factor:g}"
+        row = defaults_row(pair, languages)
+        if pair == chosen:
+            row = row.replace(f"| {pair} |", f"| {pair} (the defaults) |", 1)
+        assert row in TRUST, f"docs/trust.md lacks the row the records give: {row}"
+
+
+def replay_row(tree: str, figures: dict) -> str:
+    """trust.md's row of a tree in bench_task_limits.py replay: each round's canonical and
+    replay seconds, the median ratio (computed again), the replay's fixed count, the tasks
+    whose graded run timed out, their task seconds and the others', and their limits."""
+    canonical, replayed = figures["runs"][f"{tree} canonical"], figures["runs"][f"{tree} replay"]
+    ratio = statistics.median(r["wall_seconds"] / c["wall_seconds"]
+                              for c, r in zip(canonical, replayed, strict=True))
+    assert round(ratio, 2) == figures[f"{tree} ratio median"]
+    fixed = {f"{r['fixed']}/{r['tasks']}" for r in replayed}
+    timed_out = {", ".join(r["timed_out"]) for r in replayed}
+    limits = {"; ".join(f"{first:g} then {then:g} s" for first, then in r["limits"])
+              for r in replayed}
+    assert len(fixed) == len(timed_out) == len(limits) == 1, "the rounds disagree"
+
+    def seconds(runs: list[dict], key: str) -> str:
+        return " / ".join(f"{r[key]:.1f}" for r in runs)
+
+    return (f"| {tree} | {seconds(canonical, 'wall_seconds')} | "
+            f"{seconds(replayed, 'wall_seconds')} | {ratio:.2f} | {fixed.pop()} | "
+            f"{timed_out.pop()} | {seconds(replayed, 'timed_out_task_seconds')} | "
+            f"{seconds(replayed, 'other_task_seconds')} | {limits.pop()} |")
+
+
+def test_the_h200_replay_figures_are_their_record_and_on_the_page():
+    """bench_task_limits.py replay's record: the H200's 21 fixes kept on every tree and round,
+    and each tree's row of trust.md, its median ratio computed again from the rounds."""
+    figures = measured(LIMITS / "replay-h200.json")["figures"]
+    trees = sorted({run.split()[0] for run in figures["runs"]})
+    assert "now" in trees
+    for tree in trees:
+        assert {r["fixed"] for r in figures["runs"][f"{tree} replay"]} == {21}
+        row = replay_row(tree, figures)
+        assert row in TRUST, f"docs/trust.md lacks the row the records give: {row}"

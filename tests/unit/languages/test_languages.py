@@ -207,13 +207,15 @@ def test_a_local_file_names_its_language(humanfix_pytester, dataset, read_record
         "--humanfix-model", "canonical", f"--humanfix-dataset={data_file(dataset, 'go')}",
         "--humanfix-max", "2")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*humanfix language go: runs here (limit 20 s, tree-sitter check "
-                                 "before execution and flags read from the syntax tree)*",
+    result.stdout.fnmatch_lines(["*humanfix language go: runs here (limits 4 × each reference's "
+                                 "time, 1 s to 20 s, tree-sitter check before execution and flags "
+                                 "read from the syntax tree)*",
                                  "pass@1 = 100.0% (2/2)*timeout=20.0*language=go chat_stop=code]"])
     records = read_records()
     assert {(r["task_id"], r["language"]) for r in records} == {("Go/0", "go"), ("Go/1", "go")}
     assert {r["protocol"]["language"] for r in records} == {"go"}
-    assert {r["time_limit"]["floor"] for r in records} == {20.0}
+    assert {r["time_limit"]["cap"] for r in records} == {20.0}
+    assert all(r["time_limit"]["canonical_seconds"] for r in records)  # Go's are timed too
 
 
 def test_a_file_of_another_language_is_a_usage_error(humanfix_pytester, dataset):

@@ -598,7 +598,7 @@ def test_a_warm_child_lost_twice_is_a_harness_fault_that_says_so(monkeypatch):
     warm = make_sandbox("auto", "warm", Limits(timeout=10)).sandbox
     killing_child(warm, monkeypatch, "before its configuration", times=2)
     with pytest.raises(SandboxError, match="was lost: it was killed by SIGKILL.*; run once "
-                                           "more, alone: .*SIGKILL") as err:
+                                           "more: .*SIGKILL") as err:
         TaskSandbox(warm, 10.0).run(script_job("print('ran')"))
     assert not isinstance(err.value, ExecutionLost)
     warm.shutdown()

@@ -74,7 +74,7 @@ def test_an_input_past_its_limit_is_a_timeout_that_names_the_input():
     assert stopped_input(stopped) == message
     assert failure(stopped) == message
     stopped.rerun = True
-    assert failure(stopped) == message + "; re-run alone, it ran past it again"
+    assert failure(stopped) == message + "; re-run, it ran past it again"
     # The limit's exception without a message still says what happened.
     assert stopped_input(verdict(stderr=TIMEOUT_ERROR)) == "a HumanEval+ input ran past its limit"
 

@@ -340,7 +340,7 @@ def test_secret_in_pytest_environment(config: tuple[str, str], humanfix_pytester
     run = humanfix_pytester.runpytest_subprocess(
         f"--humanfix-model=replay:{replay}", f"--humanfix-task={NEXT_TASK},{TASK}",
         f"--humanfix-sandbox={config[0]}", f"--humanfix-executor={config[1]}",
-        "--humanfix-timeout=5", "-p", "no:cacheprovider")
+        "--humanfix-timeout=5", "--humanfix-timeout-floor=5", "-p", "no:cacheprovider")
     records = records_by_task()
     run.assert_outcomes(passed=1, failed=1)
     hostile = records[TASK]

@@ -34,9 +34,16 @@ def test_record_is_a_record_of_plain_json():
     assert (record["run_id"], record["model"], record["language"]) == ("run-1", "m", "python")
     assert (record["dataset"], record["dataset_hash"]) == ("data.jsonl", "hash")
     assert record["protocol"]["timeout"] == 2.0 and record["protocol"]["language"] == "python"
-    # The calibrated limit: ten times the canonical solution's half second, over the floor.
-    assert record["time_limit"] == {"seconds": 5.0, "canonical_seconds": 0.5,
-                                    "factor": 10.0, "floor": 2.0}
+    # The calibrated limit: four times the reference solution's half second, over the floor,
+    # capped by --humanfix-timeout; the re-run's twice that, capped too.
+    assert record["time_limit"] == {"seconds": 2.0, "rerun_seconds": 2.0,
+                                    "canonical_seconds": 0.5, "factor": 4.0, "floor": 1.0,
+                                    "cap": 2.0}
+    record = runner(timeout=10.0, timeout_floor=0.5).record(TaskResult(
+        task_id="Python/0", entry_point="f", bug_type="operator misuse", outcome="fixed"))
+    assert record["time_limit"] == {"seconds": 2.0, "rerun_seconds": 4.0,
+                                    "canonical_seconds": 0.5, "factor": 4.0, "floor": 0.5,
+                                    "cap": 10.0}
     assert record["sandbox"] is None and record["model_error"] is None
     assert "plus_time_limit" not in record and "known_failure" not in record
 
@@ -62,7 +69,8 @@ def test_plus_time_limit_is_set_from_the_reference_times():
     assert limit["reference_seconds"] == 1.0
     # EvalPlus's: max(4 s, 4 x the reference's CPU time) per input.
     assert limit["inputs"]["longest"] == 8.0 and limit["inputs"]["reference_longest"] == 2.0
-    assert limit["seconds"] >= 10.0  # at least the calibrated one: 10 x the reference's second
+    # EvalPlus's backstop, min(60 s, the inputs' limits' sum) + 1 s, over the calibrated 2 s.
+    assert limit["seconds"] == 13.0
 
 
 def test_plus_time_limit_without_reference_times_is_the_floor():
