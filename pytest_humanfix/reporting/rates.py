@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import cast
 
 from ..records import Record, graded_round
-from .sections import Cost, IfTimeoutsFailed, PlusFigures, Rate, RoundRate, Spent
+from .sections import Cost, IfTimeoutsFailed, PlusFigures, Rate, RoundRate, Share, Spent
 from .stats import mean_pass_at_k, wilson_interval
 
 
@@ -64,6 +64,12 @@ def scored(record: Record) -> bool:
     """A record counts in pass@1: no harness error, and a task whose reference solution can
     pass here (a `known_failure` is counted apart)."""
     return record["outcome"] != "error" and not record.get("known_failure")
+
+
+def share(count: int, of: int) -> Share:
+    """`count` of `of` tasks, with its 95% Wilson interval."""
+    low, high = wilson_interval(count, of)
+    return {"count": count, "of": of, "rate": count / of if of else None, "ci95": [low, high]}
 
 
 def rate_of(counts: list[tuple[int, int]]) -> Rate:
