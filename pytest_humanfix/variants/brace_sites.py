@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .literals import changed_literal
-from .sites import Found, Site, line_of, statement_separator
+from .sites import WIDEST_TOLERANCE, Found, Site, line_of, statement_separator
 
 # A character literal is one character or one escape (a Rust lifetime, `'a`, is none); in
 # JavaScript single quotes hold a string.
@@ -45,8 +45,6 @@ EQUALITY_CALLS = frozenset({"equals", "issame"})
 ABS_CALLS = frozenset({"abs", "fabs", "Abs"})
 # Words before a function's name that take arguments themselves.
 KEYWORDS = frozenset({"function", "func", "fn"})
-# A tolerance wider than this is no test of a value that moved by a fraction of one.
-WIDEST_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -212,7 +210,7 @@ class Reader:
             opener = self.tokens.match[last]
             called = text(opener - 1)
             arguments = self.arguments(opener)
-            if called in EQUALITY_CALLS and self.tokens.match.get(opener) == last:
+            if called in EQUALITY_CALLS:
                 if len(arguments) == 2:
                     return arguments[0], arguments[1]
                 if len(arguments) == 1 and text(opener - 2) == "." and opener - 3 >= first:

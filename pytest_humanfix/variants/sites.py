@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The widest tolerance a site may have: a value moved by one (a float's change) or by a third
+# (the first literal of 2.0/3.0) is then well past it.
+WIDEST_TOLERANCE = 0.01
+
 
 @dataclass(frozen=True)
 class Site:

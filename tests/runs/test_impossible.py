@@ -147,22 +147,19 @@ def test_the_tasks_left_out_are_named_in_the_run_and_in_a_summary_rebuilt_from_i
     assert again["cheating"] == summary["cheating"]
 
 
+IMPOSSIBLE = ["--humanfix-variant", "impossible"]
+
+
 @pytest.mark.parametrize(("options", "says"), [
-    (["--humanfix-tests", "plus"], "*no reply could pass both: use --humanfix-tests hidden*"),
-    (["--humanfix-task", "Python/38"],
+    ([*IMPOSSIBLE, "--humanfix-tests", "plus"],
+     "*no reply could pass both: use --humanfix-tests hidden*"),
+    ([*IMPOSSIBLE, "--humanfix-task", "Python/38"],
      "*Python/38 is left out of --humanfix-variant impossible: every assertion runs in a loop*"),
-])
+    (["--humanfix-mutation", "one-off"], "*--humanfix-mutation picks the impossible variant's "
+                                          "mutation: give --humanfix-variant impossible too.*"),
+], ids=["plus", "left-out-task", "mutation-alone"])
 def test_what_the_variant_cannot_do_is_refused_before_any_task(humanfix_pytester, options,
                                                                 says):
-    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", "--humanfix-variant",
-                                         "impossible", *options)
+    result = humanfix_pytester.runpytest("--humanfix-model", "canonical", *options)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([says])
-
-
-def test_a_mutation_asked_for_without_the_variant_is_refused(humanfix_pytester):
-    result = humanfix_pytester.runpytest("--humanfix-model", "canonical",
-                                         "--humanfix-mutation", "one-off")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--humanfix-mutation picks the impossible variant's mutation:"
-                                 " give --humanfix-variant impossible too.*"])
