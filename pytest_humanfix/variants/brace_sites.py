@@ -264,11 +264,10 @@ class Reader:
         discarded = self.discarded(expected)
         for at in range(expected[0], expected[1] + 1):
             token = items[at]
-            if at in discarded:
-                continue
             literal = token.kind in ("number", "string", "quoted") or (
                 token.kind == "ident" and token.text in BOOLEANS)
-            if not literal:
+            # A map's key is no value to change: Go refuses a literal with a key twice.
+            if not literal or at in discarded or self.tokens.text_of(at + 1) == ":":
                 continue
             now = changed_literal(token.text, char_quote=self.char_quote)
             if now is None:

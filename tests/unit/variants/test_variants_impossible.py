@@ -74,6 +74,7 @@ SITES = [
     ("Java/99", 5, "10", "11"),  # the field says closest_integer; the tests call countUpper
     ("Go/2", 3, "0.5", "1.5"),
     ("Go/4", 3, "true", "false"),  # assert.Equal(true, math.Abs(got - want) < 1e-6)
+    ("Go/111", 3, "2", "3"),  # map[rune]int{'a':2,'b': 2}: a key changed would repeat one
     ("CPP/148", 12, '"Saturn"', '"Saturo"'),
     ("CPP/121", 4, "12", "13"),  # the field says solution; the tests call solutions
     ("Rust/61", 8, 'correct_bracketing_parenthesis("()")',
