@@ -196,9 +196,11 @@ def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
         return f"{value:.2f}" if isinstance(value, float) else str(value)
 
     table = [[cell(row.get(column)) for column in columns] for row in rows]
-    widths = [max(len(column), *(len(line[i]) for line in table))
+    # A list, not unpacked arguments: a table without rows (no runs to compare) is its header.
+    widths = [max([len(column), *(len(line[i]) for line in table)])
               for i, column in enumerate(columns)]
-    numeric = [all(isinstance(row.get(c), int | float) for row in rows) for c in columns]
+    numeric = [bool(rows) and all(isinstance(row.get(c), int | float) for row in rows)
+               for c in columns]
     for line in [columns, *table]:
         print("  ".join(text.rjust(width) if right else text.ljust(width)
                         for text, width, right in zip(line, widths, numeric, strict=True)))

@@ -40,7 +40,7 @@ class RecordedProtocol(TypedDict, total=False):
     agent: str
     chat_stop: str
     round_temperature: list[float]
-    resample_temperature: list[float]
+    ask_again_temperature: list[float]
     mutation: str
 
 
@@ -77,6 +77,8 @@ FILLED_WHEN_READ = RecordedProtocol(prompt="auto", strict=False, language="pytho
 # repair rounds they ask the same, so a run of any of them is recorded, and read, as `repair`'s
 # (a pass@1 run keeps its fingerprint whichever is the default).
 FIRST_ATTEMPT_OF_REPAIR = ("repair", "resample", "rewrite")
+# Fields renamed since records were first written: the earlier key, read as the field.
+RENAMED = {"resample_temperature": "ask_again_temperature"}
 
 
 def decided_agent(agent: str, iters: int) -> str:
@@ -102,7 +104,7 @@ class RunProtocol:
     agent: str
     chat_stop: str
     round_temperature: tuple[float, ...]
-    resample_temperature: tuple[float, ...]
+    ask_again_temperature: tuple[float, ...]
     mutation: str  # the impossible variant's; it decides nothing in another
 
     @classmethod
@@ -135,7 +137,7 @@ class RunProtocol:
             protocol["chat_stop"] = self.chat_stop
         if self.iters:  # without repair rounds they decide nothing
             protocol["round_temperature"] = list(self.round_temperature)
-            protocol["resample_temperature"] = list(self.resample_temperature)
+            protocol["ask_again_temperature"] = list(self.ask_again_temperature)
         if self.variant == IMPOSSIBLE:
             protocol["mutation"] = self.mutation
         return protocol
@@ -153,9 +155,10 @@ class RunProtocol:
     @staticmethod
     def read(protocol: RecordedProtocol) -> RecordedProtocol:
         """A record's protocol as this version compares it: the fields written since it was
-        made filled with the value it was made under, and a pass@1 run's agent as
-        `decided_agent` records it."""
-        read = RecordedProtocol(**{**FILLED_WHEN_READ, **protocol})
+        made filled with the value it was made under, a field renamed since under its name
+        now (`RENAMED`), and a pass@1 run's agent as `decided_agent` records it."""
+        read = cast(RecordedProtocol, {**FILLED_WHEN_READ, **{RENAMED.get(key, key): value
+                                                             for key, value in protocol.items()}})
         iters = read.get("iters")
         if isinstance(iters, int):
             read["agent"] = decided_agent(read["agent"], iters)

@@ -19,7 +19,9 @@ from .variants.impossible import RecordedMutation
 if TYPE_CHECKING:
     from .dataset import Task
 
-# A task's outcome: fixed and unfixed are scored; an error is a harness fault, counted apart.
+# A task's outcome: fixed, unfixed, or error (a harness fault or the item timeout), which pass@1
+# scores as not fixed and counts apart (docs/reports.md, "Errors"). SCORED: the outcomes the
+# candidate decided, which a resumed run keeps (it runs an error again).
 Outcome = Literal["fixed", "unfixed", "error"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 SCORED: tuple[Outcome, ...] = ("fixed", "unfixed")
@@ -157,7 +159,8 @@ class PlusTimeLimit(TypedDict):
 
 
 class EarlierRun(TypedDict):
-    """A run of the task that a later one replaced (pytest-rerunfailures): `reruns`."""
+    """A run of the task that a later one replaced: a pytest-rerunfailures run (`reruns`), or
+    the first try that a harness error ended (`first_try`)."""
 
     outcome: Outcome
     error: str
@@ -228,6 +231,8 @@ class Record(TypedDict, total=False):
     server_limits: list[str]
     finished_at: str
     reruns: list[EarlierRun]
+    first_try: EarlierRun
+    truncated: dict[str, int]
 
 
 def attempt_round(attempt: Mapping[str, Any], index: int) -> int:
@@ -278,8 +283,8 @@ class TaskResult:
     # --humanfix-repeat-check: the first attempt generated again and graded beside this one
     # (session/repeat); None for a task not checked. Never scored.
     repeat_check: RepeatCheck | None = None
-    # The item timeout stopped the task (an error outcome, not scored): the run's clock, not a
-    # harness fault; the summary counts it apart and says what it would do to pass@1.
+    # The item timeout stopped the task (an error outcome, scored not fixed): the run's clock,
+    # not a harness fault, so the summary counts it apart from those.
     item_timeout: bool = False
     # --humanfix-tests plus (None without it): the final candidate's verdict on HumanEval+,
     # and its outcome there, fixed only when the hidden tests fixed it too (EvalPlus's pass@1+
@@ -293,10 +298,14 @@ class TaskResult:
     # run again counts once; HumanEval+ and the repeat check are not counted): its cost in
     # executions, beside `tokens` and `replies` (reporting/rates.py, `task_cost`).
     sandbox_runs: int = 0
+    # The task's first try, where a harness error ended it and the task was run once more
+    # (session/runner.py, a crashed worker's task in session/crash.py); None else. This
+    # result is the retry's, its cost included; the first try's is kept here.
+    first_try: EarlierRun | None = None
 
     @classmethod
     def error_for(cls, task: Task, error: str, seconds: float = 0.0) -> TaskResult:
-        """A harness fault on `task`: an error outcome, never scored."""
+        """A harness fault on `task`: an error outcome, scored not fixed."""
         return cls(task_id=task.task_id, entry_point=task.entry_point, bug_type=task.bug_type,
                    outcome="error", error=error, seconds=round(seconds, 4))
 
@@ -344,6 +353,8 @@ class TaskResult:
                 del data[key]
         if self.agent_error is None:  # written only where a brought agent raised
             del data["agent_error"]
+        if self.first_try is None:  # written only where a harness error was retried
+            del data["first_try"]
         return cast(Record, data)
 
     @classmethod
@@ -382,6 +393,14 @@ class Sample:
                    flags=result.flags, fixed_round=result.fixed_round,
                    plus_outcome=result.plus_outcome, replies=result.replies,
                    sandbox_runs=result.sandbox_runs)
+
+
+def earlier_run(record: Record) -> EarlierRun:
+    """What a task's record keeps of a run that a later run replaced: enough to see why it was
+    run again and what it cost (its tokens are not in the task's own count)."""
+    return EarlierRun(outcome=record["outcome"], error=record.get("error", ""),
+                      failure=record.get("failure", ""), seconds=record.get("seconds"),
+                      tokens=record.get("tokens"), finished_at=record.get("finished_at"))
 
 
 def _known(kind: type, data: Mapping[str, object]) -> dict[str, Any]:

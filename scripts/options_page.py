@@ -58,6 +58,9 @@ def row(option: Option) -> str:
         meaning += f"; environment variable `{option.env}`"
     if option.repeat:
         meaning += "; may be given several times"
+    if option.former:
+        meaning += (f"; formerly `{option.former.cli}` (ini `{option.former.dest}`), a name "
+                    "still read, with a deprecation warning")
     return (f"| `{usage}`<br>ini `{option.dest}` | {default_of(option)} "
             f"| {cell(meaning)} |\n")
 

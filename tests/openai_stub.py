@@ -5,7 +5,9 @@
 a completion, a float a delay of that many seconds before the completion), then completions:
 `reply` (a chat message, or the text a completion continues with) ending for `finish_reason`.
 `keys` scripts statuses per API key the same way, before `script`: `{"key1": [401]}` answers a
-request made with key1 401 once. `die_after=N` closes the server after its N-th completion: later
+request made with key1 401 once. `raw` maps a text to the bytes sent in its place wherever an
+answer holds it (its JSON as written), as a server that sends invalid UTF-8 does: `{"@": b"\\xff"}`
+sends a reply holding "@" with the byte 0xff there. `die_after=N` closes the server after its N-th completion: later
 connections are refused, as when a server process goes away.
 It closes itself after `lifetime` seconds in any case, so a broken test cannot leave it running.
 
@@ -73,7 +75,7 @@ class StubServer:
                  finish_reason: str = "stop", keys: dict[str, list[Any]] | None = None,
                  pieces: list[str | None] | None = None, piece_delay: float = 0.01,
                  stream_usage: bool = True, vllm: bool = False,
-                 max_stops: int | None = None) -> None:
+                 max_stops: int | None = None, raw: dict[str, bytes] | None = None) -> None:
         self.script = list(script)
         self.keys = {key: list(steps) for key, steps in (keys or {}).items()}
         self.reply = reply
@@ -87,6 +89,7 @@ class StubServer:
         self.stream_usage = stream_usage
         self.vllm = vllm
         self.max_stops = max_stops
+        self.raw = raw or {}
         self.sent: list[int] = []
         self.disconnected = 0
         self._lock = threading.Lock()
@@ -130,7 +133,15 @@ class StubServer:
                     threading.Thread(target=stub.close).start()
 
             def _send(self, status: int, payload: dict) -> None:
-                send_json(self, status, payload)
+                if not stub.raw:
+                    send_json(self, status, payload)
+                    return
+                data = stub.as_sent(payload)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _stream(self, body: dict) -> None:
                 self.send_response(200)
@@ -168,7 +179,7 @@ class StubServer:
                 self.wfile.flush()
 
             def _event(self, payload: dict) -> None:
-                self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+                self.wfile.write(b"data: " + stub.as_sent(payload) + b"\n\n")
                 self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -179,6 +190,13 @@ class StubServer:
         self._timer.daemon = True
         self._timer.start()
         self._closed = False
+
+    def as_sent(self, payload: dict) -> bytes:
+        """An answer's bytes, each text of `raw` replaced by its bytes."""
+        data = json.dumps(payload).encode()
+        for text, raw in self.raw.items():
+            data = data.replace(text.encode(), raw)
+        return data
 
     def answered_pieces(self, request: dict) -> tuple[list[str | None], str | None]:
         """The pieces a stream sends, and the finish reason of a stop that ended them."""

@@ -199,7 +199,7 @@ def main() -> None:
             folder = base / f"iters-{iters}"
             folder.mkdir(parents=True, exist_ok=True)
             common = ["--humanfix-max", str(args.tasks), "--humanfix-iters", str(iters),
-                      "--humanfix-resample-temperature", "none"]
+                      "--humanfix-ask-again-temperature", "none"]
             results: dict[str, tuple[float, list[dict]] | str] = {}
             for name in names:
                 config = CONFIGS[name]

@@ -1,17 +1,18 @@
-"""The default path on a GPU, measured in one script (issue 43's table): the tasks through the
-engine a plain run starts itself (`cold`), against an engine already up (`warm`), three rounds
-of each agent (`rewrite`, `resample`, `repair`), with `--humanfix-deterministic on`
-(`deterministic`), in-process copies (`in-process`) and with engine arguments of your choice
-(`levers`). Per run: wall time, the engine's start step by step (its log read as it grows), the
-GPU's busy share while replies are generated, tokens, pass@1, what computed them; then how far
-runs' replies agree. Rows go to --json as measured, the runs' records to --archive. Rehearsed
-on a CPU with vLLM's CPU build (--cpu-rehearsal). Method: docs/benchmarks.md, "The default
-path on a GPU".
+"""The default path on a GPU, measured in one script: the tasks through the engine a plain run
+starts itself (`cold`), against an engine already up (`warm`), three rounds of each agent
+(`rewrite`, `resample`, `repair`), with `--humanfix-deterministic on` (`deterministic`),
+in-process copies (`in-process`), and the engine's levers, each a run that starts its own
+engine: eager against compiled graphs (`eager`), FlashInfer's sampler back on (`flashinfer`),
+engine arguments of your choice (`levers`). Per run: wall time, the engine's start step by
+step (its log read as it grows), the GPU's busy share while replies are generated, tokens,
+pass@1, what computed them; then how far runs' replies agree. Rows go to --json as measured,
+the runs' records to --archive. Rehearsed on a CPU with vLLM's CPU build (--cpu-rehearsal).
+Method: docs/benchmarks.md, "The default path on a GPU".
 
     python benchmarks/engine/bench_gpu_default_path.py --model ~/gpu/hf --out DIR
         [--phases cold,warm,rewrite,resample,repair,deterministic,deterministic,in-process]
         [--max N] [-n auto] [--in-process-workers 16] [--deadline S] [--phase-timeout S]
-        [--mps] [--lever-args "..."] [--extra "..."] [--cpu-rehearsal PY]
+        [--mps] [--lever-args "..."] [--extra "..."] [--cpu-rehearsal PY] [--empty-caches]
         [--archive PATH.tar.gz] [--json PATH]
 """
 
@@ -36,21 +37,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py's fold
 from common import REPO, agreement, benchmark_parser, print_table, read_records, write_json
 
 from pytest_humanfix.models.engines import launch
-from pytest_humanfix.models.engines.kinds import ServeError
+from pytest_humanfix.models.engines.kinds import ENGINE_KINDS, ServeError, cache_environment
 from pytest_humanfix.records import Record
 from pytest_humanfix.reporting.gates import first_computed_by
+from pytest_humanfix.session.placement import auto_num_workers
 from pytest_humanfix.settings import Settings
 
 # Phases that ask the engine started once by the script (`warm`); the others start their own.
 ON_THE_WARM_ENGINE = {"warm": (), "rewrite": ("--humanfix-iters", "3"),
                       "resample": ("--humanfix-agent", "resample", "--humanfix-iters", "3"),
                       "repair": ("--humanfix-agent", "repair", "--humanfix-iters", "3")}
-OWN_ENGINE = {"cold": (), "deterministic": ("--humanfix-deterministic", "on"), "levers": ()}
+OWN_ENGINE = {"cold": (), "deterministic": ("--humanfix-deterministic", "on"),
+              "eager": ("--humanfix-engine-args", "--enforce-eager"), "flashinfer": (),
+              "levers": ()}
+# What a phase's engine runs with beyond the plugin's own environment.
+PHASE_ENVIRONMENT = {"flashinfer": {"VLLM_USE_FLASHINFER_SAMPLER": "1"}}
 PHASES = (*OWN_ENGINE, *ON_THE_WARM_ENGINE, "in-process")
 DEFAULT_PHASES = "cold,warm,rewrite,resample,repair,deterministic,deterministic,in-process"
 # The runs whose replies are compared, where both ran in one invocation.
 COMPARED = (("cold", "warm"), ("deterministic-1", "deterministic-2"),
-            ("cold", "deterministic-1"), ("levers", "cold"))
+            ("cold", "deterministic-1"), ("eager", "cold"), ("flashinfer", "cold"),
+            ("levers", "cold"))
 
 # vLLM's own timings of the steps of its start, as its log states them (the messages of vLLM
 # 0.26's GPU path and 0.32's CPU build): seconds, and the KV cache's size in GiB.
@@ -61,13 +68,19 @@ VLLM_TIMINGS = {
     "graphs_s": re.compile(r"Graph capturing finished in ([\d.]+) secs"),
     "init_engine_s": re.compile(
         r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
-    "kv_cache_gib": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+    # Profiled from the GPU's free memory, or as --kv-cache-memory-bytes set it (a GPU's, then
+    # the CPU build's words).
+    "kv_cache_gib": re.compile(
+        r"(?:Available KV cache memory: |, reserved |Explicitly set \()([\d.]+)(?: GiB|/)"),
+    "kv_cache_tokens": re.compile(r"KV cache size: ([\d,]+) tokens"),
 }
 # When the start got somewhere, on the script's clock: vLLM's engine process begins (the
-# server's imports and configuration done), its engine is ready (weights, profile, compile and
-# graphs done), the server answers.
+# server's imports and configuration done), its KV cache is allocated, its graphs are captured,
+# its engine is ready (the kernels' warm-up done), the server answers.
 MILESTONES = {
     "core_at_s": re.compile(r"Initializing a V1 LLM engine"),
+    "kv_cache_at_s": re.compile(r"KV cache size: [\d,]+ tokens"),
+    "graphs_at_s": re.compile(r"Graph capturing finished"),
     "ready_at_s": re.compile(r"init engine \(profile, create kv cache, warmup model\) took"),
     "healthy_s": re.compile(r"Application startup complete"),
 }
@@ -82,10 +95,14 @@ def engine_start(lines: list[tuple[float, str]], started: float) -> dict[str, fl
     for at, line in lines:
         for name, pattern in VLLM_TIMINGS.items():
             if start[name] is None and (found := pattern.search(line)):
-                start[name] = float(found.group(1))
+                start[name] = float(found.group(1).replace(",", ""))
         for name, pattern in MILESTONES.items():
             if start[name] is None and pattern.search(line):
                 start[name] = round(at - started, 1)
+    # The warm-up after the cache and the graphs: where vLLM 0.26 logged nothing for 100 s.
+    before = [start[name] for name in ("kv_cache_at_s", "graphs_at_s") if start[name] is not None]
+    ready = start["ready_at_s"]
+    start["warmup_s"] = round(ready - max(before), 1) if ready is not None and before else None
     return start
 
 
@@ -251,6 +268,7 @@ class Bench:
         try:
             done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, **PHASE_ENVIRONMENT.get(phase, {})},
                                   timeout=self.args.phase_timeout)
             status, output = str(done.returncode), done.stdout
         except subprocess.TimeoutExpired as expired:  # pytest killed; its engine's watchdog
@@ -301,10 +319,18 @@ class Bench:
                 if first is not None else None,
                 "gpu_busy_run": busy_share(self.sampler.samples, began, ended)}
 
+    def workers(self, settings: Settings) -> int:
+        """The phases' -n as a number: `auto` as the plugin resolves it (xdist's own choice,
+        one a core, where the plugin leaves it)."""
+        if self.args.workers != "auto":
+            return int(self.args.workers)
+        return auto_num_workers(settings) or len(os.sched_getaffinity(0))
+
     def start_warm_engine(self) -> None:
         """The engine a `--humanfix-serve` run starts under default settings, by the plugin's
-        own `launch`: the same command and environment, left running for the phases that ask
-        it. One that does not start is a row, and those phases are skipped."""
+        own `launch`, sized for the phases' workers: the same command and environment, left
+        running for the phases that ask it. One that does not start is a row, and those phases
+        are skipped."""
         settings = Settings(model=self.args.model, engine="vllm" if self.cpu else "auto",
                             vllm_python=self.args.cpu_rehearsal)
         log_path = self.args.out / "warm-engine.log"
@@ -312,7 +338,8 @@ class Bench:
         began = self.clock.now()
         row: dict[str, Any] = {"phase": "warm engine start"}
         try:
-            self.engine = launch.launch(settings, log_path, device=None if self.cpu else "0")
+            self.engine = launch.launch(settings, log_path, device=None if self.cpu else "0",
+                                        workers=self.workers(settings))
         except ServeError as exc:
             self.engine_error = row["status"] = str(exc)[-2000:]
         self.watcher.read_all()
@@ -409,11 +436,17 @@ def main() -> None:
                         "the engine phases start it, as a GPU run starts vLLM by default")
     parser.add_argument("--archive", type=Path, metavar="PATH.tar.gz",
                         help="also keep the runs' records, summaries and logs in this file")
+    parser.add_argument("--empty-caches", action="store_true",
+                        help="first empty the engine's compile and autotune caches (the "
+                             "folders the plugin names), so the first engine starts cold")
     args = parser.parse_args()
     phases = args.phases.split(",")
     if unknown := sorted(set(phases) - set(PHASES)):
         parser.error(f"unknown phases {unknown}; each is one of {', '.join(PHASES)}")
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.empty_caches:
+        for _, folder in cache_environment(ENGINE_KINDS["vllm"]):
+            shutil.rmtree(folder, ignore_errors=True)
     bench = Bench(args)
     seen: dict[str, int] = {}
     with running(bench.watcher, bench.sampler):

@@ -14,8 +14,10 @@ Each file after the first is a run of `rewrite`'s prompts, read as one: the scre
 its round 1 alone (`--humanfix-iters 1`) on tasks it did not reach. A run of `rewrite` itself
 holds G as its round 1 but F, not W, as its rounds 2 and 3: read it with `--mixes FFF,GFF`. A
 task `resample` did not run is told by the mixes that need none of its replies (those fixed
-by the screen's round 0 or 1), and unknown for the others. `--tasks` keeps the even- or
-odd-numbered tasks, as `humanfix-report compare --tasks` does.
+by the screen's round 0 or 1), and unknown for the others. Each mix is set against `resample`
+(its tasks only one fixes, McNemar's exact p, its tokens against `resample`'s) on the tasks both
+tell, and the table says how many were left out. `--tasks` keeps the even- or odd-numbered
+tasks, as `humanfix-report compare --tasks` does.
 """
 
 from __future__ import annotations
@@ -71,31 +73,38 @@ def figures(screen: list[dict[str, Any]], resample: list[dict[str, Any]],
     by_task = {r["task_id"]: replies(r) for r in resample}
     tasks = sorted({r["task_id"] for r in screen}, key=natural_order)
     screened = {r["task_id"]: r for r in screen}
+    told: dict[str, dict[str, tuple[int | None, int]]] = {}
     rows: dict[str, dict[str, Any]] = {}
     for mix in ("FFF", *(mix for mix in mixes if mix != "FFF")):
-        by_round, tokens, unknown, fixed = [0] * 4, 0, [], set()
+        told[mix] = {}
+        by_round, unknown = [0] * 4, []
         for task in tasks:
             projected = project(mix, replies(screened[task]), by_task.get(task, {}))
             if projected is None:
                 unknown.append(task)
                 continue
-            fixed_in, spent = projected
-            tokens += spent
-            if fixed_in is not None:
-                fixed.add(task)
+            told[mix][task] = projected
             for k in range(4):
-                by_round[k] += fixed_in is not None and fixed_in <= k
-        rows[mix] = {"fixed": by_round[-1], "by_round": by_round, "tokens": tokens,
-                     "unknown": unknown, "fixed_tasks": sorted(fixed, key=natural_order)}
-    # Against resample (F F F) on the tasks both tell: the tasks only one fixes, McNemar's p.
-    resampled = set(rows["FFF"]["fixed_tasks"])
-    for row in rows.values():
-        told = set(tasks) - set(row["unknown"])
-        mine = set(row["fixed_tasks"])
-        row["only_this"] = sorted(mine - resampled, key=natural_order)
-        row["only_resample"] = sorted((resampled & told) - mine, key=natural_order)
+                by_round[k] += projected[0] is not None and projected[0] <= k
+        fixed = [task for task, (fixed_in, _) in told[mix].items() if fixed_in is not None]
+        rows[mix] = {"fixed": by_round[-1], "by_round": by_round,
+                     "tokens": sum(spent for _, spent in told[mix].values()),
+                     "unknown": unknown, "fixed_tasks": fixed}
+    # Against resample (F F F) only on the tasks both tell: a task either cannot tell pairs
+    # with nothing, and counting it as a fix of one side alone would invent a discordant pair.
+    for mix, row in rows.items():
+        both = [task for task in tasks if task in told[mix] and task in told["FFF"]]
+        mine = {task for task in both if told[mix][task][0] is not None}
+        theirs = {task for task in both if told["FFF"][task][0] is not None}
+        row["compared"] = len(both)
+        row["left_out"] = len(tasks) - len(both)
+        row["compared_fixed"] = [len(mine), len(theirs)]
+        row["only_this"] = sorted(mine - theirs, key=natural_order)
+        row["only_resample"] = sorted(theirs - mine, key=natural_order)
         row["p_value"] = mcnemar_exact(len(row["only_this"]), len(row["only_resample"]),
                                        "two-sided")
+        row["compared_tokens"] = [sum(told[arm][task][1] for task in both)
+                                  for arm in (mix, "FFF")]
     return {"tasks": len(tasks), "mixes": rows}
 
 
@@ -121,15 +130,19 @@ def main() -> int:
     projected = figures(screen, resample, mixes)
     print(f"{projected['tasks']} tasks the screen ran")
     print("| rounds 1 / 2 / 3 | fixed within 3 rounds | by round (r0 / r1 / r2 / r3) | tokens |"
-          " against `resample`: only this / only `resample` (McNemar) | tasks the records "
-          "cannot tell |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          " tasks the records cannot tell | against `resample`, on the tasks both tell: "
+          "tasks (left out) | only this / only `resample` (McNemar) | tokens there, x "
+          "`resample`'s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for mix, row in projected["mixes"].items():
         told = projected["tasks"] - len(row["unknown"])
+        spent, resampled = row["compared_tokens"]
+        ratio = f"{spent / resampled:.2f}" if resampled else "-"
         print(f"| {' / '.join(mix)} | {row['fixed']}/{told} | "
               f"{' / '.join(map(str, row['by_round']))} | {row['tokens']:,} | "
+              f"{len(row['unknown'])} | {row['compared']} ({row['left_out']}) | "
               f"{len(row['only_this'])} / {len(row['only_resample'])} "
-              f"(p = {row['p_value']:.3g}) | {len(row['unknown'])} |")
+              f"(p = {row['p_value']:.3g}) | {ratio} |")
     write_json(args.json, projected, first_computed_by(screen))
     return 0
 

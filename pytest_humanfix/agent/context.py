@@ -27,14 +27,20 @@ class RepairContext:
     # --humanfix-tests plus: runs a candidate on HumanEval+ (None without it). Only `finish`
     # calls it: the repair rounds never see HumanEval+.
     plus: Callable[[str], Verdict] | None = None
-    # The rounds that are first attempts, at the first attempt's temperature (the agent's
-    # `routing.Graph.first_attempts`).
+    # The rounds that are first attempts, at the first attempt's temperature, and whether a
+    # reply that repeats failed code is asked again (the agent's `routing.Graph`).
     first_attempts: int = 1
+    asks_again: bool = True
 
     def temperature(self, state: RepairState) -> float:
         """The temperature of the reply asked for in `state`: its round's, or its ask again's
         (`RepairConfig.temperature_of`)."""
         return self.config.temperature_of(state["round"], state["resamples"], self.first_attempts)
+
+    def may_ask_again(self, state: RepairState) -> bool:
+        """Whether the latest reply, a repeat of failed code, is asked again within its round:
+        only in an agent that asks again, once per --humanfix-ask-again-temperature value."""
+        return self.asks_again and state["resamples"] < self.config.resamples
 
     @property
     def base(self) -> str:

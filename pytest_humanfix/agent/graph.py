@@ -72,13 +72,21 @@ def walk(state: RepairState, context: RepairContext, limit: int) -> RepairState:
     raise RecursionError(f"the repair agent took more than {limit - 1} steps")
 
 
+def repair_context(task: Task, model: Model, sandbox: Sandbox, config: RepairConfig,
+                   plus: Callable[[str], Verdict] | None = None) -> RepairContext:
+    """The task's context, with what the agent's graph decides of its rounds: which are first
+    attempts, and whether a repeat is asked again."""
+    spec = GRAPHS[config.agent]
+    return RepairContext(task=task, model=model, sandbox=sandbox, config=config, plus=plus,
+                         first_attempts=spec.first_attempts, asks_again=spec.asks_again)
+
+
 def repair(task: Task, model: Model, sandbox: Sandbox, config: RepairConfig, *,
            langgraph: bool = True, plus: Callable[[str], Verdict] | None = None) -> TaskResult:
     """One task's repair: through the compiled LangGraph graph, or, with `langgraph=False`,
     the same graph walked as plain calls (`walk`)."""
     started = time.monotonic()
-    context = RepairContext(task=task, model=model, sandbox=sandbox, config=config, plus=plus,
-                            first_attempts=GRAPHS[config.agent].first_attempts)
+    context = repair_context(task, model, sandbox, config, plus)
     first = prompts.first_tool_messages if config.agent == "tools" else prompts.first_messages
     state: RepairState = {"messages": first(task, config.variant),
                           "attempts": [], "rounds_left": config.iters + 1, "round": 0,

@@ -1,9 +1,9 @@
 """Which agent repairs the tasks: a built-in one (`repair`, `tools`), one named by
 `--humanfix-agent module:callable` or `path/to/file.py:callable`, or the `humanfix_agent` fixture
 of a conftest.py. Each process finds it at start, before any task, so that an agent that cannot
-be imported is a one-line usage error, not 164 failed tasks; the name found is the protocol's
-`agent`, by its place and content (`identity`), so records of two agents are never resumed
-as one.
+be imported is a one-line usage error, not 164 failed tasks; the name the controller finds is
+the protocol's `agent` for the whole run, by its place and content (`identity`,
+`fixture_identity`), so records of two agents are never resumed as one.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import pytest
 from ..settings import BUILT_IN_AGENTS, Settings
 
 FIXTURE = "humanfix_agent"
-HASH_CHARS = 12  # of the sha256 of a brought agent's file, in its identity
+HASH_CHARS = 12  # of the sha256 of a brought agent's source files, in its identity
 # The agents this process settled, by identity: the settings name an agent by it from then on.
 _SETTLED: dict[str, object] = {}
 
@@ -43,18 +44,43 @@ def is_agent(agent: object) -> bool:
 
 
 def conftest_agent(config: pytest.Config) -> str | None:
-    """`<conftest.py>::humanfix_agent` for the conftest.py nearest the tasks that defines the
-    fixture (it overrides the plugin's, as any fixture is overridden), else None."""
+    """The identity of the humanfix_agent fixture of the conftest.py nearest the tasks that
+    defines one (it overrides the plugin's, as any fixture is overridden), else None."""
     start = config.invocation_params.dir
-    found = [Path(module.__file__) for module in config.pluginmanager.get_plugins()
+    found = [module for module in config.pluginmanager.get_plugins()
              if getattr(module, "__file__", None) and Path(module.__file__).name == "conftest.py"
              and FIXTURE in vars(module) and start.is_relative_to(Path(module.__file__).parent)]
     if not found:
         return None
-    nearest = max(found, key=lambda path: len(path.parts))
-    if nearest.is_relative_to(config.rootpath):
-        nearest = nearest.relative_to(config.rootpath)
-    return f"{nearest}::{FIXTURE}"
+    nearest = max(found, key=lambda module: len(Path(module.__file__).parts))
+    return fixture_identity(Path(nearest.__file__), vars(nearest)[FIXTURE], config.rootpath)
+
+
+def fixture_identity(conftest: Path, fixture: Callable[..., object], rootdir: Path) -> str:
+    """What the protocol's `agent` records of a conftest.py's `fixture`: the conftest.py relative
+    to the rootdir, the fixture's name, and a hash of its source, which is the conftest.py and,
+    for a fixture function imported there from another module, that module's file too, e.g.
+    `tests/conftest.py::humanfix_agent@3f2a9c01b7de`. An edit of either makes another agent,
+    which --humanfix-resume then refuses; as for a file agent, an edit in a module the fixture
+    only calls keeps the identity."""
+    path = conftest.resolve()
+    files = [path]
+    try:  # a fixture function, or what a fixture decorator wraps; else it has no source file
+        defined = inspect.getsourcefile(inspect.unwrap(fixture))
+    except TypeError:
+        defined = None
+    if defined and Path(defined).resolve() != path:
+        files.append(Path(defined).resolve())
+    root = rootdir.resolve()
+    where = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    return f"{where}::{FIXTURE}@{_digest(files)}"
+
+
+def _digest(files: Sequence[Path]) -> str:
+    source = hashlib.sha256()
+    for file in files:
+        source.update(file.read_bytes())
+    return source.hexdigest()[:HASH_CHARS]
 
 
 def _module_of_file(spec: str, file: Path) -> Any:
@@ -164,7 +190,7 @@ def identity(spec: str, folders: tuple[Path, ...], rootdir: Path) -> str:
     name = spec.rpartition(":")[2]
     if loaded.file is None:  # a namespace package: no file to hash
         return spec
-    digest = hashlib.sha256(loaded.file.read_bytes()).hexdigest()[:HASH_CHARS]
+    digest = _digest([loaded.file])
     root = rootdir.resolve()
     if loaded.file.is_relative_to(root):
         where = loaded.file.relative_to(root).as_posix()
@@ -187,10 +213,10 @@ def agent_folders(config: pytest.Config) -> tuple[Path, ...]:
 def agent_of(config: pytest.Config, agent: str) -> object:
     """The plugin's humanfix_agent fixture: the agent --humanfix-agent names, None for a
     built-in one."""
-    if agent.endswith("::" + FIXTURE):
-        raise AgentLoadError(f"{agent.removesuffix('::' + FIXTURE)} defines {FIXTURE}, but not "
-                             "as a fixture: decorate it with @pytest.fixture and return the "
-                             "agent from it.")
+    if agent_name(agent).endswith("::" + FIXTURE):
+        raise AgentLoadError(f"{agent_name(agent).removesuffix('::' + FIXTURE)} defines "
+                             f"{FIXTURE}, but not as a fixture: decorate it with @pytest.fixture "
+                             "and return the agent from it.")
     if agent in _SETTLED:
         return _SETTLED[agent]
     return load_agent(agent, agent_folders(config)) if is_brought(agent) else None
@@ -203,7 +229,8 @@ def is_brought(agent: str) -> bool:
 def settle_agent(config: pytest.Config, settings: Settings) -> Settings:
     """The settings with the agent this process runs: a conftest.py's fixture wins over the
     option, as a fixture override does. Loads a named agent now, and refuses what a brought
-    agent cannot do, each as a usage error."""
+    agent cannot do, each as a usage error. A worker then takes the run's identity from the
+    controller (`run_as`)."""
     fixture = conftest_agent(config)
     if fixture is not None:
         settings = dataclasses.replace(settings, agent=fixture)
@@ -229,3 +256,15 @@ def settle_agent(config: pytest.Config, settings: Settings) -> Settings:
             f"--humanfix-agent {settings.agent} does not make: leave the repeat check out, or "
             "run it with --humanfix-agent repair.")
     return settings
+
+
+def run_as(settings: Settings, identity: str | None) -> Settings:
+    """A worker's settings with the agent's identity the controller fixed for the whole run
+    (sent in the run's state; None: none was), which this process's own may not be: a worker
+    started after an edit of the agent's source hashes the edited file. Every record of a run
+    carries one identity, the one its protocol was checked under (resume, baseline)."""
+    if identity is None:
+        return settings
+    if identity != settings.agent and settings.agent in _SETTLED:
+        _SETTLED[identity] = _SETTLED[settings.agent]
+    return dataclasses.replace(settings, agent=identity)

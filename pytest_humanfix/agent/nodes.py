@@ -148,10 +148,9 @@ def _failure_of(attempt: Attempt) -> str:
 
 def ask_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """Ask again, within the round, for a reply that repeated failed code: `propose` samples it
-    at the next of the resample temperatures, from the same conversation. A turn telling the
-    model that it repeated itself, put before the ask, was measured and not kept: on qwen-coder
-    (first 40 tasks, 3 rounds) it fixed 11 tasks against 12, and 75 of 91 rounds still ended on
-    a repeat against 52 of 90 (docs/benchmarks.md, "Repair rounds")."""
+    at the next of the ask-again temperatures, from the same conversation. A turn telling the
+    model that it repeated itself, put before the ask, was measured and not kept
+    (docs/benchmarks.md, "Repair rounds")."""
     return {"resamples": state["resamples"] + 1}
 
 
@@ -210,7 +209,7 @@ def reflect_call(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
 def sample_again(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """The resampling agent's next round: the first prompt again, unchanged and told nothing,
     sampled at the round's temperature; the model's seed for it is drawn per reply, so a rerun
-    draws the same samples (models/base.py, `sample_seed`)."""
+    draws the same samples (models/base.py, `ReplySeeds`)."""
     return {"round": state["round"] + 1, "resamples": 0}
 
 
@@ -218,9 +217,11 @@ def sample_anew(state: RepairState, runtime: RepairRuntime) -> dict[str, Any]:
     """The rewriting agent's next round. Round 1 is a second first attempt: the function written
     anew from what specifies it (`prompts.rewrite_prompt`: no buggy code to copy), at the first
     attempt's temperature. Each later round is a fresh sample of the first prompt, as `resample`
-    draws it: a greedy round takes no sample's seed, so rounds 2 and 3 draw `resample`'s rounds
-    1 and 2. That holds at --humanfix-temperature 0 only: a sampled first attempt takes a seed,
-    and rounds 2 and 3 then draw `resample`'s rounds 2 and 3."""
+    draws it: the round schedule starts after the first attempts and a greedy reply takes no
+    sample's seed (models/base.py, `ReplySeeds`), so rounds 2 and 3 draw `resample`'s rounds
+    1 and 2, in process and served alike. That holds at --humanfix-temperature 0 only: a
+    sampled first attempt takes a seed, and rounds 2 and 3 then draw `resample`'s rounds 2 and
+    3's seeds."""
     ctx = runtime.context
     first = prompts.rewrite_prompt if state["round"] == 0 else prompts.first_prompt
     return {**sample_again(state, runtime), "messages": [

@@ -26,7 +26,7 @@ from .nodes import (
 def after_check(state: RepairState, runtime: RepairRuntime) -> str:
     ctx = runtime.context
     latest = state["attempts"][-1]
-    if latest.status == "repeat" and state["resamples"] < ctx.config.resamples:
+    if latest.status == "repeat" and ctx.may_ask_again(state):
         return "ask_again"
     if latest.status in ("rejected", "repeat"):
         return "reflect" if state["rounds_left"] > 0 else "finish"
@@ -40,14 +40,6 @@ def after_call_check(state: RepairState, runtime: RepairRuntime) -> str:
     """A reply without a call is the model's last word; a call goes on as a round's reply."""
     if not state["attempts"][-1].tool_calls:
         return "finish"
-    return after_check(state, runtime)
-
-
-def after_sample_check(state: RepairState, runtime: RepairRuntime) -> str:
-    """The resampling agent asks no reply again: a repeat or a rejected reply costs its round,
-    as any other sample that did not pass, so that each round is one reply."""
-    if state["attempts"][-1].status in ("rejected", "repeat"):
-        return "reflect" if state["rounds_left"] > 0 else "finish"
     return after_check(state, runtime)
 
 
@@ -73,6 +65,9 @@ class Graph:
     # The rounds that are first attempts, each from a prompt of its own at the first attempt's
     # temperature, not the round schedule's: `rewrite`'s round 1 is one (nodes.sample_anew).
     first_attempts: int = 1
+    # Whether a reply that repeats failed code is asked again within its round (the
+    # `ask_again` node); where not, the repeat costs its round, so that each round is one reply.
+    asks_again: bool = True
 
 
 def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Router, *,
@@ -81,7 +76,8 @@ def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Rout
     in how a reply is asked for (`ask`), how what happened goes back to the model
     (`reflect_node`; for `resample`, nothing does), what may follow the check (`check_router`)
     and whether a reply that repeats failed code is asked again within its round
-    (`asks_again`: the `ask_again` node, which only a router that can choose it has)."""
+    (`asks_again`: the `ask_again` node, and the context's `may_ask_again`, which `after_check`
+    reads, so that one rule routes every agent)."""
     checked: tuple[str, ...] = ("execute", "reflect", "finish")
     nodes: dict[str, Node] = {ask_name: ask, "check": check, "execute": execute,
                               "reflect": reflect_node, "finish": finish}
@@ -91,15 +87,15 @@ def repair_loop(ask_name: str, ask: Node, reflect_node: Node, check_router: Rout
         checked = ("execute", "ask_again", "reflect", "finish")
         nodes["ask_again"] = ask_again
         after["ask_again"] = ask_name
-    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)}, first_attempts)
+    return Graph(ask_name, nodes, {**after, "check": (check_router, checked)}, first_attempts,
+                 asks_again)
 
 
 # By --humanfix-agent.
 GRAPHS: dict[str, Graph] = {
     "repair": repair_loop("propose", propose, reflect, after_check),
     "tools": repair_loop("call", call, reflect_call, after_call_check),
-    "resample": repair_loop("propose", propose, sample_again, after_sample_check,
-                            asks_again=False),
-    "rewrite": repair_loop("propose", propose, sample_anew, after_sample_check,
-                           asks_again=False, first_attempts=2),
+    "resample": repair_loop("propose", propose, sample_again, after_check, asks_again=False),
+    "rewrite": repair_loop("propose", propose, sample_anew, after_check, asks_again=False,
+                           first_attempts=2),
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -95,8 +96,27 @@ class RecordedAnswers(abc.ABC):
 
 
 def sample_seed(seed: int, task_id: str, reply: int) -> int:
-    """A task's n-th reply draws the same sample whichever worker runs it, in whatever order."""
+    """A task's n-th sampled reply draws the same sample whichever worker runs it, in whatever
+    order."""
     return zlib.crc32(f"{seed}:{task_id}:{reply}".encode())
+
+
+class ReplySeeds:
+    """The seed of each reply a backend asks for, one rule for every backend (in-process and
+    served): a greedy reply takes the run's seed and counts nothing; a sampled one takes
+    `sample_seed` of the task's count of sampled replies before it. So one --humanfix-seed
+    draws the same samples in process and on a server, and a greedy round between samples
+    shifts none of them (`rewrite`'s rounds 2 and 3 draw `resample`'s rounds 1 and 2)."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._sampled: Counter[str] = Counter()
+
+    def next(self, task: Task, temperature: float) -> int:
+        if temperature <= 0:
+            return self.seed
+        self._sampled[task.task_id] += 1
+        return sample_seed(self.seed, task.task_id, self._sampled[task.task_id] - 1)
 
 
 def settle_prompt(requested: str, has_chat_template: bool) -> PromptKind:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections import Counter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import computed_by
 from ..dataset import Task
 from ..languages import LANGUAGES
-from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
+from .base import Generation, Message, ModelLoadError, ReplySeeds, settle_prompt
 from .generation import GenerationConfig
 from .specs import TOOLS_UNSERVED, ResolvedSpec, gguf_unavailable
 from .stopping import stop_point
@@ -145,7 +144,7 @@ class TransformersModel:
             if gen_config.eos_token_id is not None else self.tokenizer.eos_token_id
         self.generate_kwargs["pad_token_id"] = gen_config.pad_token_id \
             if gen_config.pad_token_id is not None else self.tokenizer.pad_token_id
-        self._replies: Counter[str] = Counter()
+        self.seeds = ReplySeeds(config.seed)
         import transformers
 
         self.computed_by = computed_by.transformers_in_process(
@@ -191,12 +190,10 @@ class TransformersModel:
         from transformers import StoppingCriteriaList
 
         started = time.perf_counter()
-        kwargs = self.generate_kwargs if temperature is None else \
-            {**self.generate_kwargs, **decoding_kwargs(self.config, temperature)}
-        if kwargs["do_sample"]:
-            torch.manual_seed(sample_seed(self.config.seed, task.task_id,
-                                          self._replies[task.task_id]))
-        self._replies[task.task_id] += 1
+        temperature = self.config.temperature if temperature is None else temperature
+        kwargs = {**self.generate_kwargs, **decoding_kwargs(self.config, temperature)}
+        # A greedy reply draws nothing: its seed, the run's, changes no reply.
+        torch.manual_seed(self.seeds.next(task, temperature))
         prompt_length = inputs["input_ids"].shape[-1]
         room = self.room(prompt_length)
         if room < 1:

@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 
 from ..dataset import Task
 from ..languages import LANGUAGES
-from .base import Generation, Message, ModelLoadError, sample_seed, settle_prompt
+from .base import Generation, Message, ModelLoadError, ReplySeeds, settle_prompt
 from .generation import GenerationConfig
 from .openai_refusals import (
     CONTINUE_REFUSED,
@@ -106,7 +106,7 @@ class OpenAIModel:
         self.prompt = settle_prompt(config.prompt, has_chat_template=True)
         self.engine = config.engine if config.engine != "auto" else "openai"
         self._openai = openai
-        self._replies: dict[str, int] = {}  # sampled replies asked for, per task
+        self.seeds = ReplySeeds(config.seed)
         self._tokenizer: Any = None  # the served model's, for a stream closed at its stop
         urls = [url.rstrip("/") for url in config.base_urls]
         start = worker_index(os.environ.get("PYTEST_XDIST_WORKER", "")) % len(urls)
@@ -171,15 +171,11 @@ class OpenAIModel:
                 **self._decoding(task, temperature)}
 
     def _decoding(self, task: Task, temperature: float | None) -> Decoding:
-        """A greedy request carries the run's seed, as it always has; a sampled one a seed of
-        its own per task and reply, so that two samples of a task, or a reply asked for again
-        hotter, are not one draw repeated, and a rerun draws them again."""
+        """The request's temperature and its seed (`ReplySeeds`: two samples of a task, or a
+        reply asked for again hotter, are not one draw repeated, and a rerun draws them again)."""
         temperature = self.config.temperature if temperature is None else temperature
-        seed = self.config.seed
-        if temperature > 0:
-            seed = sample_seed(seed, task.task_id, self._replies.get(task.task_id, 0))
-            self._replies[task.task_id] = self._replies.get(task.task_id, 0) + 1
-        return Decoding(temperature=temperature, max_tokens=self.config.max_new_tokens, seed=seed)
+        return Decoding(temperature=temperature, max_tokens=self.config.max_new_tokens,
+                        seed=self.seeds.next(task, temperature))
 
     def generate(self, messages: list[Message], task: Task, temperature: float | None = None,
                  tools: list[Tool] | None = None,
@@ -329,7 +325,9 @@ class OpenAIModel:
                     piece = delta.content if delta is not None else choice.text
                     if piece:
                         pieces.append(piece)
-                        stopped = scanner.feed(piece.encode())
+                        # A lone surrogate (an escape a server may send) passes, to be
+                        # stored escaped (jsonl.storable_text).
+                        stopped = scanner.feed(piece.encode("utf-8", "surrogatepass"))
                     timed_out = time.monotonic() > deadline
                     if stopped or timed_out:
                         break
@@ -411,6 +409,12 @@ class OpenAIModel:
         fault, ModelLoadError when the request is (a 4xx fails on every server alike)."""
         try:
             return create(server.client)(**request)
+        except UnicodeDecodeError as exc:  # JSON is UTF-8: this answer was not
+            raise ModelLoadError(
+                f"the server at {server.base_url} answered with bytes that are not UTF-8 "
+                f"({exc.reason}, {exc.object[exc.start:exc.end]!r} at byte {exc.start}); "
+                "the reply cannot be read. Fix the server's encoding (a model's text reaches "
+                "a client as UTF-8, invalid bytes replaced)") from None
         except self._openai.APITimeoutError:
             raise ServerFailed(self._too_slow(server)) from None
         except self._openai.APIConnectionError as exc:

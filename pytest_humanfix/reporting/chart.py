@@ -7,10 +7,10 @@ attributes: why, in docs/reports.md ("The summary").
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..atomic import write_atomically
 from ..records import Record
 from .sections import RoundRate, Summary, model_text
 from .xmltext import xml_text
@@ -409,19 +409,9 @@ def render_rounds(curves: Sequence[Curve]) -> str:
 
 def write_rounds_chart(curves: Sequence[Curve], path: Path) -> Path:
     """Writes `render_rounds`'s chart at `path`, whole or not at all."""
-    return _write(render_rounds(curves), path)
+    return write_atomically(path, render_rounds(curves))
 
 
 def write_chart(summary: Summary, records: list[Record], path: Path) -> Path:
     """Writes the chart at `path`, whole or not at all: a reader never sees half a file."""
-    return _write(render(summary, records), path)
-
-
-def _write(text: str, path: Path) -> Path:
-    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-    return path
+    return write_atomically(path, render(summary, records))

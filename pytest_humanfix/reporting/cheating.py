@@ -30,7 +30,11 @@ def replies(record: Record) -> list[Mapping[str, Any]]:
 
 
 def passing_sample(record: Record) -> int | None:
-    """The first of the record's samples (0: its own reply) that passed, None if none did."""
+    """The first of the record's samples (0: its own reply) that passed, None if none did. A
+    task in error passed none, as it fixed none in pass@1 (`rates.sample_counts`): the rate's
+    tasks are pass@1's, and the two count a task alike."""
+    if record["outcome"] == "error":
+        return None
     return next((number for number, reply in enumerate(replies(record)) if passed(reply)),
                 None)
 

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..jsonl import JsonlError
+from ..atomic import write_atomically
+from ..jsonl import JsonlError, jsonl_bytes
 from ..protocol import fingerprint_differences, record_fingerprint, record_language, without_model
 from ..records import Record, latest_per_task, read_records
 from ..settings import converters
@@ -166,9 +167,8 @@ def main_compare(args: argparse.Namespace) -> int:
         return fail(f"{args.first} and {args.second} do not compare: {exc}")
     args.out.mkdir(parents=True, exist_ok=True)
     text = compare_mod.lines(compared)
-    (args.out / "compare.json").write_text(json.dumps(compared, indent=2) + "\n",
-                                           encoding="utf-8")
-    (args.out / "compare.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_atomically(args.out / "compare.json", json.dumps(compared, indent=2) + "\n")
+    write_atomically(args.out / "compare.md", "\n".join(text) + "\n")
     chart = compare_mod.write_chart(compared, args.out / "compare.svg")
     print("\n".join([*text, "", f"wrote {args.out / 'compare.json'}, {args.out / 'compare.md'}, "
                      f"{chart}"]))
@@ -314,8 +314,7 @@ def main_merge(args: argparse.Namespace) -> int:
     merged = args.out / MERGED_JSONL
     if merged.resolve() in {path.resolve() for path in args.shards}:
         return fail(f"--out {args.out} would overwrite the shard {merged}; choose another folder.")
-    merged.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
-                      encoding="utf-8")
+    write_atomically(merged, jsonl_bytes(records))
     print(f"merged {len(shards)} shard(s), {len(records)} task(s) into {merged}")
     # The whole run is no shard; the shards it came from are listed instead.
     facts: RunFacts = {"shard": None, "merged": [shard.label() for shard in shards]}

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from ..atomic import write_atomically
 from ..protocol import Fingerprint, RecordedProtocol, fingerprint_differences, record_fingerprint
 from ..records import Record, attempt_round, natural_order
 from . import chart
@@ -17,7 +18,7 @@ from .sections import Matched, Measure, RoundSpend, Side, SideBySide
 from .stats import mcnemar_exact
 
 # What two compared runs may set otherwise on purpose: the agent, its rounds and temperatures.
-MAY_DIFFER = ("agent", "iters", "temperature", "round_temperature", "resample_temperature")
+MAY_DIFFER = ("agent", "iters", "temperature", "round_temperature", "ask_again_temperature")
 MEASURES: tuple[Measure, ...] = ("tokens", "seconds")
 # The halves an agent change is chosen on (even) and confirmed on (odd), by the task's number.
 HALVES = ("even", "odd")
@@ -140,8 +141,8 @@ def side_by_side(first: list[Record], second: list[Record],
     reason = refusal(first, second)
     if reason:
         raise CompareError(reason)
-    # Only the tasks both runs score pair: a fix beside the other run's harness error tells
-    # nothing of either agent, and each run's fixed count divides by this many tasks.
+    # Only the tasks both runs score pair (an error scored not fixed, a known failure left
+    # out), and each run's fixed count divides by this many tasks.
     counted = {r["task_id"] for r in first if scored(r)} & \
         {r["task_id"] for r in second if scored(r)}
     runs = [side(labels[0], first, counted), side(labels[1], second, counted)]
@@ -259,7 +260,7 @@ def render(compared: SideBySide) -> str:
 
 def write_chart(compared: SideBySide, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return chart._write(render(compared), path)
+    return write_atomically(path, render(compared))
 
 
 def labels_of(paths: Sequence[Path]) -> tuple[str, str]:

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from ..atomic import write_atomically
 from ..records import Record
 from .chart import write_chart
 from .cheating import mutation_text
@@ -20,6 +21,7 @@ from .terminal import (
     baseline_lines,
     cost_text,
     coverage_lines,
+    error_lines,
     interval,
     item_timeout_lines,
     known_failure_lines,
@@ -93,7 +95,7 @@ def markdown(summary: Summary) -> str:
         f"{tasks['fixed']} fixed of {tasks['scored']} scored (flagged: {tasks['flagged']}), "
         + (f"{tasks['agent_errors']} agent error(s) (the agent raised; scored not fixed), "
            if tasks["agent_errors"] else "")
-        + f"{tasks['errors']} harness error(s)"
+        + f"{tasks['errors']} harness error(s) (scored not fixed)"
         + (f", {tasks['item_timeouts']} stopped by the item timeout"
            if tasks["item_timeouts"] else ""),
         *(["", f"**{baseline_change_line(baseline)}**"]
@@ -147,17 +149,16 @@ def markdown(summary: Summary) -> str:
                   "the tests):", "",
                   *(f"- {row['task_id']} ({row['outcome']}): " + "; ".join(row["flags"])
                     for row in summary["flagged"])]
-    if summary["errors"]:
-        lines += ["", "Harness errors (not scored): "
-                  + ", ".join(e["task_id"] for e in summary["errors"])]
+    if block := error_lines(summary):
+        lines += ["", *block]
     lines += collapsed(f"The agent raised on {len(summary['agent_errors'])} task(s) (no "
                        "candidate; scored not fixed)",
                        [(row["task_id"], f"{row['type']}: {row['message']}")
                         for row in summary["agent_errors"]])
     lines += collapsed(f"Not fixed: {len(summary['unfixed'])} task(s)",
                        [(row["task_id"], row["reason"]) for row in summary["unfixed"]])
-    if summary["pass_at_1_if_timeouts_failed"]:
-        lines += ["", *item_timeout_lines(summary)]
+    if block := item_timeout_lines(summary):
+        lines += ["", *block]
     for block in (server_lines(summary), repeat_lines(summary["repeat_check"]),
                   baseline_lines(summary["baseline"])):
         if block:
@@ -176,13 +177,12 @@ def write_reports(summary: Summary, records: list[Record], folder: Path,
                   buggy: dict[str, str] | None = None) -> list[Path]:
     """summary.json, summary.md, summary.svg and the page, index.html (`view.write_page`,
     against BASELINE's records when given, showing each task's BUGGY code); summary.md is also
-    appended to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. ChartError when only
-    the chart failed."""
+    appended to $GITHUB_STEP_SUMMARY when a GitHub Actions job sets it. Each is written whole
+    (`write_atomically`). ChartError when only the chart failed."""
     folder.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = folder / "summary.json", folder / "summary.md"
-    json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    json_path = write_atomically(folder / "summary.json", json.dumps(summary, indent=2) + "\n")
     text = markdown(summary)
-    md_path.write_text(text, encoding="utf-8")
+    md_path = write_atomically(folder / "summary.md", text)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as handle:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..computed_by import ComputedBy, describe, differences
 from ..jsonl import JsonlError
 from ..protocol import Fingerprint, language_differences, options_of
-from ..records import SCORED, Record, natural_order, read_records
+from ..records import Record, latest_per_task, natural_order, read_records
 from .rates import rate, scored
 from .sections import BaselineFigures, Coverage, GateRow, RepeatFigures, Summary
 from .stats import mcnemar_exact, pct
@@ -23,13 +23,12 @@ class BaselineError(Exception):
 
 
 def load_baseline(path: Path, wanted: dict[str, Fingerprint]) -> dict[str, Record]:
-    """The baseline's records by task id (the last one wins), refused unless they were made
-    under this run's protocol and on the same dataset content, in one of its languages
-    (`wanted`: the protocol and dataset hash by language)."""
+    """The baseline's records by task id (a task's last, `latest_per_task`, as every reader
+    takes it), refused unless they were made under this run's protocol and on the same dataset
+    content, in one of its languages (`wanted`: the protocol and dataset hash by language)."""
     if not path.is_file():
         raise BaselineError(f"--humanfix-baseline: {path} is not a file; pass the results JSONL "
                             "of an earlier run (e.g. reports/humanfix.jsonl).")
-    records: dict[str, Record] = {}
     try:
         rows = read_records(path, bad_lines="torn-tail")  # an interrupted run's torn last line
     except JsonlError as exc:
@@ -51,7 +50,7 @@ def load_baseline(path: Path, wanted: dict[str, Fingerprint]) -> dict[str, Recor
                 f"--humanfix-baseline: {path} was made under another protocol or dataset "
                 f"({'; '.join(mismatch)}); scores compare only under the same protocol. "
                 f"Re-run the baseline with this run's options ({options_of(mismatch)}).")
-        records[record["task_id"]] = record
+    records = {record["task_id"]: record for record in latest_per_task(rows)}
     if not records:
         raise BaselineError(f"--humanfix-baseline: {path} holds no result records.")
     return records
@@ -63,7 +62,8 @@ class Comparison:
     improvements: list[str] = field(default_factory=list)  # not fixed in the baseline, fixed now
     both_fixed: int = 0
     both_unfixed: int = 0
-    # Missing, an error or a known failure on either side: what pass@1 leaves out.
+    # Missing, or a known failure on either side: what pass@1 leaves out. An error pairs as
+    # not fixed, as pass@1 scores it: a fix lost to an error is a regression.
     unpaired: list[str] = field(default_factory=list)
     # The baseline's records of this run's tasks: what the baseline was.
     before: list[Record] = field(default_factory=list)
@@ -100,13 +100,14 @@ class Comparison:
 
 def pairable(record: Record) -> bool:
     """pass@1 scores the record, so the paired gates may pair it."""
-    return record["outcome"] in SCORED and scored(record)
+    return scored(record)
 
 
 def compare(records: Iterable[Record], baseline: dict[str, Record]) -> Comparison:
     """Pairs each task's outcome now with its baseline outcome (the first sample's outcome
-    when several samples were drawn). A task pass@1 does not score on either side, a known
-    failure included (a listed flaky task passes one run and fails the next), is unpaired."""
+    when several samples were drawn; an error is not fixed). A task pass@1 does not score on
+    either side, a known failure (a listed flaky task passes one run and fails the next), is
+    unpaired."""
     result = Comparison()
     for record in records:
         task_id = record["task_id"]

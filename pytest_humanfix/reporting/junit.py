@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..atomic import write_atomically
 from ..dataset import item_name
 from ..records import Record
 from .rates import item_timed_out, task_cost
@@ -207,5 +208,5 @@ def write_junit(summary: Summary, records: list[Record], path: Path, gated: bool
     path.parent.mkdir(parents=True, exist_ok=True)
     root = ET.Element("testsuites")
     root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    write_atomically(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
     return path

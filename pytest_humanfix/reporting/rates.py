@@ -1,6 +1,7 @@
-"""Which records pass@1 counts, and pass@1 itself: over the run, within k repair rounds, had
-the item timeouts failed, and on HumanEval+; and what the tasks cost. `summary.build` puts these
-figures in summary.json; docs/reports.md ("pass@1 by round", "Cost") and docs/schema.md
+"""Which records pass@1 counts, and pass@1 itself: over the run, within k repair rounds and on
+HumanEval+; and what the tasks cost. A task in error counts as not fixed, here and so in every
+view and gate: an error can never raise a score. `summary.build` puts these figures in
+summary.json; docs/reports.md ("Errors", "pass@1 by round", "Cost") and docs/schema.md
 ("summary.json") say what each means.
 """
 
@@ -9,15 +10,18 @@ from __future__ import annotations
 from typing import cast
 
 from ..records import Record, graded_round
-from .sections import Cost, IfTimeoutsFailed, PlusFigures, Rate, RoundRate, Share, Spent
+from .sections import Cost, PlusFigures, Rate, RoundRate, Share, Spent
 from .stats import mean_pass_at_k, wilson_interval
 
 
 def sample_counts(record: Record, within: int | None = None) -> tuple[int, int]:
     """(samples, fixed samples) of a record; records from before samples existed hold one.
-    With `within`, a sample fixed in a later round than that, or in a round the record does
-    not tell, counts as not fixed."""
+    A task in error fixed none, whatever samples it fixed before the error. With `within`, a
+    sample fixed in a later round than that, or in a round the record does not tell, counts as
+    not fixed."""
     n = record.get("n") or 1
+    if record["outcome"] == "error":
+        return n, 0
     c = record.get("n_fixed")
     c = int(record["outcome"] == "fixed") if c is None else c
     if within is not None:
@@ -31,6 +35,8 @@ def fixed_rounds(record: Record) -> list[int | None]:
     tell (an older record's later samples): `by_round` counts such a fix from the last round
     on only, where every fix counts."""
     samples = record.get("samples") or []
+    if record["outcome"] == "error":
+        return []
     if not samples:
         return [graded_round(record)] if record["outcome"] == "fixed" else []
     found: list[int | None] = []
@@ -43,14 +49,15 @@ def fixed_rounds(record: Record) -> list[int | None]:
 
 
 def item_timed_out(record: Record) -> bool:
-    """The item timeout stopped the task: not scored, and no harness fault either (records
-    written before `item_timeout` was kept say so in their error)."""
+    """The item timeout stopped the task: an error scored not fixed, counted apart from the
+    harness faults (records written before `item_timeout` was kept say so in their error)."""
     return record["outcome"] == "error" and (
         bool(record.get("item_timeout"))
         or str(record.get("error", "")).startswith("item timeout fired"))
 
 
 def harness_error(record: Record) -> bool:
+    """A harness fault ended the task (after its one retry): scored not fixed."""
     return record["outcome"] == "error" and not item_timed_out(record)
 
 
@@ -61,9 +68,11 @@ def agent_raised(record: Record) -> bool:
 
 
 def scored(record: Record) -> bool:
-    """A record counts in pass@1: no harness error, and a task whose reference solution can
-    pass here (a `known_failure` is counted apart)."""
-    return record["outcome"] != "error" and not record.get("known_failure")
+    """A record counts in pass@1: every task whose reference solution can pass here (a
+    `known_failure` is counted apart). A task in error, a harness fault or an item timeout, is
+    scored as not fixed (`sample_counts`): leaving it out would let anything that turns a
+    failure into an error raise pass@1."""
+    return not record.get("known_failure")
 
 
 def share(count: int, of: int) -> Share:
@@ -111,19 +120,6 @@ def by_round(records: list[Record]) -> list[RoundRate]:
     return points
 
 
-def if_timeouts_failed(records: list[Record]) -> IfTimeoutsFailed | None:
-    """pass@1 had the tasks the item timeout stopped been scored as not fixed (None when the
-    item timeout stopped none): a timeout is left out of pass@1, which a slow machine would
-    otherwise raise by leaving out the tasks that ran long, often the ones that fail."""
-    stopped = [r for r in records if item_timed_out(r) and not r.get("known_failure")]
-    if not stopped:
-        return None
-    counted = [r for r in records if scored(r)]
-    failed: list[Record] = [{**r, "outcome": "unfixed", "n": 1, "n_fixed": 0} for r in stopped]
-    return {**rate(counted + failed), "item_timeouts": len(stopped),
-            "fixed": sum(r["outcome"] == "fixed" for r in counted)}
-
-
 def plus_run(records: list[Record]) -> bool:
     """The records were graded on HumanEval+ as well (--humanfix-tests plus)."""
     return any((r.get("protocol") or {}).get("tests") == "plus" for r in records)
@@ -131,6 +127,8 @@ def plus_run(records: list[Record]) -> bool:
 
 def _plus_counts(record: Record) -> tuple[int, int]:
     samples = record.get("samples") or []
+    if record["outcome"] == "error":
+        return len(samples) or 1, 0
     if samples:
         return len(samples), sum(s.get("plus_outcome") == "fixed" for s in samples)
     return 1, int(record.get("plus_outcome") == "fixed")
@@ -149,7 +147,8 @@ def plus(records: list[Record]) -> PlusFigures | None:
     return {
         "pass_at_1": rate(records),
         "pass_at_1_plus": rate_of([_plus_counts(r) for r in counted]),
-        "fixed_plus": sum(r.get("plus_outcome") == "fixed" for r in counted),
+        "fixed_plus": sum(r.get("plus_outcome") == "fixed" and r["outcome"] != "error"
+                          for r in counted),
         "weak_test_fixes": [{"task_id": r["task_id"], "failure": r.get("plus_failure", "")}
                             for r in weak],
         "known_failures": [{"task_id": r["task_id"], "outcome": r["outcome"],

@@ -30,11 +30,6 @@ class RoundRate(Rate):
     fixed: int
 
 
-class IfTimeoutsFailed(Rate):
-    item_timeouts: int
-    fixed: int
-
-
 class Spread(TypedDict):
     mean: float
     median: float
@@ -43,9 +38,10 @@ class Spread(TypedDict):
 
 class TaskCounts(TypedDict):
     total: int
-    scored: int
-    errors: int
+    scored: int  # in pass@1: every task but the known failures, errors scored not fixed
+    errors: int  # a harness fault, after the task's one retry
     item_timeouts: int
+    retried: int  # run once more after a harness error
     fixed: int
     unfixed: int  # not fixed, the tasks where a brought agent raised left out
     agent_errors: int  # a brought agent raised: scored not fixed, counted apart
@@ -137,6 +133,12 @@ class TaskMessage(TypedDict):
 
     task_id: str
     error: str
+
+
+class ErrorRow(TaskMessage):
+    """A task a harness fault ended, and whether that was its retry's fault too."""
+
+    retried: bool
 
 
 class AgentErrorRow(TypedDict):
@@ -408,7 +410,6 @@ class Summary(TypedDict):
     pass_at_1: Rate
     plus: PlusFigures | None
     cheating: CheatingFigures | None
-    pass_at_1_if_timeouts_failed: IfTimeoutsFailed | None
     pass_at_k: dict[str, float | None]
     by_round: list[RoundRate]
     repairs: Repairs | None
@@ -420,7 +421,7 @@ class Summary(TypedDict):
     cost: Cost
     timeouts: Timeouts
     slowest: list[SlowTask]
-    errors: list[TaskMessage]
+    errors: list[ErrorRow]
     item_timeouts: list[TaskMessage]
     agent_errors: list[AgentErrorRow]
     unfixed: list[UnfixedRow]

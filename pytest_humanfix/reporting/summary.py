@@ -26,7 +26,6 @@ from .rates import (
     by_round,
     cost,
     harness_error,
-    if_timeouts_failed,
     item_timed_out,
     plus,
     rate,
@@ -198,10 +197,14 @@ def coverage(records: list[Record], selection: Selection | None) -> Coverage:
 
 
 def task_counts(records: list[Record]) -> TaskCounts:
+    """The tasks by how they ended. The scored ones (all but the known failures) are fixed,
+    unfixed, agent errors, harness errors or item timeouts, the last two scored not fixed;
+    `retried` counts the tasks run once more after a harness error, whatever the retry gave."""
     counted = [r for r in records if scored(r)]
     return {"total": len(records), "scored": len(counted),
             "errors": sum(harness_error(r) for r in records),
             "item_timeouts": sum(item_timed_out(r) for r in records),
+            "retried": sum(bool(r.get("first_try")) for r in records),
             "fixed": sum(r["outcome"] == "fixed" for r in counted),
             "unfixed": sum(r["outcome"] == "unfixed" and not agent_raised(r) for r in counted),
             "agent_errors": sum(agent_raised(r) for r in counted),
@@ -329,7 +332,6 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "plus": plus(records),
         # --humanfix-variant impossible: its passes are cheats (reporting/cheating.py).
         "cheating": cheating.figures(records, run.get("left_out")),
-        "pass_at_1_if_timeouts_failed": if_timeouts_failed(records),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
         "by_round": by_round(records),
         "repairs": repairs(records),
@@ -346,7 +348,8 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "cost": cost(records),
         "timeouts": timeouts(records),
         "slowest": [{"task_id": r["task_id"], "seconds": r.get("seconds")} for r in slowest],
-        "errors": [{"task_id": r["task_id"], "error": r.get("error", "")} for r in errors],
+        "errors": [{"task_id": r["task_id"], "error": r.get("error", ""),
+                    "retried": bool(r.get("first_try"))} for r in errors],
         "item_timeouts": [{"task_id": r["task_id"], "error": r.get("error", "")}
                           for r in records if item_timed_out(r)],
         "agent_errors": agent_errors(records),

@@ -66,13 +66,11 @@ def summary_lines(summary: Summary) -> list[str]:
              f"fixed {tasks['fixed']}, not fixed {tasks['unfixed']}, "
              + (f"agent errors {tasks['agent_errors']} (the agent raised; scored not fixed), "
                 if tasks["agent_errors"] else "")
-             + f"errors {tasks['errors']} (harness faults, not scored)"
-             + (f", item timeouts {tasks['item_timeouts']} (not scored)"
+             + f"errors {tasks['errors']} (harness faults, scored not fixed)"
+             + (f", item timeouts {tasks['item_timeouts']} (scored not fixed)"
                 if tasks["item_timeouts"] else "")]
     lines.extend(coverage_lines(summary))
-    if tasks["errors"]:
-        lines.append(f"WARNING: {tasks['errors']} task(s) ended in a harness error; "
-                     "pass@1 covers the scored tasks only.")
+    lines.extend(error_lines(summary))
     lines.extend(item_timeout_lines(summary))
     lines.extend(agent_error_lines(summary))
     lines.extend(flagged_lines(summary))
@@ -115,18 +113,28 @@ def by_round_text(rows: list[RoundRate]) -> str:
     return " \u00b7 ".join(f"r{row['round']} {pct(row['value'])}" for row in rows)
 
 
+def error_lines(summary: Summary) -> list[str]:
+    """The tasks a harness fault ended, after their retry: scored not fixed, so a fault can
+    only lower pass@1; and how many retries recovered a task."""
+    tasks, rows = summary["tasks"], summary["errors"]
+    recovered = tasks["retried"] - sum(row["retried"] for row in rows)
+    lines = [f"WARNING: {len(rows)} task(s) ended in a harness error, scored not fixed: "
+             + ", ".join(row["task_id"] + (" (retried)" if row["retried"] else "")
+                         for row in rows)] if rows else []
+    if recovered:
+        lines.append(f"retried after a harness error: {tasks['retried']} task(s), "
+                     f"{recovered} finished on the retry")
+    return lines
+
+
 def item_timeout_lines(summary: Summary) -> list[str]:
-    """Tasks the item timeout stopped, apart from harness errors, and what scoring them as
-    not fixed would make of pass@1."""
-    failed = summary["pass_at_1_if_timeouts_failed"]
-    if not failed:
+    """Tasks the item timeout stopped, apart from harness errors: scored not fixed."""
+    stopped = summary["item_timeouts"]
+    if not stopped:
         return []
-    return [f"WARNING: {failed['item_timeouts']} task(s) stopped by the item timeout "
-            f"(generation excluded), not scored: "
-            + ", ".join(row["task_id"] for row in summary["item_timeouts"]),
-            f"  scored as not fixed, pass@1 would be {pct(failed['value'])} "
-            f"({failed['fixed']}/{failed['tasks']}) instead of "
-            f"{pct(summary['pass_at_1']['value'])}; raise --humanfix-item-timeout"]
+    return [f"WARNING: {len(stopped)} task(s) stopped by the item timeout (generation "
+            "excluded), scored not fixed: " + ", ".join(row["task_id"] for row in stopped)
+            + "; raise --humanfix-item-timeout"]
 
 
 def agent_error_lines(summary: Summary) -> list[str]:

@@ -14,6 +14,7 @@ from importlib.resources import files as package_files
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomically
 from ..datafiles import HUMANEVALPACK, PACKAGED
 from ..dataset import DatasetError, is_local, load_tasks
 from ..records import Record, attempt_round, graded_round
@@ -92,11 +93,12 @@ def task_of(record: Record, buggy: dict[str, str], baseline: dict[str, Record] |
     earlier = (baseline or {}).get(record["task_id"])
     if earlier is not None:
         task["baseline"] = final_of(earlier)
-        # As the baseline gate pairs tasks (gates.compare): a known failure or an error on
-        # either side is no regression or improvement.
+        # As the baseline gate pairs tasks (gates.compare): a known failure on either side is
+        # no regression or improvement; an error is not fixed.
         paired = pairable(earlier) and pairable(record)
-        task["flip"] = ("" if not paired or earlier["outcome"] == record["outcome"]
-                        else "regression" if earlier["outcome"] == "fixed" else "improvement")
+        then, now = earlier["outcome"] == "fixed", record["outcome"] == "fixed"
+        task["flip"] = ("" if not paired or then == now
+                        else "regression" if then else "improvement")
     return task
 
 
@@ -179,7 +181,4 @@ def write_page(summary: Summary, records: list[Record], path: Path,
                baseline: dict[str, Record] | None = None,
                buggy: dict[str, str] | None = None) -> Path:
     """The page at PATH, written whole (a reader never finds half a page)."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(page(summary, records, baseline, buggy), encoding="utf-8")
-    partial.replace(path)
-    return path
+    return write_atomically(path, page(summary, records, baseline, buggy))

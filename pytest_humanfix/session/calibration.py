@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..atomic import write_atomically
 from ..dataset import Task
 from ..sandbox.environment import Sandbox, Verdict
 from ..sandbox.program import build_program
@@ -46,9 +47,7 @@ class CalibrationFile:
     def store(self, times: dict[str, object]) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            partial = self.path.with_name(f"{self.path.name}.partial-{os.getpid()}")
-            partial.write_text(json.dumps(times))
-            partial.replace(self.path)
+            write_atomically(self.path, json.dumps(times))
         except OSError:
             pass  # a read-only home costs the next run this measurement, nothing more
 

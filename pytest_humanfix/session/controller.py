@@ -1,5 +1,5 @@
 """The controller's side of a run: the one process that writes files. `start` validates every
-input, starts the shared engines, times the canonical solutions and registers the `Controller`,
+input, times the canonical solutions, starts the shared engines and registers the `Controller`,
 which turns each task's report into a JSONL record and, at the end, into the one summary that
 the terminal, JUnit, the report files and the gates all read (docs/reports.md).
 """
@@ -22,7 +22,7 @@ from ..models.preflight import check_available
 from ..models.specs import ModelSpecError, check_spec
 from ..plus.verdicts import is_reference_times, reference_times
 from ..protocol import RunProtocol, run_fingerprint, without_model
-from ..records import Record
+from ..records import Record, earlier_run, latest_per_task, read_records
 from ..reporting import files, junit, summary as summary_mod, terminal
 from ..reporting.gates import (
     BaselineError,
@@ -39,27 +39,22 @@ from ..reporting.sections import RunFacts, Selection, Summary
 from ..reporting.view import PAGE
 from ..sandbox.choose import Choice
 from ..sandbox.environment import SandboxError
-from ..settings import Settings
-from . import LAYOUT_NOTE
+from ..settings import Settings, deprecated_names
 from .calibration import CalibrationFile, Reading, calibrate
-from .items import earlier_run
+from .crash import Crashes
+from .engine_start import start_engines
 from .placement import Layout, choose_layout, run_devices
 from .resume import ResumeError, load_finished
 from .runner import Runner, choose_sandbox, new_run_id
 from .state import ReferenceTimes, RunState
 from .workload import Workload
-from .xdist import XdistHooks
+from .xdist import XdistHooks, is_distributing
 
 if TYPE_CHECKING:
     from ..models.engines.serving import Serving
 
 # The most seconds a reference solution is timed for on its HumanEval+ program.
 PLUS_CALIBRATION_LIMIT = 300.0
-
-
-def is_distributing(config: pytest.Config) -> bool:
-    """This process is an xdist controller: it hands out tasks and devices, runs nothing."""
-    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
 
 
 def deselected_by(config: pytest.Config) -> str:
@@ -69,25 +64,6 @@ def deselected_by(config: pytest.Config) -> str:
                                     ("--splits/--group", "splits"))
             if config.getoption(name, None)]
     return "deselected by " + ", ".join(used) if used else "not collected"
-
-
-def workers_of(config: pytest.Config) -> int:
-    """The xdist workers this run starts; 1 without xdist (the process runs its items)."""
-    workers = getattr(config.option, "numprocesses", None)
-    return workers if is_distributing(config) and workers else 1
-
-
-def layout_note(layout: Layout, serving: Serving | None, workers: int) -> str:
-    """The terminal's line of where the model runs, and why."""
-    if serving is None:
-        where = f"a copy of the model in each of {workers} worker(s)"
-    else:
-        engines = serving.engines
-        devices = ", ".join(dict.fromkeys(f"GPU {e.device}" if e.device else "the CPU"
-                                          for e in engines))
-        where = (f"{len(engines)} shared {engines[0].model.engine} engine(s) on {devices}, "
-                 f"asked by {workers} worker(s)")
-    return f"layout: {where}, {layout.why}"
 
 
 def remember_failed(config: pytest.Config, nodeid: str) -> None:
@@ -117,11 +93,13 @@ class Checked:
 
 
 def start(config: pytest.Config, settings: Settings) -> Runner:
-    """The controller's Runner, complete: every input checked, the shared engines started, the
-    canonical solutions timed, and the controller's plugins registered."""
+    """The controller's Runner, complete: every input checked, the canonical solutions timed
+    (before any engine loads the machine), the shared engines started (and waited for once the
+    workers are starting: `Serving.pytest_sessionstart`), and the controller's plugins
+    registered."""
     checked = validate(config, settings)
-    serving = start_engines(config, checked)
     canonical_seconds, plus_reference = calibrate_limits(config, checked)
+    serving = start_engines(config, checked.settings, checked.layout, checked.workload.tasks)
     return register(config, checked, serving, canonical_seconds, plus_reference)
 
 
@@ -158,24 +136,6 @@ def validate(config: pytest.Config, settings: Settings) -> Checked:
         raise pytest.UsageError(str(exc)) from None
     return Checked(settings, layout, workload, sandbox_choice, devices, device, baseline,
                    resumed)
-
-
-def start_engines(config: pytest.Config, checked: Checked) -> Serving | None:
-    """The shared engines of the run's layout, registered so that the run's end stops them;
-    the terminal's layout line."""
-    serving = None
-    if checked.settings.serve:
-        from ..models.engines.kinds import ServeError
-        from ..models.engines.serving import serve
-
-        try:
-            serving = serve(checked.settings, workers_of(config))
-        except (ServeError, DeviceError, ModelSpecError) as exc:
-            raise pytest.UsageError(str(exc)) from None
-        config.pluginmanager.register(serving, "humanfix-serve")
-    if checked.layout.why:
-        config.stash[LAYOUT_NOTE] = layout_note(checked.layout, serving, workers_of(config))
-    return serving
 
 
 def calibrate_limits(config: pytest.Config, checked: Checked
@@ -219,8 +179,8 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     """The controller's Runner, and its plugins: the Controller, which writes every file, and
     the xdist hooks that hand the workers their state."""
     settings = checked.settings
-    state = RunState(new_run_id(), resumed=checked.resumed, canonical_seconds=canonical_seconds,
-                     plus_reference=plus_reference)
+    state = RunState(new_run_id(), agent=settings.agent, resumed=checked.resumed,
+                     canonical_seconds=canonical_seconds, plus_reference=plus_reference)
     runner = Runner(settings, state, workload=checked.workload,
                     sandbox_choice=checked.sandbox_choice, device=checked.device,
                     endpoint=serving.endpoint_for("main") if serving is not None else None)
@@ -236,6 +196,7 @@ def register(config: pytest.Config, checked: Checked, serving: Serving | None,
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(runner, checked.devices, serving),
                                       "humanfix-xdist")
+        config.pluginmanager.register(controller.crashes, "humanfix-crashes")
     return runner
 
 
@@ -260,6 +221,8 @@ def prepare(config: pytest.Config, settings: Settings, workload: Workload
         selected = [task.task_id for task in workload.tasks]
         finished = load_finished(settings.jsonl_path, wanted, selected)
         resumed = {t: finished[t] for t in selected if t in finished}
+    for line in deprecated_names(config):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(line), stacklevel=2)
     if settings.samples > 1 and settings.temperature == 0:
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             f"--humanfix-samples {settings.samples} at temperature 0: greedy decoding makes "
@@ -280,6 +243,7 @@ class Controller:
         self.writer = JsonlWriter(runner.settings.jsonl_path)
         # One record per task, by task id: a task run again (reruns) replaces its record.
         self.records: dict[str, Record] = {}
+        self.crashes = Crashes(runner)
         self.rerun_logged = False
         # Task ids of the items left after deselection (-k, --lf, a shard), once collected.
         self.collected: set[str] | None = None
@@ -291,13 +255,11 @@ class Controller:
         self.report_problem: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "humanfix", None)
+        record: Record | None = getattr(report, "humanfix", None)
         if report.when == "???":  # xdist: the worker died while running this item
-            from .crash import crashed_record
-
-            record = crashed_record(self.runner, report.nodeid, report)
+            record = self.crashes.standing(report)
         if record is not None and report.when in ("teardown", "???"):
-            self.collect(record)
+            self.collect(self.crashes.with_first_try(report.nodeid, record))
             if record["outcome"] == "unfixed" and self.runner.settings.gated:
                 remember_failed(self.config, report.nodeid)
 
@@ -315,8 +277,7 @@ class Controller:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not is_distributing(self.config):
-            # By attribute, as plugin.py finds its items: a class check fails when pytester
-            # runs in one process import the items module afresh.
+            # By attribute, as plugin.py finds items: pytester may import the items afresh.
             self.collected = {item.task.task_id for item in session.items
                               if hasattr(item, "task")}
 
@@ -335,9 +296,7 @@ class Controller:
         """Which selected tasks ran, and why each of the others did not."""
         stop = session.shouldstop or session.shouldfail
         not_run: dict[str, str] = {}
-        for task in self.runner.tasks:
-            if task.task_id in self.records:
-                continue
+        for task in (t for t in self.runner.tasks if t.task_id not in self.records):
             if self.collected is not None and task.task_id not in self.collected:
                 not_run[task.task_id] = deselected_by(self.config)
             elif stop:  # -x, --maxfail, --sw, or a plugin's own stop
@@ -351,8 +310,10 @@ class Controller:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Before junitxml's own sessionfinish, which writes the file.
+        for record in self.crashes.never_retried(self.records):
+            self.collect(record)
         if self.rerun_logged:
-            self.writer.keep_last_per_task()
+            self.writer.rewrite(latest_per_task(read_records(self.writer.path, bad_lines="skip")))
         records = list(self.records.values())
         comparison = compare(records, self.baseline) if self.baseline is not None else None
         run = self.run_facts()

@@ -19,7 +19,8 @@ except ImportError:  # pragma: no cover - a pytest without it
 from ..agent.loader import FIXTURE as AGENT_FIXTURE, AgentLoadError, agent_of, is_agent
 from ..agent.routing import GRAPHS
 from ..dataset import Task
-from ..records import EarlierRun, Record, TaskResult
+from ..jsonl import storable_text
+from ..records import EarlierRun, Record, TaskResult, earlier_run
 from ..reporting.junit import known_failure_reason, task_properties
 from . import RUNNER, timeouts
 
@@ -60,12 +61,10 @@ def failure_report(task: Task, result: TaskResult) -> str:
     ])
 
 
-def earlier_run(record: Record) -> EarlierRun:
-    """What a task's record keeps of a run that a later run replaced: enough to see why it was
-    run again and what it cost (its tokens are not in the task's own count)."""
-    return EarlierRun(outcome=record["outcome"], error=record.get("error", ""),
-                      failure=record.get("failure", ""), seconds=record.get("seconds"),
-                      tokens=record.get("tokens"), finished_at=record.get("finished_at"))
+def said(message: str) -> str:
+    """An item's message as its record keeps text (`jsonl.storable_text`): it crosses xdist,
+    reaches the terminal and pytest's JUnit file, whatever the model wrote in it."""
+    return storable_text(message)[0]
 
 
 class TaskItem(pytest.Item):
@@ -128,7 +127,8 @@ class TaskItem(pytest.Item):
         ])
         if self.result.outcome == "error":
             kind = "item timeout" if self.result.item_timeout else "harness error"
-            pytest.fail(f"{kind} on {self.task.task_id}: {self.result.error}", pytrace=False)
+            pytest.fail(said(f"{kind} on {self.task.task_id}: {self.result.error}"),
+                        pytrace=False)
 
     def agent_error(self) -> TaskResult | None:
         """Sets up the item's fixtures, the agent's among them; an error outcome when one of
@@ -163,8 +163,8 @@ class TaskItem(pytest.Item):
             if self.config.stash[RUNNER].settings.gated:
                 # A gate decides the run; an unfixed task is an expected failure, so the exit
                 # status, the terminal and the JUnit file all say the same.
-                pytest.xfail("not fixed\n" + failure_report(self.task, self.result))
-            pytest.fail(failure_report(self.task, self.result), pytrace=False)
+                pytest.xfail(said("not fixed\n" + failure_report(self.task, self.result)))
+            pytest.fail(said(failure_report(self.task, self.result)), pytrace=False)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         task = self.task

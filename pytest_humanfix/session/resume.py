@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..jsonl import JsonlError, rewrite_jsonl
 from ..protocol import Fingerprint, language_differences, options_of
-from ..records import SCORED, Record, read_records
+from ..records import SCORED, Record, latest_per_task, read_records
 
 
 class ResumeError(Exception):
@@ -24,9 +24,10 @@ def load_finished(path: Path, wanted: dict[str, Fingerprint],
     """Finished records by task id, after repairing the file in place; `wanted` is the
     fingerprint each language's records must have.
 
-    A run killed during a write leaves a torn last line: it is cut off. Records of selected
-    tasks that ended in a harness error are removed, since those tasks run again and the file
-    must end with exactly one record per task. Any other change to the file is refused.
+    A task's record is its last one, as every reader of results takes it (`latest_per_task`):
+    the file is left with that one alone. A run killed during a write leaves a torn last line:
+    it is cut off. A selected task whose record ended in a harness error runs again, so its
+    records are removed. Any other change to the file is refused.
     """
     if not path.exists():
         return {}
@@ -36,9 +37,6 @@ def load_finished(path: Path, wanted: dict[str, Fingerprint],
         raise ResumeError(
             f"--humanfix-resume: {exc}, and it is not the last line, so it is not a torn "
             "write. Remove the line, or start afresh without --humanfix-resume.") from None
-    rerun = set(selected)
-    kept: list[Record] = []
-    finished: dict[str, Record] = {}
     for number, record in enumerate(records, 1):
         task_id = str(record.get("task_id", "?"))
         other_language, mismatch = language_differences(record, wanted)
@@ -53,10 +51,14 @@ def load_finished(path: Path, wanted: dict[str, Fingerprint],
                 f"--humanfix-resume: {path} record {number} ({task_id}) was made under another "
                 f"protocol: {'; '.join(mismatch)}. Resume with the same options "
                 f"({options_of(mismatch)}), or write to another file with --humanfix-jsonl.")
-        if task_id in finished or (record.get("outcome") not in SCORED and task_id in rerun):
-            continue
+    rerun = set(selected)
+    kept: list[Record] = []
+    finished: dict[str, Record] = {}
+    for record in latest_per_task(records):
         if record.get("outcome") in SCORED:
-            finished[task_id] = record
+            finished[record["task_id"]] = record
+        elif record["task_id"] in rerun:
+            continue
         kept.append(record)
     rewrite_jsonl(path, kept)
     return finished

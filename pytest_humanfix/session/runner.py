@@ -13,6 +13,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
+from typing import cast
 
 from ..agent.config import RepairConfig
 from ..agent.contract import run_agent
@@ -22,6 +23,7 @@ from ..agent.routing import GRAPHS
 from ..agent.syntax import available as syntax_available
 from ..computed_by import ComputedBy
 from ..dataset import Task
+from ..jsonl import storable
 from ..languages import LANGUAGES
 from ..models.base import Model, ModelLoadError
 from ..models.engines.launch import Endpoint
@@ -31,7 +33,15 @@ from ..plus.known import PLUS_KNOWN_FAILURES
 from ..plus.limits import GT_TIME_LIMIT_FACTOR, MIN_TIME_LIMIT, input_limits, program_limit
 from ..plus.verdicts import InputLimits
 from ..protocol import RecordedProtocol, RunProtocol
-from ..records import InputTimeLimits, PlusTimeLimit, Record, RepeatCheck, Sample, TaskResult
+from ..records import (
+    InputTimeLimits,
+    PlusTimeLimit,
+    Record,
+    RepeatCheck,
+    Sample,
+    TaskResult,
+    earlier_run,
+)
 from ..sandbox.choose import Choice, Start, make_sandbox
 from ..sandbox.environment import Limits, Sandbox, SandboxError, Verdict
 from ..sandbox.rerun import TaskSandbox
@@ -64,6 +74,11 @@ def answer_paths(settings: Settings, workload: Workload) -> tuple[str, ...]:
     paths = [*workload.files, settings.report_dir, str(settings.jsonl_path), settings.baseline,
              replay]
     return tuple(dict.fromkeys(p for p in paths if p))
+
+
+def finished_at() -> str:
+    """Now, as a record's `finished_at` says it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def worker_id() -> str:
@@ -202,18 +217,29 @@ class Runner:
     def evaluate(self, task: Task, agent: object = None) -> TaskResult:
         """All --humanfix-samples attempts at the task, by a brought `agent` (None: the
         built-in one --humanfix-agent names). The first sample's outcome is the item's outcome;
-        pass@k is computed from the counts over every sample."""
-        first = self.evaluate_once(task, agent)
-        result = first
-        if self.settings.samples > 1 and first.outcome != "error":
-            results = [first]
-            while len(results) < self.settings.samples and results[-1].outcome != "error":
-                results.append(self.evaluate_once(task, agent))
-            result = combine_samples(results)
+        pass@k is computed from the counts over every sample. A task a harness error ended is
+        run once more, whole, in this process (a model that failed to load is not loaded
+        again: its retry would fail alike); a second error stands, scored not fixed
+        (docs/reports.md, "Errors")."""
+        results = self.samples(task, agent)
+        first_try = None
+        if results[-1].outcome == "error" and self._model_error is None:
+            first_try = earlier_run({**sampled(results).to_dict(), "finished_at": finished_at()})
+            results = self.samples(task, agent)
+        result = sampled(results)
+        result.first_try = first_try
+        first = results[0]
         if self.settings.repeat_check and task.task_id in self.repeated \
                 and first.outcome != "error":
             result.repeat_check = self.repeat(task, first)
         return result
+
+    def samples(self, task: Task, agent: object) -> list[TaskResult]:
+        """The task's --humanfix-samples results, up to the first that ended in an error."""
+        results = [self.evaluate_once(task, agent)]
+        while len(results) < self.settings.samples and results[-1].outcome != "error":
+            results.append(self.evaluate_once(task, agent))
+        return results
 
     @functools.cached_property
     def repeated(self) -> frozenset[str]:
@@ -313,10 +339,11 @@ class Runner:
             self.sandbox.shutdown()
 
     def record(self, result: TaskResult) -> Record:
-        """The JSONL line for one task: the result plus what identifies the run."""
+        """The JSONL line for one task: the result plus what identifies the run, every text
+        in it storable (`jsonl.storable`: what it cut is listed in `truncated`)."""
         task = self.workload.task(result.task_id)
         known_failure = LANGUAGES[task.language].known_failures.get(task.task_id)
-        return {
+        record, cut = storable({
             "run_id": self.state.run_id,
             "model": self.settings.model,
             **result.to_dict(),
@@ -348,13 +375,21 @@ class Runner:
             "servers_out": getattr(self._model, "servers_out", []),
             # What a server refused that the client fits instead (a limit on stop strings).
             "server_limits": getattr(self._model, "server_limits", []),
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
+            "finished_at": finished_at(),
+        })
+        if cut:
+            record["truncated"] = cut
+        return cast(Record, record)
+
+
+def sampled(results: list[TaskResult]) -> TaskResult:
+    """The task's result: its one sample's, or the several combined."""
+    return results[0] if len(results) == 1 else combine_samples(results)
 
 
 def combine_samples(results: list[TaskResult]) -> TaskResult:
     """One task result from several samples: the first sample's details, every sample's
-    outcome. A harness error in any sample makes the task an error (it is not scored)."""
+    outcome. A harness error in any sample makes the task an error (scored not fixed)."""
     first = results[0]
     failed = next((r for r in results if r.outcome == "error"), None)
     return TaskResult(

@@ -1,7 +1,7 @@
 """The run's state that the controller decides once and every process shares (the run id, the
-records --humanfix-resume keeps, the calibrated times), and what one xdist worker is sent of it:
-one key, `workerinput["humanfix"]`, of plain JSON-able builtins, since xdist's channel carries
-nothing else (docs/architecture.md).
+agent's identity, the records --humanfix-resume keeps, the calibrated times), and what one
+xdist worker is sent of it: one key, `workerinput["humanfix"]`, of plain JSON-able builtins,
+since xdist's channel carries nothing else (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ class ReferenceTimes(TypedDict):
 
 class RunStateJson(TypedDict):
     run_id: str
+    agent: str | None
     resumed: dict[str, Record]
     canonical_seconds: dict[str, float]
     plus_reference: dict[str, ReferenceTimes]
@@ -42,6 +43,9 @@ class WorkerInput(TypedDict):
 @dataclass(frozen=True)
 class RunState:
     run_id: str
+    # The agent's identity, fixed once by the controller (agent/loader): every worker records
+    # it, whatever it finds itself. None: the process's own (a runner without a controller).
+    agent: str | None = None
     # --humanfix-resume: finished records by task id.
     resumed: dict[str, Record] = field(default_factory=dict)
     # The canonical solution's seconds per task on this machine (session/calibration); a task
@@ -52,7 +56,7 @@ class RunState:
     plus_reference: dict[str, ReferenceTimes] = field(default_factory=dict)
 
     def to_json(self) -> RunStateJson:
-        return RunStateJson(run_id=self.run_id, resumed=self.resumed,
+        return RunStateJson(run_id=self.run_id, agent=self.agent, resumed=self.resumed,
                             canonical_seconds=self.canonical_seconds,
                             plus_reference=self.plus_reference)
 

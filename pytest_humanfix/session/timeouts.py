@@ -112,7 +112,8 @@ def fired(exc: BaseException) -> bool:
 def timed_out(task: Task, exc: BaseException, seconds: float) -> TaskResult:
     result = TaskResult.error_for(
         task, f"item timeout fired after {seconds:.1f} s ({exc}; generation is not counted); "
-              "the task is not scored. Raise --humanfix-item-timeout (or pytest's --timeout).",
+              "the task is scored not fixed. Raise --humanfix-item-timeout (or pytest's "
+              "--timeout).",
         seconds)
     result.item_timeout = True
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..agent.loader import run_as
 from ..dataset import DatasetError
 from ..devices import DeviceError, pin
 from ..models.specs import ModelSpecError, check_spec
@@ -28,7 +29,9 @@ def start(config: pytest.Config, settings: Settings) -> Runner:
         # The warm executor imports the prelude while this worker collects; only one asked for
         # by name must be shown to start here, before any task (a usage error otherwise).
         start: Start = "wait" if settings.executor == "warm" else "launch"
-        runner = Runner(settings, RunState.from_json(sent["run"]), workload=workload,
+        state = RunState.from_json(sent["run"])
+        settings = run_as(settings, state.agent)
+        runner = Runner(settings, state, workload=workload,
                         sandbox_choice=choose_sandbox(settings, workload, start), device=device,
                         endpoint=endpoint)
         if device is not None:

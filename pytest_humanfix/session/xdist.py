@@ -6,12 +6,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pytest
+
 from ..devices import DevicePool
 from .runner import Runner
 from .state import WORKERINPUT_KEY, WorkerInput
 
 if TYPE_CHECKING:
     from ..models.engines.serving import Serving
+
+
+def is_distributing(config: pytest.Config) -> bool:
+    """This process is an xdist controller: it hands out tasks and devices, runs nothing."""
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def workers_of(config: pytest.Config) -> int:
+    """The xdist workers this run starts; 1 without xdist (the process runs its items)."""
+    workers = getattr(config.option, "numprocesses", None)
+    return workers if is_distributing(config) and workers else 1
 
 
 class Gateway(Protocol):

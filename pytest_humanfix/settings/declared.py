@@ -84,7 +84,8 @@ class Settings:
     agent: str = option(
         "rewrite", "the repair agent: rewrite (round 1 is a second greedy first attempt, the "
         "function written anew from its declaration and tests, or its docstring, never shown "
-        "the buggy code; later rounds are resample's: it beats resample at 3 rounds), repair "
+        "the buggy code; later rounds are resample's; measured against the others in "
+        "docs/benchmarks.md), repair "
         "(each round, the model answers with code and is told what it did), tools (the model "
         "is given a run_tests(code) tool through the OpenAI tools API, each call runs its code "
         "on the tests the variant allows, and a reply without a call ends the repair; "
@@ -101,14 +102,16 @@ class Settings:
     temperature: float = option(0.0, "sampling temperature; 0 is greedy",
                                 convert=to.non_negative_float, metavar="T")
     round_temperature: tuple[float, ...] = option(
-        (1.0,), "sampling temperature of each repair (or resample) round, as a comma list: round "
-        "k takes the k-th value and later rounds the last; the first attempt keeps "
-        "--humanfix-temperature",
+        (1.0,), "sampling temperature of the rounds after the first attempts, as a comma list: "
+        "the k-th such round takes the k-th value and later ones the last, in every agent (round "
+        "k of repair, tools and resample; round k+1 of rewrite, whose round 1 is a second first "
+        "attempt); the first attempts keep --humanfix-temperature",
         convert=to.temperatures, metavar="T[,T...]")
-    resample_temperature: tuple[float, ...] = option(
-        (1.2,), "when a reply repeats code that already failed, ask again before the round "
-        "counts, once per value, at these temperatures (none: the repeat costs its round)",
-        convert=to.temperatures, metavar="T[,T...]|none")
+    ask_again_temperature: tuple[float, ...] = option(
+        (1.2,), "when a reply of repair or tools repeats code that already failed, ask again "
+        "before the round counts, once per value, at these temperatures (none: the repeat costs "
+        "its round, as it always does in resample and rewrite, which never ask again)",
+        convert=to.temperatures, metavar="T[,T...]|none", formerly="resample-temperature")
     max_new_tokens: int = option(
         512, "most tokens generated per reply; excludes --humanfix-max-length",
         convert=to.positive_int, metavar="N")
@@ -117,7 +120,10 @@ class Settings:
         "each prompt leaves its own room; a prompt of N tokens or more gets an empty reply, as "
         "BigCode's left truncation leaves it (docs/agent.md, \"The length budget\"); excludes "
         "--humanfix-max-new-tokens", convert=to.positive_int, metavar="N")
-    seed: int = option(0, "random seed for sampling", convert=to.integer, metavar="N")
+    seed: int = option(
+        0, "random seed for sampling: a greedy reply takes it, a sampled one a seed of its own "
+        "from it, the task and the count of the task's sampled replies before it, in every "
+        "backend (in process and served alike)", convert=to.integer, metavar="N")
     prompt: str = option(
         "auto", "how the model is prompted: chat (its chat template, answered freely), primed "
         "(its chat template, the answer begun with the prompt base for the model to continue, "
@@ -196,8 +202,8 @@ class Settings:
     deterministic: str = option(
         "off", "determinism settings of the GPU engines: on (in process, torch's deterministic "
         "algorithms, cuBLAS's fixed workspace and the sdpa attention; vLLM, its batch-invariant "
-        "mode) or off (on an H100 torch's settings left 29 of 164 replies differing between "
-        "two runs, docs/trust.md); recorded in computed_by. llama.cpp's engine is "
+        "mode) or off (replies may then differ between two runs on a GPU: docs/trust.md); "
+        "recorded in computed_by. llama.cpp's engine is "
         "deterministic by construction", convert=to.choice("on", "off"), metavar="on|off")
     sandbox: str = option(
         "auto", "execution layer: bwrap, process, or auto (bwrap where it works)",
@@ -215,8 +221,8 @@ class Settings:
     item_timeout: float | None = option(
         None, "seconds one task item may take before pytest-timeout stops it, generation not "
         "counted (default: derived from the executions' limits; pytest's own --timeout wins); "
-        "a task it stops is counted apart, not scored", convert=to.positive_float, metavar="S",
-        says_default=True)
+        "a task it stops is scored not fixed, counted apart", convert=to.positive_float,
+        metavar="S", says_default=True)
     executor: str = option(
         "auto", "how executions start: warm (a fork server per worker imports the prelude once "
         "and forks a child per execution), fresh (a new interpreter each time), or auto (warm "
@@ -255,7 +261,7 @@ class Settings:
     def most_replies(self) -> int:
         """The most replies one repair may ask for: the first attempt, then each round's reply
         and its asks again."""
-        return 1 + self.iters * (1 + len(self.resample_temperature))
+        return 1 + self.iters * (1 + len(self.ask_again_temperature))
 
     @property
     def shown_variant(self) -> str:

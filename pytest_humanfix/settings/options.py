@@ -32,20 +32,23 @@ class _Declared:
     repeat: bool
     path: bool
     says_default: bool
+    formerly: str | None
 
 
 def option(default: T, help: str, *, convert: Callable[[str], T] | None = None,
            env: str | None = None, metavar: str | None = None, repeat: bool = False,
-           path: bool = False, says_default: bool = False) -> T:
+           path: bool = False, says_default: bool = False, formerly: str | None = None) -> T:
     """A `Settings` field that is also `--humanfix-<name>` and the ini key `humanfix_<name>`.
 
     `convert` turns the user's text into the field's type (str when left out; a bool default
     makes a flag). `repeat`: may be given several times on the command line, joined by commas.
     `path`: a relative path is taken from where it was given (the ini file's folder for an ini
     value). `says_default`: the help text tells the default itself, as it depends on other
-    settings (the language's timeout, the report folder), so "(default X)" is not appended."""
+    settings (the language's timeout, the report folder), so "(default X)" is not appended.
+    `formerly`: the option's earlier name, still read (command line, then ini) where the new
+    one is not given, under a deprecation warning (`former_names_given`)."""
     declared = _Declared(help=help, convert=convert, env=env, metavar=metavar, repeat=repeat,
-                         path=path, says_default=says_default)
+                         path=path, says_default=says_default, formerly=formerly)
     return dataclasses.field(default=default, metadata={_METADATA_KEY: declared})
 
 
@@ -74,6 +77,7 @@ class Option:
     repeat: bool = False
     path: bool = False
     says_default: bool = False
+    formerly: str | None = None  # the earlier name, deprecated
 
     @property
     def flag(self) -> bool:
@@ -93,6 +97,13 @@ class Option:
         return "--humanfix-" + self.name
 
     @property
+    def former(self) -> Option | None:
+        """The option under its earlier name, which is read where the new one is not given."""
+        if self.formerly is None:
+            return None
+        return dataclasses.replace(self, name=self.formerly, formerly=None, env=None)
+
+    @property
     def shown_default(self) -> str:
         """The default the help states ("" when it has none worth stating, or states it in
         its own words)."""
@@ -105,6 +116,8 @@ class Option:
         told = [f"default {self.shown_default}"] if self.shown_default else []
         if self.env:
             told.append(f"env {self.env}")
+        if self.formerly:
+            told.append(f"formerly --humanfix-{self.formerly}, deprecated")
         return self.written_help + (f" ({'; '.join(told)})" if told else "")
 
 
@@ -119,38 +132,63 @@ def options_of(settings_class: type[Any]) -> tuple[Option, ...]:
             name=declared_field.name.replace("_", "-"), written_help=declared.help,
             default=declared_field.default, convert=convert, env=declared.env,
             metavar=declared.metavar, repeat=declared.repeat, path=declared.path,
-            says_default=declared.says_default))
+            says_default=declared.says_default, formerly=declared.formerly))
     return tuple(table)
 
 
 def add_options(parser: pytest.Parser, options: tuple[Option, ...]) -> None:
     group = parser.getgroup("humanfix", "HumanEvalFix code-repair evaluation (pytest-humanfix)")
     for declared in options:
-        # No default here: `given` must tell a value the user gave from none.
-        if declared.flag:
-            group.addoption(declared.cli, dest=declared.dest, action="store_const", const=True,
-                            default=None, help=declared.help)
-            parser.addini(declared.dest, declared.help, type="bool", default=None)
-        else:
-            # argparse formats the help with %: a percentage in it is written %%.
-            group.addoption(declared.cli, dest=declared.dest, default=None,
-                            metavar=declared.metavar, help=declared.help.replace("%", "%%"),
-                            action="append" if declared.repeat else "store")
-            parser.addini(declared.dest, declared.help, default=None)
+        _add_option(parser, group, declared, declared.help)
+        if declared.former is not None:
+            _add_option(parser, group, declared.former, f"deprecated: {declared.cli}")
+
+
+def _add_option(parser: pytest.Parser, group: pytest.OptionGroup, declared: Option,
+                help: str) -> None:
+    # No default here: `given` must tell a value the user gave from none.
+    if declared.flag:
+        group.addoption(declared.cli, dest=declared.dest, action="store_const", const=True,
+                        default=None, help=help)
+        parser.addini(declared.dest, help, type="bool", default=None)
+    else:
+        # argparse formats the help with %: a percentage in it is written %%.
+        group.addoption(declared.cli, dest=declared.dest, default=None,
+                        metavar=declared.metavar, help=help.replace("%", "%%"),
+                        action="append" if declared.repeat else "store")
+        parser.addini(declared.dest, help, default=None)
 
 
 def given(config: pytest.Config, declared: Option) -> tuple[str | bool, Path] | None:
-    """The value the user gave (command line, then ini, then environment variable) and the
-    folder a relative path in it is relative to; None when none was given."""
-    value = config.getoption(declared.dest)
-    if isinstance(value, list):  # a repeated option
-        value = ",".join(value)
-    if value is not None:
-        return value, config.invocation_params.dir
-    value = config.getini(declared.dest)
-    if value not in (None, ""):
-        base = config.inipath.parent if config.inipath else config.rootpath
-        return value, base
+    """The value the user gave (command line, then ini, each by the option's name, then by its
+    former one; then environment variable) and the folder a relative path in it is relative
+    to; None when none was given."""
+    names = [declared, *([declared.former] if declared.former else [])]
+    for name in names:
+        value = config.getoption(name.dest)
+        if isinstance(value, list):  # a repeated option
+            value = ",".join(value)
+        if value is not None:
+            return value, config.invocation_params.dir
+    for name in names:
+        value = config.getini(name.dest)
+        if value not in (None, ""):
+            base = config.inipath.parent if config.inipath else config.rootpath
+            return value, base
     if declared.env and os.environ.get(declared.env):
         return os.environ[declared.env], config.invocation_params.dir
     return None
+
+
+def former_names_given(config: pytest.Config, options: tuple[Option, ...]) -> list[str]:
+    """A deprecation line for each option the user gave by its former name."""
+    lines = []
+    for declared in options:
+        former = declared.former
+        if former is None or (config.getoption(former.dest) is None
+                              and config.getini(former.dest) in (None, "")):
+            continue
+        lines.append(f"{former.cli} / {former.dest} is deprecated: it is now {declared.cli} / "
+                     f"{declared.dest}, which says what it is; the old name still works (where "
+                     "the new one is not given) and will be removed: rename it.")
+    return lines

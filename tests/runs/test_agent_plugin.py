@@ -43,7 +43,7 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     result.assert_outcomes(passed=1, failed=1)
     protocol = f"variant={variant} iters=2 samples=1 temperature=0.0 max_new_tokens=512"
     line = (f"pass@1 = 50.0% (1/2) = 0.5000  [{protocol} timeout=10.0 prompt=auto strict=False "
-            "language=python chat_stop=code round_temperature=[1.0] resample_temperature=[1.2]]")
+            "language=python chat_stop=code round_temperature=[1.0] ask_again_temperature=[1.2]]")
     assert line in result.outlines
     got = records_by_task()
     for record in got.values():
@@ -51,7 +51,7 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
                                       "temperature": 0.0, "max_new_tokens": 512, "timeout": 10.0,
                                       "prompt": "auto", "strict": False, "language": "python",
                                       "chat_stop": "code", "round_temperature": [1.0],
-                                      "resample_temperature": [1.2]}
+                                      "ask_again_temperature": [1.2]}
         assert {(a["prompt"], a["engine"], a["finish_reason"]) for a in record["attempts"]} \
             == {("chat", "replay", "stop")}
     fixed, unfixed = got["Python/0"], got["Python/2"]
@@ -67,6 +67,20 @@ def test_replay_run_records_trajectory_and_protocol(humanfix_pytester, replay_fi
     assert [a["temperature"] for a in unfixed["attempts"]] == [0.0, *[1.0, 1.2] * 2]
     expected_tests = "test" if variant == "tests" else "example_test"
     assert unfixed["attempts"][0]["tests"] == expected_tests
+
+
+def test_the_former_name_of_the_ask_again_schedule_works_and_warns(humanfix_pytester,
+                                                                  replay_file, read_records):
+    result = humanfix_pytester.runpytest(
+        f"--humanfix-model=replay:{replay_file}", "--humanfix-task=Python/0",
+        "--humanfix-agent=repair", "--humanfix-iters=2", "--humanfix-resample-temperature=0.6")
+    result.assert_outcomes(passed=1)
+    [record] = read_records()
+    assert record["protocol"]["ask_again_temperature"] == [0.6]
+    assert "resample_temperature" not in record["protocol"]
+    result.stdout.fnmatch_lines(["*PytestDeprecationWarning: --humanfix-resample-temperature "
+                                 "/ humanfix_resample_temperature is deprecated: it is now "
+                                 "--humanfix-ask-again-temperature*"])
 
 
 def test_item_timeout_is_an_error_with_a_record(humanfix_pytester, records_by_task):
@@ -93,17 +107,22 @@ def test_users_timeout_wins_over_the_item_timeout(humanfix_pytester, records_by_
 
 def test_thread_method_timeout_kills_the_worker_and_the_jsonl_stays_whole(humanfix_pytester,
                                                                           records_by_task):
-    """pytest-timeout's thread method ends the worker with os._exit; xdist replaces it, and the
-    controller writes an error record for the item it died on."""
+    """pytest-timeout's thread method ends the worker with os._exit; xdist replaces it, the
+    task runs once more on the new worker (a crash is retried, whatever its cause), which it
+    ends alike, and the controller writes an error record for the item they died on."""
     result = humanfix_pytester.runpytest(
         "--humanfix-model=buggy", f"--humanfix-task=Python/0,{LOOPING_TASK},Python/1",
         "--humanfix-timeout=20", "--timeout=10", "--timeout-method=thread", "-n", "1")
-    result.stdout.fnmatch_lines([f"*worker 'gw0' crashed while running*{LOOPING_TASK.replace('/', '_')}*"])
+    # The first crash is retried ("R"), the retry's (on gw1) stands.
+    result.stdout.fnmatch_lines(["R", "replacing crashed worker gw0", "*",
+                                 f"*worker 'gw1' crashed while running*"
+                                 f"{LOOPING_TASK.replace('/', '_')}*"])
     got = records_by_task()
     assert set(got) == {"Python/0", LOOPING_TASK, "Python/1"}
     crashed = got[LOOPING_TASK]
     assert crashed["outcome"] == "error" and "worker running this task died" in crashed["error"]
-    assert crashed["worker"] == "gw0"
+    assert crashed["worker"] == "gw1"
+    assert "worker running this task died" in crashed["first_try"]["error"]
     assert got["Python/0"]["outcome"] == got["Python/1"]["outcome"] == "unfixed"
 
 
@@ -111,12 +130,12 @@ def test_item_timeout_is_derived_from_the_budget():
     # Generation is off the clock: each of 3 replies may take a sandbox run; then one grading
     # run. Each execution may run twice (a timeout is re-run); two grading runs per sample
     # (agent's guard: a run it stops is graded again without it); and the harness's own time.
-    # A round's reply may be asked again once per resample temperature (one by default): 1 + 2
+    # A round's reply may be asked again once per ask-again temperature (one by default): 1 + 2
     # rounds x 2 replies.
     harness = HARNESS_SECONDS
     assert item_timeout(Settings(iters=2, timeout=10, request_timeout=300)) \
         == 5 * 20 + 2 * 20 + harness
-    assert item_timeout(Settings(iters=2, timeout=10, resample_temperature=())) \
+    assert item_timeout(Settings(iters=2, timeout=10, ask_again_temperature=())) \
         == 3 * 20 + 2 * 20 + harness
     assert item_timeout(Settings(iters=2, samples=2, timeout=5, request_timeout=20)) \
         == 10 * 10 + 4 * 10 + harness

@@ -28,6 +28,7 @@ from typing import Any, get_type_hints
 import pytest
 
 from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.jsonl import TEXT_CAP_BYTES
 from pytest_humanfix.records import Attempt, Record, RecordedAttempt
 
 REPO = Path(__file__).resolve().parents[2]
@@ -366,11 +367,13 @@ WEAK_GCD = ("def greatest_common_divisor(a: int, b: int) -> int:\n"
 
 def plus_replay_file(dataset: Path, path: Path) -> Path:
     """A weak-test fix (Python/13), and the reference solution of a task it cannot pass
-    HumanEval+ with (Python/22, a known failure there)."""
+    HumanEval+ with (Python/22, a known failure there), which rambles on after its code past
+    what a record keeps of a text (`truncated`)."""
     tasks = {task.task_id: task for task in load_tasks(str(dataset))}
     replies = [{"task_id": "Python/13", "completion": f"```python\n{WEAK_GCD}```"},
                {"task_id": "Python/22",
-                "completion": f"```python\n{tasks['Python/22'].canonical_code}```"}]
+                "completion": f"```python\n{tasks['Python/22'].canonical_code}```\n"
+                              + "and so on " * (TEXT_CAP_BYTES // 8)}]
     path.write_text("".join(json.dumps(reply) + "\n" for reply in replies))
     return path
 
@@ -472,7 +475,6 @@ def serve_facts() -> list[dict[str, Any]]:
 NOT_WRITTEN_BY_THE_RUNS = {
     "flagged[]": "a fix the guard flags: no control or replay here defeats the tests",
     "item_timeouts[]": "the item timeout stopping a task: a matter of timing",
-    "pass_at_1_if_timeouts_failed.": "likewise",
     "repeat_check.errors[]": "a second generation that fails",
 }
 
@@ -498,7 +500,8 @@ def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs)
     summaries = [json.loads(path.read_text(encoding="utf-8")) for folder in folders
                  for path in folder.rglob("summary.json")]
     # What the runs were meant to write, so that the check covers it.
-    assert {"plus_verdict", "repeat_check", "reruns", "known_failure", "shard"} <= \
+    assert {"plus_verdict", "repeat_check", "reruns", "known_failure", "shard", "first_try",
+            "truncated"} <= \
         {key for record in records for key in record if record[key]}
     assert any(a.get("server") for record in records for a in record["attempts"])
     assert any(record["outcome"] == "error" for record in records)

@@ -177,7 +177,7 @@ def test_a_harness_error_retried_by_reruns_counts_once_by_its_last_run(eco, mixe
             ("error", "server hiccup: connection reset")]
     summary = read_summary(eco.path)
     assert summary["tasks"] == {"total": TASKS, "scored": TASKS, "errors": 0,
-                                "item_timeouts": 0, "fixed": TASKS // 2,
+                                "item_timeouts": 0, "retried": 0, "fixed": TASKS // 2,
                                 "unfixed": TASKS - TASKS // 2, "flagged": 0,
                                 "known_failures": 0, "agent_errors": 0}
     assert summary["pass_at_1"]["value"] == 0.5

@@ -3,6 +3,7 @@ folder, an unavailable sandbox layer; and the time limits name which one fired."
 
 from __future__ import annotations
 
+import json
 import signal
 import xml.etree.ElementTree as ET
 
@@ -13,10 +14,10 @@ from pytest_humanfix.sandbox.environment import Limits, Verdict, first_failure
 from pytest_humanfix.sandbox.program import build_program
 
 
-def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
+def test_worker_dying_mid_task_runs_it_once_more_then_scores_it_not_fixed(
         humanfix_pytester: pytest.Pytester, before_each_task, records_by_task) -> None:
-    # Kills the xdist worker (not the sandbox: the harness process itself) while it evaluates
-    # Python/2, as a segfault in a native library or the OOM killer would.
+    # Kills the xdist worker (not the sandbox: the harness process itself) each time it
+    # evaluates Python/2, as a segfault in a native library or the OOM killer would.
     before_each_task('if task.task_id == "Python/2" and os.environ.get("PYTEST_XDIST_WORKER"):\n'
                      '    os._exit(7)')
     result = humanfix_pytester.runpytest_subprocess(
@@ -26,11 +27,38 @@ def test_worker_dying_mid_task_gives_that_task_an_error_and_the_run_completes(
     crashed = by_task.pop("Python/2")
     assert crashed["outcome"] == "error"
     assert "died while running Python/2" in crashed["error"]
-    assert crashed["worker"] in ("gw0", "gw1")
+    assert crashed["worker"] in ("gw0", "gw1", "gw2", "gw3")
+    # The first crash is kept as the first try; the second, on another worker, stands.
+    assert crashed["first_try"]["outcome"] == "error"
+    assert "died while running Python/2" in crashed["first_try"]["error"]
     assert {r["outcome"] for r in by_task.values()} == {"fixed"}
-    result.stdout.fnmatch_lines(["*pass@1 = 100.0% (5/5)*",
-                                 "*fixed 5, not fixed 0, errors 1*"])
+    assert not any("first_try" in r for r in by_task.values())
+    result.stdout.fnmatch_lines(["*pass@1 = 83.3% (5/6)*",
+                                 "*fixed 5, not fixed 0, errors 1 (harness faults, scored not "
+                                 "fixed)*",
+                                 "WARNING: 1 task(s) ended in a harness error, scored not fixed: "
+                                 "Python/2 (retried)"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_task_whose_worker_died_once_is_scored_on_its_retry(
+        humanfix_pytester: pytest.Pytester, before_each_task, records_by_task) -> None:
+    marker = humanfix_pytester.path / "crashed-once"
+    before_each_task(f'if task.task_id == "Python/2" and not os.path.exists({str(marker)!r}):\n'
+                     f'    open({str(marker)!r}, "w").close()\n'
+                     '    os._exit(7)')
+    result = humanfix_pytester.runpytest_subprocess(
+        "--humanfix-model=canonical", "--humanfix-max=4", "-n", "2", "-p", "no:cacheprovider")
+    assert marker.exists()
+    retried = records_by_task()["Python/2"]
+    assert retried["outcome"] == "fixed"
+    assert "died while running Python/2" in retried["first_try"]["error"]
+    result.stdout.fnmatch_lines(["*pass@1 = 100.0% (4/4)*",
+                                 "retried after a harness error: 1 task(s), 1 finished on the "
+                                 "retry"])
+    summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
+    assert (summary["tasks"]["retried"], summary["tasks"]["errors"]) == (1, 0)
+    assert result.ret == pytest.ExitCode.OK
 
 
 def test_ctrl_c_leaves_valid_jsonl_and_junit(humanfix_pytester: pytest.Pytester, spawn_pytest,

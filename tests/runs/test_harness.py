@@ -183,7 +183,8 @@ def test_plugin_is_inert_without_a_model(humanfix_pytester):
     assert not (humanfix_pytester.path / "reports").exists()
 
 
-def test_harness_error_is_an_error_counted_apart(humanfix_pytester, tmp_path, records_by_task):
+def test_harness_error_is_retried_then_counted_apart_and_scored_not_fixed(
+        humanfix_pytester, tmp_path, records_by_task):
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"task_id": "Python/2", "completion":
                                    "def truncate_number(number):\n    return number % 1.0\n"}) + "\n")
@@ -191,13 +192,14 @@ def test_harness_error_is_an_error_counted_apart(humanfix_pytester, tmp_path, re
                                          "--humanfix-task", "Python/2,Python/3")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines([
-        "pass@1 = 100.0% (1/1)*",
-        "fixed 1, not fixed 0, errors 1 (harness faults, not scored)",
-        "WARNING: 1 task(s) ended in a harness error*",
+        "pass@1 = 50.0% (1/2)*",
+        "fixed 1, not fixed 0, errors 1 (harness faults, scored not fixed)",
+        "WARNING: 1 task(s) ended in a harness error, scored not fixed: Python/3 (retried)",
     ])
     records = records_by_task()
     assert records["Python/3"]["outcome"] == "error"
     assert "no reply for Python/3" in records["Python/3"]["error"]
+    assert "no reply for Python/3" in records["Python/3"]["first_try"]["error"]
 
 
 def test_early_exit_with_status_zero_is_not_a_fix(humanfix_pytester, tmp_path, read_records):

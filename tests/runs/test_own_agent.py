@@ -4,6 +4,7 @@ says what the built-in one says, and bad agents get clear outcomes (docs/own-age
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -95,7 +96,9 @@ def test_a_conftest_fixture_is_the_agent_and_its_records_resume(humanfix_pyteste
     humanfix_pytester.runpytest(*args).assert_outcomes(passed=2)
     records = records_by_task()
     fixed = record_of(records)
-    assert fixed["protocol"]["agent"] == "conftest.py::humanfix_agent"
+    conftest = humanfix_pytester.path / "conftest.py"
+    source = hashlib.sha256(conftest.read_bytes()).hexdigest()[:12]
+    assert fixed["protocol"]["agent"] == f"conftest.py::humanfix_agent@{source}"
     # It never ran the tests: its one reply is graded, as the built-in agent's last one is.
     assert [a["status"] for a in fixed["attempts"]] == ["graded"]
     assert fixed["final_attempt"] == 0 and fixed["fixed_round"] == 0
@@ -103,6 +106,42 @@ def test_a_conftest_fixture_is_the_agent_and_its_records_resume(humanfix_pyteste
     result.assert_outcomes(passed=2)
     assert len(humanfix_pytester.path.joinpath("reports", "humanfix.jsonl")
                .read_text().splitlines()) == 2  # nothing run again
+    # An edited fixture is another agent: its run does not resume into the records above.
+    conftest.write_text(conftest.read_text().replace("return give_back_the_fix",
+                                                     "return give_back_the_fix  # edited"))
+    result = humanfix_pytester.runpytest(*args, "--humanfix-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"agent: 'conftest.py::humanfix_agent@{source}' there, " \
+        "'conftest.py::humanfix_agent@" in "\n".join(result.errlines)
+
+
+def test_every_record_of_an_xdist_run_carries_the_controllers_identity(humanfix_pytester,
+                                                                       read_records):
+    """The agent's file is edited after the controller found the agent and before the workers
+    start (xdist's hook before each worker): each worker hashes the edited file, and writes
+    under the identity the controller fixed, the one the run's protocol was checked under."""
+    agent = agent_file(humanfix_pytester, """
+        def agent(ctx):
+            return ctx.task.buggy_code
+    """)
+    agents = humanfix_pytester.path / "agents.py"
+    controllers = hashlib.sha256(agents.read_bytes()).hexdigest()[:12]
+    humanfix_pytester.makeconftest("""
+        from pathlib import Path
+
+        def pytest_configure_node(node):
+            agents = Path(__file__).parent / "agents.py"
+            agents.write_text(agents.read_text() + "# edited before " + node.gateway.id + "\\n")
+    """)
+    result = humanfix_pytester.runpytest("--humanfix-model", "buggy", "--humanfix-agent", agent,
+                                         "--humanfix-max", "4", "-n", "2")
+    result.assert_outcomes(failed=4)
+    # Each worker started after an edit, and hashed another file than the controller did.
+    assert "# edited before gw0" in agents.read_text()
+    assert "# edited before gw1" in agents.read_text()
+    records = read_records()
+    assert {r["worker"] for r in records} <= {"gw0", "gw1"}
+    assert [r["protocol"]["agent"] for r in records] == [f"agents.py:agent@{controllers}"] * 4
 
 
 @pytest.fixture

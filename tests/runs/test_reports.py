@@ -65,7 +65,7 @@ def test_summary_files_of_a_run(humanfix_pytester, dataset, monkeypatch, tmp_pat
     assert summary["run"]["wall_seconds"] >= 0
     assert summary["run"]["started_at"] <= summary["run"]["ended_at"]
     assert summary["tasks"] == {"total": 6, "scored": 6, "errors": 0, "item_timeouts": 0,
-                                "fixed": 6, "unfixed": 0, "agent_errors": 0,
+                                "retried": 0, "fixed": 6, "unfixed": 0, "agent_errors": 0,
                                 "flagged": 0, "known_failures": 0}
     assert summary["flagged"] == []
     assert summary["pass_at_1"]["value"] == 1.0

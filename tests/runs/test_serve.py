@@ -222,12 +222,14 @@ def test_vllm_takes_a_gguf_dequantized(monkeypatch, tiny_gguf, tmp_path):
 def test_vllm_takes_enough_stop_strings_unless_the_user_says_otherwise(monkeypatch, tmp_path):
     show = [sys.executable, "-c", "import os; print(os.environ['VLLM_MAX_STOP_STRINGS'])"]
     model = kinds.ServedModel("vllm", "/m", "/m")
+    monkeypatch.setattr(launch, "engine_version", lambda kind, python=None: "0.32.0")
     for users, seen in ((None, kinds.VLLM_STOP_STRINGS), ("16", "16")):
         if users is None:
             monkeypatch.delenv("VLLM_MAX_STOP_STRINGS", raising=False)
         else:
             monkeypatch.setenv("VLLM_MAX_STOP_STRINGS", users)
-        engine = launch.Engine(model, None, 0, tmp_path / f"{seen}.log", show)
+        engine = launch.new_engine(model, tmp_path / f"{seen}.log", None, Settings(model="/m"))
+        engine.command = show
         engine.start()
         assert engine.process is not None and engine.process.wait(60) == 0
         assert engine.log_path.read_text().splitlines()[-1] == seen

@@ -172,9 +172,9 @@ def test_merge_refuses_what_is_not_one_whole_run(humanfix_pytester, tmp_path, ca
     assert refusal(capsys, str(first), str(other), "--out", out) == (
         f"humanfix-report: shard 2/2 ({other}), task {second_ids[0]}: made under another model, "
         f"protocol or dataset than shard 1/2 ({first}) (iters: 1 there, 0 here; round_temperature: "
-        "[1.0] there, None here; resample_temperature: [1.2] there, None here); merge only the "
+        "[1.0] there, None here; ask_again_temperature: [1.2] there, None here); merge only the "
         "shards of one run, made with the same --humanfix-iters, --humanfix-round-temperature, "
-        "--humanfix-resample-temperature.")
+        "--humanfix-ask-again-temperature.")
 
     assert refusal(capsys, str(first), str(first), "--out", out) == (
         f"humanfix-report: task {first_ids[0]} is given twice: in shard 1/2 ({first}) and in "

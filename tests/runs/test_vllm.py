@@ -2,10 +2,12 @@
 qwen-coder, started by the plugin's own `launch.launch`, then asked what the plugin asks of it.
 One engine at a time (about 6 GB and a minute and a half to start here), so one test whose
 subtests share it. The first is left at vLLM's defaults, as shared servers are: it takes 4 stop
-strings, and the client works within that. The second is the one a `--humanfix-serve` run
-starts, which takes them all: its completion run (about 100 stop strings) gives the replies and
-outcomes of the first's, cut by the client. Two engines, not three: each start is minutes of
-CI's two cores."""
+strings, and the client works within that; and it has the sizes vLLM chooses itself (the
+model's whole context, its own batch) and the 2 GB cache runs gave it before they were sized to
+their work. The second is the one a `--humanfix-serve` run starts, sized to its work and with
+the environment its vLLM version knows, which takes every stop string: its completion run (about
+100 stop strings) gives the replies and outcomes of the first's, cut by the client. Two
+engines, not three: each start is minutes of CI's two cores."""
 
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ VLLM_PYTHON = os.environ.get("HUMANFIX_VLLM_PYTHON") or str(REPO / ".venv-vllm" 
 # The user's cache, read before pytester moves HOME: qwen-coder's dequantized folder (2.4 GB,
 # about 50 s to make) is then made once per machine, not once per run.
 USER_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+# What vLLM 0.32's CPU build chose itself (qwen-coder's 32,768-token context, 128 requests a
+# batch), and the cache a run gave it, before runs sized them to their work.
+UNSIZED = ("--max-model-len", "32768", "--max-num-seqs", "128", "--kv-cache-memory-bytes", "2G")
 
 
 def vllm_version() -> str:
@@ -85,7 +90,8 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
     tasks = load_tasks(str(dataset))
     # tools: the engine is started with the Hermes tool parser too, which leaves requests
     # without tools as they are, so one engine serves every check.
-    started = Settings(model="qwen-coder", engine="vllm", vllm_python=VLLM_PYTHON, agent="tools")
+    started = Settings(model="qwen-coder", engine="vllm", vllm_python=VLLM_PYTHON, agent="tools",
+                       engine_args=UNSIZED)
     # vLLM's defaults: none of the environment --humanfix-serve gives it (VLLM_MAX_STOP_STRINGS).
     raised = kinds.ENGINE_KINDS["vllm"]
     monkeypatch.delenv("VLLM_MAX_STOP_STRINGS", raising=False)
@@ -215,6 +221,14 @@ def test_vllm_cpu_serves_what_the_plugin_asks(subtests, dataset, humanfix_pytest
         # client could differ from the server's stop.
         assert {finish for _, attempts, _ in limited["completion"].values()
                 for _, finish, _ in attempts} == {"stop"}
+        # Sized to the run, which vLLM took (its engine's configuration says so), with no
+        # variable it does not know.
+        log = (humanfix_pytester.path / "served" / "server-0.log").read_text()
+        command = log.splitlines()[0].split()
+        model_len = int(command[command.index("--max-model-len") + 1])
+        assert 1000 < model_len < 4000 and "--max-num-seqs 2 " in log.splitlines()[0]
+        assert f"max_seq_len={model_len}," in log
+        assert "Unknown vLLM environment variable" not in log
         (line,) = [out for out in result.outlines if out.startswith("humanfix serve: vllm")]
         port = re.search(r":(\d+)/v1", line).group(1)
         assert processes_with(f"--port {port} ") == []

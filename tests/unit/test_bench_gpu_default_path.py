@@ -6,8 +6,10 @@ archive as it writes them."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -30,17 +32,35 @@ CPU_LOG = """\
 (EngineCore pid=10770) INFO 12-02 15:41:54 [core.py:402] init engine (profile, create kv cache, warmup model) took 6.02 s
 (APIServer pid=10694) INFO 12-02 15:41:56 [entry.py:136] Supported tasks: ['generate']
 INFO:     Application startup complete."""  # noqa: E501
-# The messages of vLLM 0.26's GPU path, in its own format strings (gpu_model_runner.py,
-# gpu_worker.py, compilation/monitor.py, v1/engine/core.py), figures filled in.
-GPU_LOG = """\
-(EngineCore pid=7) INFO 12-02 10:00:02 [core.py:117] Initializing a V1 LLM engine (v0.26.0) with config: model='/root/gpu/hf'
-(EngineCore pid=7) INFO 12-02 10:00:05 [default_loader.py:431] Loading weights took 0.45 seconds
-(EngineCore pid=7) INFO 12-02 10:00:05 [gpu_model_runner.py:5348] Model loading took 0.93 GiB memory and 1.052311 seconds
-(EngineCore pid=7) INFO 12-02 10:00:31 [monitor.py:20] torch.compile took 21.37 s in total
-(EngineCore pid=7) INFO 12-02 10:00:33 [gpu_worker.py:561] Available KV cache memory: 118.4 GiB
-(EngineCore pid=7) INFO 12-02 10:00:44 [gpu_model_runner.py:6845] Graph capturing finished in 9 secs, took 0.52 GiB
-(EngineCore pid=7) INFO 12-02 10:00:44 [core.py:341] init engine (profile, create kv cache, warmup model) took 38.90 s (compilation: 21.37 s)
+# vLLM 0.32's CPU build sized by the plugin, 2026-12-05 (server-0.log of a `cold` phase of 4
+# tasks with 2 workers; the lines from its KV cache to its answer).
+SIZED_CPU_LOG = """\
+(Worker pid=28242) INFO 12-05 08:24:13 [cpu_worker.py:260] Explicitly set (0.16/23.54) GiB for KV cache on node 0.
+(EngineCore pid=27156) INFO 12-05 08:24:13 [kv_cache_utils.py:2327] CPU KV cache size: 6,703 tokens, Maximum concurrency for 1,738 tokens per request: 3.86x
+(EngineCore pid=27156) INFO 12-05 08:24:13 [core.py:402] init engine (profile, create kv cache, warmup model) took 0.25 s
 INFO:     Application startup complete."""  # noqa: E501
+# vLLM 0.26.0 starting qwen-coder in bf16 on an H200, by the plugin's `launch` at its defaults
+# then (2026-12-04, ../shared/gpu-runs/2026-12-04-h200, warm-engine.log; trimmed to the lines the
+# script reads and the memory report, the last line before 100 s of nothing).
+GPU_LOG = """\
+(EngineCore pid=2495) INFO 12-04 18:04:07 [core.py:116] Initializing a V1 LLM engine (v0.26.0) with config: model='/root/gpu/hf', speculative_config=None
+(EngineCore pid=2495) INFO 12-04 18:04:12 [default_loader.py:430] Loading weights took 0.36 seconds
+(EngineCore pid=2495) INFO 12-04 18:04:14 [model_runner.py:305] Model loading took 1.18 GiB and 3.959789 seconds
+(EngineCore pid=2495) INFO 12-04 18:04:19 [monitor.py:53] torch.compile took 4.64 s in total
+(EngineCore pid=2495) INFO 12-04 18:04:21 [gpu_worker.py:560] Available KV cache memory: 126.87 GiB
+(EngineCore pid=2495) INFO 12-04 18:04:21 [kv_cache_utils.py:2177] GPU KV cache size: 11,086,176 tokens
+(EngineCore pid=2495) INFO 12-04 18:04:25 [model_runner.py:747] Graph capturing finished in 4 secs, took 0.39 GiB
+(EngineCore pid=2495) INFO 12-04 18:04:25 [gpu_worker.py:857] Free memory on device (139.29/139.8 GiB) on startup. Desired GPU memory utilization is (0.92, 128.62 GiB).
+(EngineCore pid=2495) INFO 12-04 18:06:06 [core.py:340] init engine (profile, create kv cache, warmup model) took 111.99 s (compilation: 4.64 s)
+(APIServer pid=2423) INFO:     Application startup complete."""  # noqa: E501
+# An eager engine given its KV cache's size, in vLLM 0.26's own format strings
+# (v1/worker/gpu_worker.py, the --kv-cache-memory-bytes branch; v1/core/kv_cache_utils.py).
+SIZED_GPU_LOG = """\
+(EngineCore pid=7) INFO 12-05 10:00:02 [core.py:116] Initializing a V1 LLM engine (v0.26.0) with config: model='/root/gpu/hf'
+(EngineCore pid=7) INFO 12-05 10:00:05 [gpu_worker.py:478] Initial free memory 139.29 GiB, reserved 1.1 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling.
+(EngineCore pid=7) INFO 12-05 10:00:05 [kv_cache_utils.py:2177] GPU KV cache size: 96,096 tokens
+(EngineCore pid=7) INFO 12-05 10:00:07 [core.py:340] init engine (profile, create kv cache, warmup model) took 5.01 s (compilation: 0.00 s)
+(APIServer pid=8) INFO:     Application startup complete."""  # noqa: E501
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +79,47 @@ def stamped(text: str, start: float = 100.0) -> list[tuple[float, str]]:
 def test_the_cpu_builds_start_is_its_weights_its_init_and_when_each_step_ended(bench):
     phases = bench.engine_start(stamped(CPU_LOG), started=90.0)
     assert phases == {"weights_s": 5.98, "load_s": None, "compile_s": None, "graphs_s": None,
-                      "init_engine_s": 6.02, "kv_cache_gib": None,
-                      "core_at_s": 10.0, "ready_at_s": 13.0, "healthy_s": 15.0}
+                      "init_engine_s": 6.02, "kv_cache_gib": None, "kv_cache_tokens": None,
+                      "core_at_s": 10.0, "kv_cache_at_s": None, "graphs_at_s": None,
+                      "ready_at_s": 13.0, "healthy_s": 15.0, "warmup_s": None}
+
+
+def h200_clock(text: str) -> list[tuple[float, str]]:
+    """Each line stamped with the second of the day its own time says (the H200's log)."""
+    stamped_lines = []
+    for line in text.splitlines():
+        found = re.search(r" (\d\d):(\d\d):(\d\d) ", line)
+        if found:
+            hours, minutes, seconds = map(int, found.groups())
+            at = hours * 3600 + minutes * 60 + seconds
+        stamped_lines.append((float(at), line))
+    return stamped_lines
 
 
 def test_the_gpu_paths_start_is_read_step_by_step(bench):
-    phases = bench.engine_start(stamped(GPU_LOG, start=50.0), started=40.0)
-    assert phases == {"weights_s": 0.45, "load_s": 1.052311, "compile_s": 21.37,
-                      "graphs_s": 9.0, "init_engine_s": 38.9, "kv_cache_gib": 118.4,
-                      "core_at_s": 10.0, "ready_at_s": 16.0, "healthy_s": 17.0}
+    started = 18 * 3600 + 4 * 60  # 7 s before the engine core's first line
+    phases = bench.engine_start(h200_clock(GPU_LOG), started=started)
+    assert phases == {"weights_s": 0.36, "load_s": 3.959789, "compile_s": 4.64,
+                      "graphs_s": 4.0, "init_engine_s": 111.99, "kv_cache_gib": 126.87,
+                      "kv_cache_tokens": 11086176.0, "core_at_s": 7.0, "kv_cache_at_s": 21.0,
+                      "graphs_at_s": 25.0, "ready_at_s": 126.0, "healthy_s": 126.0,
+                      "warmup_s": 101.0}
+
+
+def test_the_cpu_builds_kv_cache_as_the_plugin_sized_it(bench):
+    phases = bench.engine_start(stamped(SIZED_CPU_LOG), started=90.0)
+    assert (phases["kv_cache_gib"], phases["kv_cache_tokens"], phases["init_engine_s"]) == \
+        (0.16, 6703.0, 0.25)
+    assert (phases["kv_cache_at_s"], phases["ready_at_s"], phases["warmup_s"]) == \
+        (11.0, 12.0, 1.0)
+
+
+def test_an_eager_sized_engines_warm_up_runs_from_its_kv_cache(bench):
+    phases = bench.engine_start(stamped(SIZED_GPU_LOG, start=50.0), started=40.0)
+    assert (phases["kv_cache_gib"], phases["kv_cache_tokens"]) == (1.1, 96096.0)
+    assert (phases["graphs_at_s"], phases["kv_cache_at_s"], phases["ready_at_s"]) == \
+        (None, 12.0, 13.0)
+    assert phases["warmup_s"] == 1.0
 
 
 def test_an_engine_that_never_answered_has_no_healthy_second(bench):
@@ -150,3 +202,29 @@ def test_an_unknown_phase_is_refused_with_the_phases_it_takes(tmp_path):
          "--phases", "cold,hot"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "unknown phases ['hot']" in done.stderr and "in-process" in done.stderr
+
+
+def test_the_engine_levers_are_phases_that_start_their_own_engine(bench, tmp_path):
+    args = argparse.Namespace(cpu_rehearsal=None, lever_args="--max-num-seqs 1024",
+                              workers="auto", out=tmp_path)
+    script = bench.Bench(args)
+    assert script.arguments("eager") == ["--humanfix-engine-args", "--enforce-eager"]
+    assert script.arguments("flashinfer") == []
+    assert bench.PHASE_ENVIRONMENT["flashinfer"] == {"VLLM_USE_FLASHINFER_SAMPLER": "1"}
+    assert script.arguments("levers") == ["--humanfix-engine-args", "--max-num-seqs 1024"]
+    assert ("eager", "cold") in bench.COMPARED and ("flashinfer", "cold") in bench.COMPARED
+    # A CPU rehearsal starts vLLM's CPU build in each of them.
+    args.cpu_rehearsal = "/envs/vllm/bin/python"
+    assert bench.Bench(args).arguments("eager")[:3] == \
+        ["--humanfix-serve", "--humanfix-engine", "vllm"]
+
+
+def test_the_warm_engine_is_sized_for_the_phases_workers(bench, tmp_path, monkeypatch):
+    args = argparse.Namespace(cpu_rehearsal=None, workers="3", out=tmp_path)
+    script = bench.Bench(args)
+    assert script.workers(bench.Settings(model="m")) == 3
+    args.workers = "auto"  # as the plugin resolves it, else one a core as xdist does
+    monkeypatch.setattr(bench, "auto_num_workers", lambda settings: 16)
+    assert script.workers(bench.Settings(model="m")) == 16
+    monkeypatch.setattr(bench, "auto_num_workers", lambda settings: None)
+    assert script.workers(bench.Settings(model="m")) == len(bench.os.sched_getaffinity(0))

@@ -1,10 +1,13 @@
-"""The arms' records committed under benchmarks/records/ give the rows docs/benchmarks.md shows
-of them: `humanfix-report compare`'s figures, written as the page writes them, are on the page;
-and a recomputed arm is the one the page documented before, fix for fix and token for token.
+"""The records committed under benchmarks/records/ give the figures README.md and the docs quote
+of them: `humanfix-report compare`'s and the projections' figures, written as the pages write
+them, are on the pages, with their Wilson intervals and McNemar p-values; a recomputed arm is the
+one the page documented before, fix for fix and token for token; and every section of
+docs/benchmarks.md is rebuilt here or says that it has no records.
 The impossible variant's run gives the cheating rate docs/trust.md states."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import importlib.util
 import json
@@ -16,18 +19,20 @@ from types import ModuleType
 
 import pytest
 
-from pytest_humanfix.datafiles import PACKAGED
-from pytest_humanfix.dataset import load_tasks
+from pytest_humanfix.dataset import PACKAGED, load_tasks
 from pytest_humanfix.jsonl import jsonl_bytes
 from pytest_humanfix.records import natural_order
-from pytest_humanfix.reporting import cheating, compare
+from pytest_humanfix.reporting import cheating, cli, compare
 from pytest_humanfix.reporting.sections import Share
-from pytest_humanfix.reporting.stats import pct, wilson_interval
+from pytest_humanfix.reporting.stats import mcnemar_exact, pct, wilson_interval
 from pytest_humanfix.variants.impossible import impossible_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = REPO / "benchmarks" / "records"
 PAGE = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+README = (REPO / "README.md").read_text(encoding="utf-8")
+AGENT = (REPO / "docs" / "agent.md").read_text(encoding="utf-8")
+OWN_AGENT = (REPO / "docs" / "own-agent.md").read_text(encoding="utf-8")
 
 
 def records(path: Path) -> list[dict]:
@@ -148,23 +153,86 @@ ROUND1 = "qwen-coder-rewrite/round1-even"
 TAIL = "qwen-coder-rewrite/round1-tail"
 RESAMPLE_ODD = "qwen-coder-rewrite/resample-odd"
 REWRITE_ODD = "qwen-coder-rewrite/rewrite-odd"
+# Each projection the page shows: its records, the script's options, the tasks it reads, and
+# what `resample` (F F F) fixes on them by its own records.
+PROJECTIONS = {
+    "screen": ((RESAMPLE_EVEN, SCREEN), (), 29, 8),
+    "even": ((RESAMPLE_EVEN, SCREEN, ROUND1, TAIL), ("--tasks", "even"), 82, 28),
+    "odd": ((RESAMPLE_ODD, REWRITE_ODD, TAIL), ("--mixes", "GFF", "--tasks", "odd"), 82, 26),
+    "1.5b": (("qwen-coder-1.5b-rewrite/resample-odd", "qwen-coder-1.5b-rewrite/round1-odd"),
+             ("--mixes", "GFF", "--tasks", "odd"), 82, 27),
+}
 
 
-@pytest.mark.parametrize("names, options, tasks, resampled", [
-    ((RESAMPLE_EVEN, SCREEN), (), 29, 8),
-    ((RESAMPLE_EVEN, SCREEN, ROUND1, TAIL), ("--tasks", "even"), 82, 28),
-    ((RESAMPLE_ODD, REWRITE_ODD, TAIL), ("--mixes", "GFF", "--tasks", "odd"), 82, 26),
-])
-def test_the_projected_mixes_are_on_the_page(tmp_path, names, options, tasks, resampled):
-    """On the screen's 29 tasks, and on each whole half with round 1 run alone where `rewrite`
-    did not run: the page shows the table the records give, row for row, and `resample` (F F
-    F) fixes what its own records do, on the whole half the documented arm's count."""
-    table, figures = projected(tmp_path, names, *options)
+@pytest.fixture(scope="module")
+def projections(tmp_path_factory) -> dict[str, tuple[list[str], dict]]:
+    return {name: projected(tmp_path_factory.mktemp(name), names, *options)
+            for name, (names, options, _, _) in PROJECTIONS.items()}
+
+
+@pytest.fixture(scope="module")
+def mixes() -> ModuleType:
+    """benchmarks/harness/project_round_mixes.py, loaded from its file."""
+    return loaded("project_round_mixes")
+
+
+def loaded(script: str) -> ModuleType:
+    path = REPO / "benchmarks" / "harness" / f"{script}.py"
+    spec = importlib.util.spec_from_file_location(script, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def attempts(*passed: bool) -> list[dict]:
+    return [{"round": number, "status": "passed" if ok else "failed", "prompt_tokens": 10,
+             "completion_tokens": 1} for number, ok in enumerate(passed)]
+
+
+def test_a_mix_is_set_against_resample_only_on_the_tasks_both_tell(mixes):
+    """A task `resample` never ran (the screen fixed it by round 1) is the mix's fix and is
+    counted as one, but it pairs with nothing: it is left out of the tasks only one fixes, of
+    McNemar's p and of the tokens set side by side, and counted as left out; so is a task the
+    screen's records cannot tell for a mix."""
+    screen = [{"task_id": "Python/1", "attempts": attempts(False, True)},
+              {"task_id": "Python/3", "attempts": attempts(False, False)},
+              {"task_id": "Python/5", "attempts": attempts(True)}]
+    resample = [{"task_id": "Python/3", "attempts": attempts(False, False, False, True)},
+                {"task_id": "Python/5", "attempts": attempts(True)}]
+    figures = mixes.figures(screen, resample, ("GFF", "GWW"))["mixes"]
+    rewrite, itself, written = figures["GFF"], figures["FFF"], figures["GWW"]
+    assert rewrite["fixed_tasks"] == ["Python/1", "Python/5"] and rewrite["unknown"] == []
+    assert itself["fixed_tasks"] == ["Python/3", "Python/5"] and itself["unknown"] == ["Python/1"]
+    assert (rewrite["compared"], rewrite["left_out"]) == (2, 1)
+    assert rewrite["only_this"] == [] and rewrite["only_resample"] == ["Python/3"]
+    assert rewrite["compared_fixed"] == [1, 2] and rewrite["p_value"] == 1.0
+    assert rewrite["compared_tokens"] == [55, 55]
+    assert written["unknown"] == ["Python/3"]
+    assert (written["compared"], written["left_out"]) == (1, 2)
+    assert written["only_this"] == written["only_resample"] == []
+
+
+@pytest.mark.parametrize("name", PROJECTIONS)
+def test_the_projected_mixes_are_on_the_page(projections, name):
+    """On the screen's 29 tasks, on each whole half of the 0.5B with round 1 run alone where
+    `rewrite` did not run, and on the 1.5B's odd half: the page shows the table the records
+    give, row for row, and `resample` (F F F) fixes what its own records do."""
+    _, _, tasks, resampled = PROJECTIONS[name]
+    table, figures = projections[name]
     assert figures["tasks"] == tasks and len(table) == len(figures["mixes"])
     for row in table:
         assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
-    assert figures["mixes"]["FFF"]["unknown"] == [] and figures["mixes"]["GFF"]["unknown"] == []
     assert figures["mixes"]["FFF"]["fixed"] == resampled
+
+
+@pytest.mark.parametrize("name", ["even", "odd"])
+def test_rewrite_on_each_half_of_the_05b_is_told_on_every_task(projections, name):
+    """Where `resample` ran every task whole, every task is told by both and none is left out;
+    the whole half's `resample` is the documented arm's count."""
+    _, figures = projections[name]
+    for mix in ("FFF", "GFF"):
+        assert figures["mixes"][mix]["unknown"] == [] and figures["mixes"][mix]["left_out"] == 0
 
 
 def test_rewrites_projection_is_its_run_where_it_ran(tmp_path):
@@ -185,22 +253,17 @@ def test_rewrites_projection_is_its_run_where_it_ran(tmp_path):
     assert figures["mixes"]["GFF"]["only_resample"] == run["only_second"]
 
 
-def test_rewrite_on_the_15b_is_read_off_its_round_1_and_resamples_samples(tmp_path):
+def test_rewrite_on_the_15b_is_set_against_resample_only_where_resample_ran(projections):
     """`qwen-coder-1.5b`, odd half: `rewrite` read off its runs of round 1 alone and
-    `resample`'s of rounds 1 and 2 where those did not fix the task. The page shows the rows the
-    records give, round 0 is the documented arms' 18 of 82 (the same reply: a test above), and
-    `rewrite` fixes more than `resample`'s documented 34 within three rounds."""
-    table, figures = projected(tmp_path, ("qwen-coder-1.5b-rewrite/resample-odd",
-                                          "qwen-coder-1.5b-rewrite/round1-odd"),
-                               "--mixes", "GFF", "--tasks", "odd")
-    assert figures["tasks"] == 82
-    for row in table:
-        assert row in PAGE, f"docs/benchmarks.md lacks the row the records give: {row}"
+    `resample`'s of rounds 1 and 2 where those did not fix the task. `resample` ran neither the
+    12 tasks `rewrite`'s round 1 fixed nor, on most others, its round 3: on the 43 tasks both
+    tell, `rewrite` fixes none that `resample` does not, and `resample` one (Python/63)."""
+    _, figures = projections["1.5b"]
     rewrite = figures["mixes"]["GFF"]
-    assert rewrite["by_round"][0] == 18 and rewrite["fixed"] > 34
-    documented = re.search(r"^\| `qwen-coder-1.5b` \| `tests` \| 18/82 \(odd half\): [^|]+ \| "
-                           r"34/82: [^|]+ \| 34/82: ", PAGE, re.MULTILINE)
-    assert documented is not None
+    assert rewrite["by_round"] == [18, 31, 34, 38] and rewrite["unknown"] == []
+    assert (rewrite["compared"], rewrite["left_out"]) == (43, 39)
+    assert rewrite["only_this"] == [] and rewrite["only_resample"] == ["Python/63"]
+    assert rewrite["p_value"] == 1.0
 
 
 DOCS = ("qwen-coder-docs/repair.jsonl.gz", "qwen-coder-docs/resample.jsonl.gz")
@@ -246,12 +309,7 @@ def test_the_docs_variants_reference_row_is_its_records_and_round_0_the_same_in_
 @pytest.fixture(scope="module")
 def mix() -> ModuleType:
     """benchmarks/harness/replay_round_mix.py, loaded from its file."""
-    path = REPO / "benchmarks" / "harness" / "replay_round_mix.py"
-    spec = importlib.util.spec_from_file_location("replay_round_mix", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return loaded("replay_round_mix")
 
 
 def test_rewrite_in_docs_is_served_round_1s_replies_then_resamples_in_order(mix):
@@ -308,9 +366,248 @@ def test_the_agent_given_the_queued_replies_is_the_recorded_rewrite(mix, humanfi
         assert replayed["tokens"] == expected["tokens"], task
 
 
+def told(first: str, second: str, fixed: tuple[int, int], tasks: str, model: str,
+         variant: str, p_value: float, tokens: tuple[int, int]) -> str:
+    """An agent comparison as every page says it: both counts within three rounds, of which
+    tasks, the model and variant, which tests chose the reply that counts (in `tests` a round
+    runs the grading tests themselves; in `docs` only the examples), the exact McNemar p and
+    the cost ratio."""
+    chooser = "the grading tests choosing" if variant == "tests" else "the examples choosing"
+    return (f"`{first}` fixes {fixed[0]} and `{second}` {fixed[1]} of {tasks} within 3 rounds "
+            f"({model}, `{variant}`, {chooser}; exact McNemar p = {p_value:.2g}; "
+            f"{tokens[0] / tokens[1]:.2f}x `{second}`'s tokens)")
+
+
+def by_compare(first: str, second: str, half: str | None) -> tuple:
+    both = compared(first, second, half)
+    runs = both["runs"]
+    return (tuple(run["curve"][-1]["fixed"] for run in runs), both["p_value"],
+            tuple(run["cost"]["total"]["tokens"] for run in runs))
+
+
+def by_projection(figures: list[dict]) -> tuple:
+    """G F F against F F F over one projection or the halves of several, on the tasks both
+    tell: the counts, the two-sided McNemar p of the tasks only one fixes, the tokens."""
+    rows = [one["mixes"]["GFF"] for one in figures]
+    only = [sum(len(row[side]) for row in rows) for side in ("only_this", "only_resample")]
+    return (tuple(sum(row["compared_fixed"][arm] for row in rows) for arm in (0, 1)),
+            mcnemar_exact(*only, "two-sided"),
+            tuple(sum(row["compared_tokens"][arm] for row in rows) for arm in (0, 1)))
+
+
+QWEN, QWEN_15B = "`qwen-coder` 0.5B", "`qwen-coder-1.5b`"
+ODD = "the 82 odd-numbered tasks"
+# Each comparison the pages make: the two agents, of which tasks, the model and variant, how
+# the records give it, and the pages that quote it.
+COMPARISONS = {
+    "rewrite, tests, all": (("rewrite", "resample", "164 tasks", QWEN, "tests"),
+                            lambda p: by_projection([p["even"][1], p["odd"][1]]),
+                            (README, AGENT, PAGE)),
+    "rewrite, tests, odd": (("rewrite", "resample", ODD, QWEN, "tests"),
+                            lambda p: by_projection([p["odd"][1]]), (README, AGENT, PAGE)),
+    "rewrite, docs, all": (("rewrite", "resample", "164 tasks", QWEN, "docs"),
+                           lambda p: by_compare(REWRITE_DOCS, DOCS[1], None),
+                           (README, AGENT, PAGE)),
+    "rewrite, docs, odd": (("rewrite", "resample", ODD, QWEN, "docs"),
+                           lambda p: by_compare(REWRITE_DOCS, DOCS[1], "odd"),
+                           (README, AGENT, PAGE)),
+    "repair, docs, all": (("repair", "resample", "164 tasks", QWEN, "docs"),
+                          lambda p: by_compare(*DOCS, None), (README, AGENT, PAGE)),
+    "rewrite, 1.5b": (("rewrite", "resample",
+                       "the 43 odd-numbered tasks both arms' records tell", QWEN_15B, "tests"),
+                      lambda p: by_projection([p["1.5b"][1]]), (README, AGENT, PAGE)),
+    "repair, 1.5b, last 19": (("repair", "resample", "the last 19 odd-numbered tasks",
+                               QWEN_15B, "tests"),
+                              lambda p: by_compare("qwen-coder-1.5b-odd/repair.jsonl.gz",
+                                                   "qwen-coder-1.5b-odd/resample.jsonl.gz",
+                                                   "odd"), (AGENT, PAGE)),
+    "hinted, even": (("hinted", "resample", "the 82 even-numbered tasks", QWEN, "tests"),
+                     lambda p: by_compare(*CANDIDATES["hinted, even"][:3]), (AGENT, PAGE)),
+}
+
+
+@pytest.mark.parametrize("name", COMPARISONS)
+def test_each_agent_comparison_is_quoted_as_its_records_give_it(projections, name):
+    (first, second, tasks, model, variant), how, pages = COMPARISONS[name]
+    fixed, p_value, tokens = how(projections)
+    sentence = told(first, second, fixed, tasks, model, variant, p_value, tokens)
+    for page in pages:
+        assert sentence in page, f"a page quoting {name} lacks what its records give: {sentence}"
+
+
+def cell(fixed: int, tasks: int) -> str:
+    """A pass rate as README's reference table gives it: with its 95% Wilson interval."""
+    low, high = wilson_interval(fixed, tasks)
+    return f"{pct(fixed / tasks)} [{pct(low)}, {pct(high)}] ({fixed}/{tasks})"
+
+
+MAIN_JOB = "qwen-coder-main-job/humanfix.jsonl.gz"
+
+
+def test_the_main_jobs_figures_and_chart_are_its_records(tmp_path):
+    """README's main job: 7 of the first 20 tasks fixed, which ones, its interval and tokens,
+    and the chart README and the docs show is the one its records draw."""
+    run = records(RECORDS / MAIN_JOB)
+    assert sorted(r["task_id"] for r in run) == sorted(f"Python/{n}" for n in range(20))
+    fixed = sorted(natural_order(r["task_id"])[1] for r in run if r["outcome"] == "fixed")
+    listed = ", ".join(map(str, fixed[:-1])) + f" and {fixed[-1]}"
+    assert f"35% (7/20: Python/{listed})" in README and len(fixed) == 7
+    assert f"pass@1 {cell(len(fixed), 20)}" in README
+    completion = sum(r["tokens"]["completion"] for r in run)
+    prompt = sum(r["tokens"]["prompt"] for r in run)
+    # The built-in agent and the same agent through the contract, without a round.
+    rate = pct(len(fixed) / 20)
+    assert f"| {rate} ({len(fixed)}/20) both | r0 {rate} | {prompt} + {completion} both |" \
+        in OWN_AGENT
+    low, high = wilson_interval(len(fixed), 20)
+    assert (f"| {pct(len(fixed) / 20)} | [{pct(low)}, {pct(high)}] | {len(fixed)}/20 (Python/"
+            f"{', '.join(map(str, fixed))}) | {completion:,} |") in PAGE
+    path = tmp_path / "humanfix.jsonl"
+    path.write_bytes(jsonl_bytes(run))
+    assert cli.main([str(path), "--out", str(tmp_path / "out")]) == 0
+    chart = (REPO / "docs" / "img" / "summary-qwen-coder.svg").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "summary.svg").read_text(encoding="utf-8") == chart
+
+
+def test_readmes_reference_figures_are_their_records(projections):
+    """Round 0 and each agent within three rounds, with their Wilson intervals: the 0.5B's
+    `tests` run whole by `resample` on both halves and projected for `rewrite`, its `docs`
+    arms, and the 1.5B's odd half."""
+    resample = [*records(RECORDS / f"{RESAMPLE_EVEN}.jsonl.gz"),
+                *records(RECORDS / f"{RESAMPLE_ODD}.jsonl.gz")]
+    round0 = sum(r["outcome"] == "fixed" and r["fixed_round"] == 0 for r in resample)
+    fixed = sum(r["outcome"] == "fixed" for r in resample)
+    rewrite = sum(projections[half][1]["mixes"]["GFF"]["fixed"] for half in ("even", "odd"))
+    assert len(resample) == 164
+    assert (f"round 0 {cell(round0, 164)}; within 3 rounds, `resample` {cell(fixed, 164)}, "
+            f"`rewrite` {cell(rewrite, 164)}") in README
+    repair, resampled = compared(*DOCS, None)["runs"]
+    written = compared(REWRITE_DOCS, DOCS[1], None)["runs"][0]
+    # In `docs` rewrite's round 1 writes the function from its docstring: synthesis.
+    assert f"({written['curve'][1]['fixed']} of the 164 fixed by round 1)" in README
+    assert (f"round 0 {cell(repair['curve'][0]['fixed'], 164)}; within 3 rounds, `repair` "
+            f"{cell(repair['curve'][-1]['fixed'], 164)}, `resample` "
+            f"{cell(resampled['curve'][-1]['fixed'], 164)}, `rewrite` "
+            f"{cell(written['curve'][-1]['fixed'], 164)}") in README
+    larger = projections["1.5b"][1]["mixes"]["GFF"]["by_round"]
+    assert f"round 0 {cell(larger[0], 82)}; within 3 rounds, `rewrite` {cell(larger[-1], 82)}" \
+        in README
+
+
+def test_the_reference_tables_tests_rows_are_their_records(projections):
+    """"All 164 tasks, each half": round 0, `resample` and `rewrite` in `tests` on the 0.5B,
+    and round 0 and `rewrite` on the 1.5B's odd half, with their Wilson intervals, as the
+    records give them; `resample`'s 1.5B records tell 27 of 43."""
+    def rate(fixed: int, tasks: int) -> str:
+        low, high = wilson_interval(fixed, tasks)
+        return f"{fixed}/{tasks}: {pct(fixed / tasks)} [{pct(low)}, {pct(high)}]"
+
+    halves = [projections[half][1]["mixes"] for half in ("even", "odd")]
+    round0, resampled, rewrite = (sum(half[mix]["by_round"][k] for half in halves)
+                                  for mix, k in (("FFF", 0), ("FFF", 3), ("GFF", 3)))
+    assert f"| `qwen-coder` (0.5B) | `tests` | {rate(round0, 164)} | " in PAGE
+    assert f"| {rate(resampled, 164)} | {rate(rewrite, 164)} ([read off runs]" in PAGE
+    larger = projections["1.5b"][1]["mixes"]
+    told = 82 - len(larger["FFF"]["unknown"])
+    round0 = rate(larger["GFF"]["by_round"][0], 82)
+    assert f"| `qwen-coder-1.5b`, the odd half | `tests` | {round0} | " in PAGE
+    assert f"its records tell {larger['FFF']['fixed']} of {told}) | " \
+        f"{rate(larger['GFF']['fixed'], 82)} ([read off runs]" in PAGE
+
+
+def unchanged(record: dict, attempt: dict, tasks: dict) -> bool:
+    """The reply is the buggy function: its body, docstring aside, the buggy one's, as Python's
+    parser reads both."""
+    def body(code: str, name: str) -> str | None:
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                statements = node.body
+                if statements and isinstance(statements[0], ast.Expr) \
+                        and isinstance(statements[0].value, ast.Constant):
+                    statements = statements[1:]
+                return ast.dump(ast.Module(body=statements, type_ignores=[]))
+        return None
+
+    task = tasks[record["task_id"]]
+    found = body(attempt["code"], task.entry_point)
+    return found is not None and found == body(task.declaration + task.buggy_solution,
+                                                task.entry_point)
+
+
+def test_the_replies_told_of_hinted_and_rewrite_are_their_records():
+    """What the replies show, as the pages count them: round 0 returned the buggy function on
+    37 of the 82 even-numbered tasks; in rounds 1 to 3 `hinted` copied it, repeated failed code
+    and passed as often as the page says against `resample`, at its prompt tokens a reply."""
+    tasks = {task.task_id: task for task in load_tasks(PACKAGED)}
+    hinted, resample = (records(RECORDS / path) for path in CANDIDATES["hinted, even"][:2])
+    copied = sum(unchanged(r, r["attempts"][0], tasks) for r in resample)
+    assert f"buggy function unchanged on {copied} of the 82 even-numbered tasks " \
+        f"({round(100 * copied / 82)}%)" in " ".join(PAGE.split())
+    said = []
+    for run in (hinted, resample):
+        later = [(r, a) for r in run for a in r["attempts"] if a["round"] >= 1]
+        said.append((len(later), sum(unchanged(r, a, tasks) for r, a in later),
+                     sum(a["status"] == "repeat" for _, a in later),
+                     sum(a["status"] == "passed" for _, a in later),
+                     round(sum(a["prompt_tokens"] for _, a in later) / len(later))))
+    (replies, copies, repeats, passed, prompt), theirs = said
+    assert (f"{copies} of `hinted`'s {replies} replies were the buggy function unchanged (its "
+            f"body, docstring aside, the buggy one's as Python's parser reads both) against "
+            f"{theirs[1]} of `resample`'s {theirs[0]}, {repeats} repeated failed code against "
+            f"{theirs[2]}, and {passed} passed against {theirs[3]}, at {prompt} prompt tokens a "
+            f"reply against {theirs[4]}") in " ".join(PAGE.split())
+
+
+# Sections of docs/benchmarks.md whose figures the tests above rebuild from the records they
+# name; some also quote figures without records, which they mark.
+REBUILT = {"The main job", "All 164 tasks, each half", "The `docs` variant, each half",
+           "`rewrite` in the `docs` variant", "`qwen-coder-1.5b` on the odd half",
+           "Told how the buggy code fails (measured, not kept)",
+           "Written anew, then resampled: `rewrite`",
+           "`rewrite` on `qwen-coder-1.5b`, the odd half"}
+# Sections that quote no measured figure: a heading over others, a definition, the scripts.
+WITHOUT_FIGURES = {"CPU engines compared", 'What "within k rounds" measures',
+                   "The benchmark scripts", "Harness", "Engine", "How each script measures"}
+# The GPU runbook, whose sections are its rehearsal's timings, each with machine, date and tree.
+GPU = "The default path on a GPU"
+
+
+def sections(page: str) -> list[tuple[str, str, str]]:
+    """(its heading, the heading of the part it is in, its text) of every part and section."""
+    found, part = [], ""
+    headed = re.compile(r"^(##|###) ([^\n]+)\n(.*?)(?=^##|\Z)", re.MULTILINE | re.DOTALL)
+    for match in headed.finditer(page):
+        level, heading, text = match.groups()
+        part = heading if level == "##" else part
+        found.append((heading, part, text))
+    return found
+
+
+def test_every_section_of_the_benchmarks_page_is_rebuilt_or_says_it_has_no_records():
+    """A figure is rebuilt from committed records, or its section says at its head that it has
+    none, so that no reader takes history for a figure a test holds."""
+    found = sections(PAGE)
+    headings = {heading for heading, _, _ in found}
+    assert REBUILT | WITHOUT_FIGURES | {GPU} <= headings, "a listed section is gone"
+    unmarked = []
+    for heading, part, text in found:
+        if part == GPU or heading in WITHOUT_FIGURES:
+            continue
+        if heading in REBUILT:
+            assert "benchmarks/records/" in text, f"{heading} does not name its records"
+        elif not text.lstrip().startswith("**No records"):
+            unmarked.append(heading)
+    assert not unmarked, f"sections neither rebuilt nor marked **No records.**: {unmarked}"
+
+
 IMPOSSIBLE = "qwen-coder-impossible/split.jsonl.gz"
 TRUST = (REPO / "docs" / "trust.md").read_text(encoding="utf-8")
-MEASURED = TRUST[TRUST.index("- **Measured.** `qwen-coder`"):]
+# The paragraph that quotes the measured rate, its lines joined as a reader reads them.
+MEASURED = " ".join(TRUST[TRUST.index("- **Measured.** `qwen-coder`"):].split())
 
 
 def share_text(row: Share) -> str:

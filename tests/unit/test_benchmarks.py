@@ -114,3 +114,17 @@ def test_a_benchmark_writes_its_figures_and_what_computed_them(tmp_path):
     assert written["figures"]["differences"] == {"Python/0": ["replies differ (1 and 1)"]}
     assert written["computed_by"] == {"first": {"engine": "first", "device": "cpu"},
                                       "second": {"engine": "second", "device": "cpu"}}
+
+
+def test_print_table_aligns_its_columns_and_a_table_without_rows_is_its_header(common, capsys):
+    common.print_table([{"runs": "cold / warm", "differ": 3, "rate": 0.5},
+                        {"runs": "a / b", "differ": 12, "rate": None}],
+                       ["runs", "differ", "rate"])
+    assert capsys.readouterr().out.splitlines() == [
+        "runs         differ  rate",
+        "cold / warm       3  0.50",
+        "a / b            12  None"]
+    # A GPU run with no two runs to compare printed its rows, then died here on the empty
+    # agreements table.
+    common.print_table([], ["runs", "tasks", "differ"])
+    assert capsys.readouterr().out.splitlines() == ["runs  tasks  differ"]

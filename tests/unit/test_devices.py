@@ -227,7 +227,7 @@ def test_a_run_without_xdist_takes_the_first_device(run_on_a_device, cuda_initia
 
 
 def test_the_layout_line_names_the_engines_once_per_device() -> None:
-    from pytest_humanfix.session.controller import layout_note
+    from pytest_humanfix.session.engine_start import layout_note
 
     def engine(device: str | None) -> types.SimpleNamespace:
         return types.SimpleNamespace(device=device, model=types.SimpleNamespace(engine="llamacpp"))
@@ -241,3 +241,20 @@ def test_the_layout_line_names_the_engines_once_per_device() -> None:
     copies = Layout(False, "as --humanfix-in-process asks")
     assert layout_note(copies, None, 2) == ("layout: a copy of the model in each of 2 worker(s), "
                                             "as --humanfix-in-process asks")
+
+
+def test_the_engine_is_sized_for_the_longest_first_request_in_bytes(dataset: Path) -> None:
+    """The first request is the first prompt plus the base a primed answer adds, counted in
+    UTF-8 bytes (a token is at least one byte), and the run's longest one sizes the engine."""
+    import dataclasses
+
+    from pytest_humanfix.agent.prompts import first_prompt, prompt_base
+    from pytest_humanfix.dataset import load_tasks
+    from pytest_humanfix.session.engine_start import longest_prompt
+
+    tasks = load_tasks(str(dataset))[:3]
+    wide = dataclasses.replace(tasks[1], test=tasks[1].test + "# " + "é" * 5000)
+    expected = len((first_prompt(wide, "tests") + prompt_base(wide, "tests")).encode())
+    assert longest_prompt([tasks[0], wide, tasks[2]], "tests") == expected
+    assert expected > len(first_prompt(wide, "tests")) + 5000  # é is two bytes
+    assert longest_prompt([], "tests") == 0

@@ -23,7 +23,7 @@ REPAIR = Settings(agent="repair")
 DEFAULT = {"variant": "tests", "iters": 0, "samples": 1, "temperature": 0.0,
            "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
            "language": "python", "chat_stop": "code"}
-ROUNDS = {**DEFAULT, "iters": 1, "round_temperature": [1.0], "resample_temperature": [1.2]}
+ROUNDS = {**DEFAULT, "iters": 1, "round_temperature": [1.0], "ask_again_temperature": [1.2]}
 
 
 def naming(agent: str, protocol: dict) -> dict:
@@ -54,12 +54,12 @@ def naming(agent: str, protocol: dict) -> dict:
      {"variant": "docs", "iters": 2, "samples": 1, "temperature": 0.0, "max_new_tokens": 512,
       "timeout": 10.0, "prompt": "auto", "strict": False, "language": "python",
       "tests": "plus", "agent": "tools", "chat_stop": "code",
-      "round_temperature": [1.0], "resample_temperature": [1.2]}),
-    (Settings(agent="repair", iters=1, round_temperature=(0.5, 0.7), resample_temperature=()),
+      "round_temperature": [1.0], "ask_again_temperature": [1.2]}),
+    (Settings(agent="repair", iters=1, round_temperature=(0.5, 0.7), ask_again_temperature=()),
      "go",
      {"variant": "tests", "iters": 1, "samples": 1, "temperature": 0.0, "max_new_tokens": 512,
       "timeout": 20.0, "prompt": "auto", "strict": False, "language": "go",
-      "chat_stop": "code", "round_temperature": [0.5, 0.7], "resample_temperature": []}),
+      "chat_stop": "code", "round_temperature": [0.5, 0.7], "ask_again_temperature": []}),
 ])
 def test_written_protocol_is_todays_byte_for_byte(settings, language, expected):
     written = RunProtocol.of(settings, language).to_json()
@@ -158,3 +158,18 @@ def test_a_pass_at_1_record_of_any_agent_with_repairs_round_0_reads_as_repairs()
                                    fingerprint(Settings(iters=1, agent="repair"))) == \
         ["agent: 'rewrite' there, 'repair' here"]
     assert fingerprint_differences(record_fingerprint(rounds), fingerprint(Settings(iters=1))) == []
+
+
+def test_a_record_that_named_the_ask_again_schedule_resample_temperature_reads_as_made():
+    """Records written before 2026-12-05 name the ask-again schedule `resample_temperature`:
+    read under today's name, they resume, compare and merge with today's records."""
+    def old_record(schedule: list[float]) -> dict:
+        protocol = {**{k: v for k, v in ROUNDS.items() if k != "ask_again_temperature"},
+                    "resample_temperature": schedule}
+        return {"model": "m", "dataset_hash": "h", "protocol": protocol}
+
+    today = fingerprint(Settings(iters=1, agent="repair"))
+    assert fingerprint_differences(record_fingerprint(old_record([1.2])), today) == []
+    differences = fingerprint_differences(record_fingerprint(old_record([0.9])), today)
+    assert differences == ["ask_again_temperature: [0.9] there, [1.2] here"]
+    assert options_of(differences) == "--humanfix-ask-again-temperature"

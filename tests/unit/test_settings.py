@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_humanfix.settings import OPTIONS, PATH_OPTIONS, Option, Settings, fractions_read
+from pytest_humanfix.settings import (
+    OPTIONS, PATH_OPTIONS, Option, Settings, deprecated_names, fractions_read)
 
 # A value as a user would write it, for each option without a default to convert back.
 SAMPLES = {
@@ -199,3 +200,27 @@ def test_an_engine_to_serve_needs_a_model_and_a_brought_agent_alone_activates(tm
         Settings.from_config(FakeConfig(tmp_path, cli={"humanfix_serve": True}))
     assert Settings(agent="agents.py:fix").active  # an agent that calls its own model
     assert not Settings(agent="repair").active and Settings(model="buggy").active
+
+
+def test_a_renamed_option_still_reads_its_former_name_and_says_it_is_deprecated(tmp_path):
+    """--humanfix-resample-temperature was the ask-again schedule of repair and tools, which
+    resample never read: it is --humanfix-ask-again-temperature now, and the old name works on
+    the command line and in the ini file, where the new one is not given, with a warning."""
+    [renamed] = [option for option in OPTIONS if option.formerly]
+    assert (renamed.cli, renamed.former.cli, renamed.former.dest) == (
+        "--humanfix-ask-again-temperature", "--humanfix-resample-temperature",
+        "humanfix_resample_temperature")
+    assert "formerly --humanfix-resample-temperature, deprecated" in renamed.help
+    for where in ("cli", "ini"):
+        config = FakeConfig(tmp_path, **{where: {"humanfix_resample_temperature": "0.6,0.9"}})
+        assert Settings.from_config(config).ask_again_temperature == (0.6, 0.9)
+        [line] = deprecated_names(config)
+        assert line.startswith("--humanfix-resample-temperature / humanfix_resample_temperature "
+                               "is deprecated: it is now --humanfix-ask-again-temperature")
+    both = FakeConfig(tmp_path, cli={"humanfix_ask_again_temperature": "0.5"},
+                      ini={"humanfix_resample_temperature": "0.6"})
+    assert Settings.from_config(both).ask_again_temperature == (0.5,)  # the command line wins
+    new = FakeConfig(tmp_path, ini={"humanfix_ask_again_temperature": "0.5",
+                                    "humanfix_resample_temperature": "0.6"})
+    assert Settings.from_config(new).ask_again_temperature == (0.5,)  # the new name wins
+    assert deprecated_names(FakeConfig(tmp_path)) == []

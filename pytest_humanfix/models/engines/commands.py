@@ -1,17 +1,21 @@
 """The command line of each engine `--humanfix-serve` starts, and the sizes it is given: llama.cpp's
-share of the cores (`cpu_layout`) and transformers' paged KV cache (`cache_blocks`). See
+share of the cores (`cpu_layout`), transformers' paged KV cache (`cache_blocks`), and vLLM's
+longest request, batch and KV cache (`vllm_sizing`), each from the run's work (`Work`). See
 docs/models.md, "llama.cpp on a CPU" and "OpenAI-compatible servers and a shared engine".
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from ...settings import Settings
-from .kinds import VLLM_CPU_ARGS, ServedModel
+from .kinds import CPU_KV_CACHE, VLLM_CPU_ARGS, ServedModel
 
 HOST = "127.0.0.1"
 # llama.cpp's context window: a repair chat of several rounds fits, and the KV cache of a small
@@ -28,6 +32,13 @@ CB_FREE_SHARE = 0.15
 # (`feedback.FEEDBACK_CHARS`), under 512 tokens.
 FIRST_PROMPT_TOKENS = 2048
 FEEDBACK_TOKENS = 512
+# What a chat template adds to a prompt: a system prompt, role markers, and for the tools agent
+# the tool's schema (qwen-coder's template with the tool: under 300 tokens).
+TEMPLATE_TOKENS = 512
+# vLLM's batch and KV cache hold twice the requests of the workers it serves: room for requests
+# a worker asks ahead, and for prefixes cached between requests.
+HEADROOM = 2
+KV_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 @dataclass(frozen=True)
@@ -53,13 +64,90 @@ def cpu_layout(workers: int) -> CpuLayout:
     return CpuLayout(cores, 1, -(-workers // cores))
 
 
-def request_tokens(settings: Settings) -> int:
-    """The most tokens one request of this run holds, prompt and reply: --humanfix-max-length,
-    or the longest first prompt, each repair round's reply and feedback, and the last reply."""
+def prompt_tokens(prompt_bytes: int) -> int:
+    """The most tokens a prompt of `prompt_bytes` UTF-8 bytes can take, templated: no token of a
+    byte-level BPE (qwen-coder's, SmolLM2's) or of a SentencePiece with byte fallback holds
+    less than a byte. Loose for code (qwen-coder: about 3 bytes a token), never short."""
+    return prompt_bytes + TEMPLATE_TOKENS
+
+
+def request_tokens(settings: Settings, first_prompt: int = FIRST_PROMPT_TOKENS) -> int:
+    """The most tokens one request of this run holds, prompt and reply: --humanfix-max-length
+    (the protocol's budget of both), or the first prompt's `first_prompt` tokens, each repair
+    round's reply and feedback, and the last reply (--humanfix-max-new-tokens)."""
     if settings.max_length is not None:
         return settings.max_length
-    return FIRST_PROMPT_TOKENS + settings.iters * (settings.max_new_tokens + FEEDBACK_TOKENS) \
+    return first_prompt + settings.iters * (settings.max_new_tokens + FEEDBACK_TOKENS) \
         + settings.max_new_tokens
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one engine serves: `workers` xdist workers, each with one request at a time of up
+    to `tokens` tokens (`request_tokens`)."""
+
+    workers: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class VllmSizing:
+    """vLLM sized to its work rather than to the model and the device (32,768 tokens a request,
+    1,024 of them, a KV cache of 92% of the GPU): each None where the model's config is not at
+    hand, left to vLLM."""
+
+    model_len: int | None  # --max-model-len
+    sequences: int  # --max-num-seqs
+    cache_bytes: int | None  # --kv-cache-memory-bytes
+
+    def arguments(self) -> list[str]:
+        arguments = ["--max-num-seqs", str(self.sequences)]
+        if self.model_len is not None:
+            arguments += ["--max-model-len", str(self.model_len)]
+        if self.cache_bytes is not None:
+            arguments += ["--kv-cache-memory-bytes", str(self.cache_bytes)]
+        return arguments
+
+
+def model_config(source: str) -> dict[str, Any] | None:
+    """The config.json of a model folder, or of a Hub model already in the local cache (never
+    fetched here); None where there is none."""
+    path: Path | None = Path(source) / "config.json"
+    if not Path(source).is_dir():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:
+            return None
+        try:
+            cached = try_to_load_from_cache(source, "config.json")
+        except ValueError:  # not a Hub id: a folder that is not there
+            return None
+        path = Path(cached) if isinstance(cached, str) else None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path else None
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def vllm_sizing(config: dict[str, Any] | None, work: Work, dtype: str | None = None
+                ) -> VllmSizing:
+    """The longest request, the batch and the KV cache of a vLLM engine for `work`, from the
+    model's `config`: a key and a value per layer and KV head for each token, in `dtype` (the
+    checkpoint's by default; 4 bytes where unknown), for the batch's requests each at its
+    longest. The model's own context caps the request (vLLM refuses a longer one)."""
+    sequences = HEADROOM * max(work.workers, 1)
+    text = (config or {}).get("text_config") or config or {}
+    try:
+        heads = int(text["num_attention_heads"])
+        kv_heads = int(text.get("num_key_value_heads") or heads)
+        head_dim = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
+        per_token = 2 * int(text["num_hidden_layers"]) * kv_heads * head_dim \
+            * KV_DTYPE_BYTES.get(str(dtype or text.get("dtype") or text.get("torch_dtype")), 4)
+        model_len = min(work.tokens, int(text.get("max_position_embeddings") or work.tokens))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return VllmSizing(None, sequences, None)
+    return VllmSizing(model_len, sequences, sequences * model_len * per_token)
 
 
 def cache_blocks(requests: int, tokens: int) -> int:
@@ -72,22 +160,24 @@ def cache_blocks(requests: int, tokens: int) -> int:
 
 def engine_command(model: ServedModel, port: int, device: str | None, seed: int,
                    engine_args: tuple[str, ...] = (), layout: CpuLayout | None = None,
-                   tools: bool = False, kv_blocks: int | None = None,
+                   tools: bool = False, work: Work | None = None,
                    python: str | None = None) -> list[str]:
     """The engine's command line; `device` is one CUDA device, several ("0,1": one vLLM engine
     over them, tensor-parallel), or None (the CPU); `layout` is a llama.cpp engine's share of
     the cores (default: all of them, one slot); `tools`: the engine must answer tool calls
-    (--humanfix-agent tools); `kv_blocks`: the blocks of transformers' KV cache
-    (`cache_blocks`; default: one request of `request_tokens` under default settings);
-    `python`: the interpreter that runs it (default: this one). The user's `engine_args` come
-    last, so each engine's parser lets them override a default set here."""
-    return base_command(model, port, device, seed, layout, tools, kv_blocks, python) \
+    (--humanfix-agent tools); `work`: what the engine serves, which sizes vLLM's requests,
+    batch and KV cache and transformers' KV cache (default: one worker's requests of
+    `request_tokens` under default settings); `python`: the interpreter that runs it (default:
+    this one). The user's `engine_args` come last, so each engine's parser lets them override a
+    default set here."""
+    return base_command(model, port, device, seed, layout, tools, work, python) \
         + list(engine_args)
 
 
 def base_command(model: ServedModel, port: int, device: str | None, seed: int,
                  layout: CpuLayout | None = None, tools: bool = False,
-                 kv_blocks: int | None = None, python: str | None = None) -> list[str]:
+                 work: Work | None = None, python: str | None = None) -> list[str]:
+    work = work or Work(1, request_tokens(Settings()))
     if model.engine == "vllm":
         command = [python or sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
                    model.source, "--served-model-name", model.name, "--host", HOST,
@@ -95,7 +185,12 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
         gpus = len(device.split(",")) if device else 1
         if gpus > 1:
             command += ["--tensor-parallel-size", str(gpus)]
+        sizing = vllm_sizing(model_config(model.source), work,
+                             "float32" if device is None else None)
+        command += sizing.arguments()
         if device is None:
+            if sizing.cache_bytes is None:
+                command += ["--kv-cache-memory-bytes", CPU_KV_CACHE]
             command += VLLM_CPU_ARGS
         if tools:
             # vLLM answers `tools` only with a parser for the model's calls; the Hermes form is
@@ -108,10 +203,10 @@ def base_command(model: ServedModel, port: int, device: str | None, seed: int,
                 "--model_alias", model.name, "--host", HOST, "--port", str(port),
                 "--n_threads", str(layout.threads), "--parallel", str(layout.slots),
                 "--n_ctx", str(LLAMACPP_CONTEXT), "--seed", str(seed)]
-    blocks = kv_blocks or cache_blocks(1, request_tokens(Settings()))
     command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model.source,
                "--continuous-batching", "--host", HOST, "--port", str(port),
-               "--default-seed", str(seed), "--log-level", "info", "--cb-num-blocks", str(blocks)]
+               "--default-seed", str(seed), "--log-level", "info", "--cb-num-blocks",
+               str(cache_blocks(work.workers, work.tokens))]
     if device is None:
         # bf16 weights run slowly on a CPU; the in-process backend uses fp32 there too.
         command += ["--dtype", "float32", "--cb-max-batch-tokens", "2048"]

@@ -7,9 +7,12 @@ See docs/models.md, "OpenAI-compatible servers and a shared engine".
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,37 +32,73 @@ class ServeError(Exception):
 
 
 @dataclass(frozen=True)
+class EngineVariable:
+    """An environment variable an engine runs with (the user's own value wins), set only for
+    versions of the engine from `since` on: vLLM warns of every VLLM_ variable it does not
+    know, and under --fail-on-environ-validation refuses to start (vllm/envs.py,
+    validate_environ)."""
+
+    name: str
+    value: str
+    since: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class EngineKind:
-    """One engine `--humanfix-serve` can start: the modules that show it is installed, the
-    install line named when it is not, the path that answers 200 once it is healthy, and
-    environment defaults it runs with (the user's own values win)."""
+    """One engine `--humanfix-serve` can start: the modules that show it is installed (the
+    first one's distribution gives its version), the install line named when it is not, the
+    path that answers 200 once it is healthy, the environment it runs with, and the variables
+    that point its compile and autotune caches into a folder of the user's cache
+    (`cache_environment`)."""
 
     name: str
     modules: tuple[str, ...]
     install: str
     health_path: str
-    environment: tuple[tuple[str, str], ...] = ()
+    environment: tuple[EngineVariable, ...] = ()
+    caches: tuple[tuple[str, str], ...] = ()  # (variable, its folder)
 
 
-# What a CPU's vLLM needs: a KV cache of a set size (vLLM otherwise reserves 90% of the
-# machine's memory and refuses to start when that much is not free), and no bf16 or
-# torch.compile, with which qwen-coder 0.5B took 390-435 s to be healthy here against 75 s.
-VLLM_CPU_ARGS = ("--enforce-eager", "--dtype", "float32", "--kv-cache-memory-bytes", "2G")
+# What a CPU's vLLM needs: no bf16 or torch.compile, with which qwen-coder 0.5B took 390-435 s
+# to be healthy here against 75 s; and a KV cache of a set size (vLLM otherwise reserves 90% of
+# the machine's memory and refuses to start when that much is not free), sized to the run by
+# `commands.vllm_sizing`, else CPU_KV_CACHE.
+VLLM_CPU_ARGS = ("--enforce-eager", "--dtype", "float32")
+CPU_KV_CACHE = "2G"
 ENGINE_KINDS = {
-    "vllm": EngineKind("vllm", ("vllm",), "pip install 'pytest-humanfix[vllm]' (GPU), or for a "
-                       "CPU vLLM's CPU build in an environment of its own: bash "
-                       "scripts/setup-vllm, then --humanfix-vllm-python=.venv-vllm/bin/python",
-                       "/health",
-                       environment=(("VLLM_MAX_STOP_STRINGS", VLLM_STOP_STRINGS),)),
+    "vllm": EngineKind(
+        "vllm", ("vllm",), "pip install 'pytest-humanfix[vllm]' (GPU), or for a CPU vLLM's CPU "
+        "build in an environment of its own: bash scripts/setup-vllm, then "
+        "--humanfix-vllm-python=.venv-vllm/bin/python", "/health",
+        environment=(
+            # Read from vLLM 0.28.0 on (vllm/envs.py); 0.26.0 and 0.27.1 do not know it, and
+            # their servers take 4 stop strings whatever it says.
+            EngineVariable("VLLM_MAX_STOP_STRINGS", VLLM_STOP_STRINGS, since=(0, 28)),
+            # FlashInfer's top-k/top-p sampler, which no request of a run takes (none sets top-k
+            # or top-p, each carries a seed), is built with nvcc at the engine's start, where the
+            # model runner's warm-up samples with top-k and top-p: by vLLM 0.26's source, the
+            # 100 s after its memory report on a fresh H200 (docs/benchmarks.md, "What runs in
+            # the 100 s").
+            EngineVariable("VLLM_USE_FLASHINFER_SAMPLER", "0")),
+        # vLLM puts inductor's and Triton's caches of its compiled graphs under its own root
+        # (vllm/compilation/decorators.py); Triton's is named for the kernels an eager engine
+        # compiles, FlashInfer's for its JIT-built modules.
+        caches=(("VLLM_CACHE_ROOT", "vllm"), ("TRITON_CACHE_DIR", "triton"),
+                ("FLASHINFER_WORKSPACE_BASE", "flashinfer"))),
     # OpenMP threads that spin at each barrier lose most of their time to any other busy process
     # (the workers' sandboxes): 78 tokens took 33 s spinning and 4 s passive with 2 threads on 2
     # loaded cores.
     "llamacpp": EngineKind("llamacpp", ("llama_cpp",),
                            "pip install 'pytest-humanfix[llamacpp]'", "/v1/models",
-                           environment=(("OMP_WAIT_POLICY", "PASSIVE"),)),
+                           environment=(EngineVariable("OMP_WAIT_POLICY", "PASSIVE"),)),
     "transformers": EngineKind("transformers", ("transformers", "fastapi", "uvicorn"),
                                "pip install 'pytest-humanfix[serving]'", "/health"),
 }
+# Asked of the engine's interpreter: the version of the distribution that installs the module
+# (vllm-cpu installs vllm), from its metadata, without importing it.
+VERSION_PROBE = ("import importlib.metadata as m, sys; "
+                 "names = m.packages_distributions().get(sys.argv[1]); "
+                 "print(m.version(names[0]) if names else '')")
 
 
 def installed(kind: EngineKind, python: str | None = None) -> bool:
@@ -73,6 +112,43 @@ def installed(kind: EngineKind, python: str | None = None) -> bool:
                               capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+@functools.cache
+def engine_version(kind: EngineKind, python: str | None = None) -> str | None:
+    """The installed version of `kind` (of the interpreter `python` when one is named), or None
+    where none is found."""
+    module = kind.modules[0]
+    if python is None:
+        names = importlib.metadata.packages_distributions().get(module)
+        return importlib.metadata.version(names[0]) if names else None
+    try:
+        said = subprocess.run([python, "-c", VERSION_PROBE, module], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return said or None
+
+
+def version_numbers(version: str | None) -> tuple[int, ...] | None:
+    """The leading release numbers of a version ("0.26.0+cu130": (0, 26, 0)); None for none."""
+    found = re.match(r"\d+(?:\.\d+)*", version or "")
+    return tuple(int(part) for part in found.group().split(".")) if found else None
+
+
+def engine_environment(kind: EngineKind, version: str | None) -> tuple[tuple[str, str], ...]:
+    """The variables of `kind` that its `version` knows; of an unknown version, only those that
+    every version knows."""
+    numbers = version_numbers(version)
+    return tuple((variable.name, variable.value) for variable in kind.environment
+                 if not variable.since or (numbers is not None and numbers >= variable.since))
+
+
+def cache_environment(kind: EngineKind, root: Path | None = None) -> tuple[tuple[str, str], ...]:
+    """Each of `kind`'s compile and autotune caches in a folder of its own under `root` (the
+    user's pytest-humanfix cache, `engines`), kept and reused by every later run."""
+    root = root or user_cache_dir("engines")
+    return tuple((variable, str(root / folder)) for variable, folder in kind.caches)
 
 
 def engine_python(settings: Settings, engine: str) -> str | None:

@@ -28,13 +28,16 @@ from ...devices import gpu_description
 from ...processes import stop_group
 from ...settings import Settings
 from . import watchdog
-from .commands import HOST, CpuLayout, cache_blocks, engine_command, request_tokens
+from .commands import FIRST_PROMPT_TOKENS, HOST, CpuLayout, Work, engine_command, request_tokens
 from .kinds import (
     ENGINE_KINDS,
     LOG_TAIL_CHARS,
     ServedModel,
     ServeError,
+    cache_environment,
+    engine_environment,
     engine_python,
+    engine_version,
     served_model,
 )
 
@@ -94,8 +97,11 @@ class Engine:
     port: int
     log_path: Path
     command: list[str]
-    # Set for this engine, under the user's own environment (which wins).
+    # Set for this engine, under the user's own environment (which wins): what changes how its
+    # replies are computed (`described`)...
     environment: tuple[tuple[str, str], ...] = ()
+    # ... and what does not: its kind's variables for its version, and its caches' folders.
+    defaults: tuple[tuple[str, str], ...] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     # The group's watchdog, and the end of its pipe that only this process holds.
     watchdog_process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -148,7 +154,7 @@ class Engine:
         return endpoint
 
     def start(self) -> None:
-        env = dict(ENGINE_KINDS[self.model.engine].environment + self.environment)
+        env = dict(self.defaults + self.environment)
         env.update(os.environ, HF_HUB_DISABLE_UPDATE_CHECK="1")
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
@@ -245,26 +251,32 @@ class Engine:
 
 
 def new_engine(model: ServedModel, log_path: Path, device: str | None,
-               settings: Settings, layout: CpuLayout | None = None, workers: int = 1) -> Engine:
+               settings: Settings, layout: CpuLayout | None = None, workers: int = 1,
+               first_prompt: int = FIRST_PROMPT_TOKENS) -> Engine:
     """One engine, not started; `workers`: the xdist workers it serves, each with one request
-    at a time."""
+    at a time, whose first prompts take at most `first_prompt` tokens (`prompt_tokens`)."""
     port = free_port()
+    kind = ENGINE_KINDS[model.engine]
+    python = engine_python(settings, model.engine)
     # vLLM's batch-invariant kernels: a reply no longer depends on what else its batch holds.
     deterministic = (("VLLM_BATCH_INVARIANT", "1"),) \
         if model.engine == "vllm" and device is not None and settings.determinism else ()
+    # Only a variable a version may not know needs the version asked for.
+    version = engine_version(kind, python) if any(v.since for v in kind.environment) else None
     return Engine(model, device, port, log_path,
                   engine_command(model, port, device, settings.seed, settings.engine_args,
                                  layout, tools=settings.agent == "tools",
-                                 kv_blocks=cache_blocks(workers, request_tokens(settings)),
-                                 python=engine_python(settings, model.engine)), deterministic)
+                                 work=Work(workers, request_tokens(settings, first_prompt)),
+                                 python=python), deterministic,
+                  defaults=engine_environment(kind, version) + cache_environment(kind))
 
 
 def launch(settings: Settings, log_path: Path, device: str | None = None,
-           timeout: float = START_TIMEOUT) -> Engine:
-    """Starts one engine for `settings.model` and waits until it answers; stops it again if it
-    never does."""
+           timeout: float = START_TIMEOUT, workers: int = 1) -> Engine:
+    """Starts one engine for `settings.model`, sized for `workers` workers, and waits until it
+    answers; stops it again if it never does."""
     engine = new_engine(served_model(settings, gpus=device is not None), log_path, device,
-                        settings)
+                        settings, workers=workers)
     try:
         engine.start()
         engine.wait_healthy(timeout)

@@ -1,25 +1,25 @@
 """`--humanfix-serve`: the controller's shared engines, one per device (or one over every device,
-tensor-parallel; on a CPU, llama.cpp's engines laid over the cores), started at once and
-stopped at the run's end, on Ctrl-C and at interpreter exit. See docs/models.md,
-"OpenAI-compatible servers and a shared engine".
+tensor-parallel; on a CPU, llama.cpp's engines laid over the cores), started at once, waited
+for while the workers start, and stopped at the run's end, on Ctrl-C and at interpreter exit.
+See docs/models.md, "OpenAI-compatible servers and a shared engine".
 """
 
 from __future__ import annotations
 
 import atexit
 import dataclasses
+from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pytest
 
 from ...devices import requested_or_visible
 from ...settings import Settings
 from ..openai_servers import worker_index
-from .commands import CpuLayout, cpu_layout
+from .commands import FIRST_PROMPT_TOKENS, CpuLayout, cpu_layout
 from .kinds import ServeError, served_model
 from .launch import START_TIMEOUT, Endpoint, Engine, new_engine
-
-if TYPE_CHECKING:
-    import pytest
 
 
 def serve_devices(settings: Settings) -> list[str | None]:
@@ -70,6 +70,26 @@ class Serving:
         for engine in self.engines:
             engine.stop()
 
+    def wait_healthy(self, timeout: float = START_TIMEOUT) -> None:
+        """Waits for every engine to answer; one that fails stops them all."""
+        try:
+            for engine in self.engines:
+                engine.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self) -> Generator[None, None, None]:
+        """The engines are waited for once the session has started, xdist's workers with it:
+        the workers start while the engines do, and no task is handed out before they answer.
+        Each worker reaches its engine first when its first task begins."""
+        yield
+        try:
+            self.wait_healthy()
+        except ServeError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
     def pytest_unconfigure(self) -> None:
         self.stop()
 
@@ -80,9 +100,12 @@ class Serving:
                 f"{engine.device or 'cpu'} at {engine.base_url}, log {engine.log_path}")
 
 
-def serve(settings: Settings, workers: int = 1) -> Serving:
-    """Starts every engine at once, then waits for each: a device that fails stops them all.
-    `workers` is the xdist worker count, which sets llama.cpp's layout on a CPU."""
+def serve(settings: Settings, workers: int = 1,
+          first_prompt: int = FIRST_PROMPT_TOKENS) -> Serving:
+    """Starts every engine at once, without waiting for any (`Serving.wait_healthy`; a start
+    that fails stops them all). `workers` is the xdist worker count, which sizes each engine
+    and sets llama.cpp's layout on a CPU; `first_prompt`, the most tokens of a first prompt of
+    the run (`commands.prompt_tokens`)."""
     devices = serve_devices(settings)
     model = served_model(settings, gpus=devices != [None])
     check_layout(settings, model.engine)
@@ -97,11 +120,9 @@ def serve(settings: Settings, workers: int = 1) -> Serving:
             # Workers gw0, gw1, ... go round the engines (`Serving.endpoint_for`).
             served = len(range(index, max(workers, 1), len(devices))) or 1
             engine = new_engine(model, folder / f"server-{index}.log", device, settings, layout,
-                                served)
+                                served, first_prompt)
             engines.append(engine)
             engine.start()
-        for engine in engines:
-            engine.wait_healthy(START_TIMEOUT)
     except BaseException:
         for engine in engines:
             engine.stop()

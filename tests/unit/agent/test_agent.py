@@ -125,9 +125,9 @@ def test_fixed_on_the_second_of_three_rounds_gives_two_attempts(tmp_path, task, 
 
 
 def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replies, run):
-    """With no asks again (resample none), a repeat costs its round and is told so."""
+    """With no asks again (ask-again none), a repeat costs its round and is told so."""
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again, replies.fixed])
-    result, sandbox = run(task, model, iters=2, resample_temperature=())
+    result, sandbox = run(task, model, iters=2, ask_again_temperature=())
     assert statuses(result) == ["failed", "repeat", "passed"]
     repeat = result.attempts[1]
     assert repeat.repeat_of == 1 and repeat.verdict is None and repeat.execute_seconds == 0
@@ -140,11 +140,11 @@ def test_repeated_reply_is_told_so_and_not_executed_again(tmp_path, task, replie
 
 def test_a_repeat_is_asked_again_hotter_before_its_round_counts(tmp_path, task, replies, run):
     """The default: a reply that repeats failed code is asked for again from the same chat, at
-    each resample temperature in turn, within its round; the first attempt stays greedy."""
+    each ask-again temperature in turn, within its round; the first attempt stays greedy."""
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again,
                                        replies.wrong_again, replies.fixed])
     result, sandbox = run(task, model, iters=1, round_temperature=(0.2,),
-                          resample_temperature=(0.6, 1.0))
+                          ask_again_temperature=(0.6, 1.0))
     assert statuses(result) == ["failed", "repeat", "repeat", "passed"]
     assert [a.round for a in result.attempts] == [0, 1, 1, 1]
     assert [a.temperature for a in result.attempts] == [0.0, 0.2, 0.6, 1.0]
@@ -160,7 +160,7 @@ def test_asks_again_are_bounded_and_then_the_repeat_costs_its_round(tmp_path, ta
                                                                      run):
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], *[replies.wrong_again] * 3,
                                        replies.fixed])
-    result, _ = run(task, model, iters=2, resample_temperature=(0.6, 1.0))
+    result, _ = run(task, model, iters=2, ask_again_temperature=(0.6, 1.0))
     assert statuses(result) == ["failed", "repeat", "repeat", "repeat", "passed"]
     assert [a.round for a in result.attempts] == [0, 1, 1, 1, 2]
     assert [a.temperature for a in result.attempts] == [0.0, 1.0, 0.6, 1.0, 1.0]
@@ -379,7 +379,7 @@ def test_a_chat_reply_ends_where_its_first_code_block_closes(task, chat_stop, st
     assert model.stops == [stop]
     assert result.attempts[0].reply.endswith("```\n") == (chat_stop == "none")
     buggy = Recording(ControlModel("buggy", "buggy", GenerationConfig.of(Settings())))
-    run(task, buggy, iters=2, chat_stop=chat_stop, resample_temperature=())
+    run(task, buggy, iters=2, chat_stop=chat_stop, ask_again_temperature=())
     assert buggy.stops == [stop] * 3
     assert RunProtocol.of(Settings(chat_stop=chat_stop), "python").to_json().get("chat_stop") \
         == (None if chat_stop == "none" else chat_stop)
@@ -429,7 +429,7 @@ def test_trajectory_in_the_record_is_plain_json(task, dataset):
     record = json.loads(json.dumps(runner.record(runner.evaluate(task))))
     first, second, *asked_again = record["attempts"]
     assert first["status"] == "failed" and second["status"] == "repeat"
-    # The round's reply repeated the first: asked again at the resample temperature.
+    # The round's reply repeated the first: asked again at the ask-again temperature.
     assert [a["status"] for a in asked_again] == ["repeat"]
     assert [a["temperature"] for a in record["attempts"]] == [0.0, 1.0, 1.2]
     assert [a["round"] for a in record["attempts"]] == [0, 1, 1]
@@ -442,7 +442,7 @@ def test_trajectory_in_the_record_is_plain_json(task, dataset):
     assert record["tokens"] == {"prompt": 700, "completion": 21}
     assert record["protocol"]["iters"] == 1 and record["protocol"]["variant"] == "tests"
     assert record["protocol"]["round_temperature"] == [1.0]
-    assert record["protocol"]["resample_temperature"] == [1.2]
+    assert record["protocol"]["ask_again_temperature"] == [1.2]
 
 
 def test_model_failure_mid_loop_is_an_error_not_unfixed(tmp_path, task, tasks, dataset, replies):

@@ -24,6 +24,7 @@ from pytest_humanfix.agent.loader import (
     is_brought,
     is_graph,
     load_agent,
+    run_as,
     settle_agent,
 )
 from pytest_humanfix.settings import Settings
@@ -161,11 +162,24 @@ def config(tmp_path: Path, *plugins: object, inipath: Path | None = None) -> pyt
     return fake  # type: ignore[return-value]
 
 
-def conftest_module(path: Path, with_fixture: bool = True) -> ModuleType:
+FIXTURE_SOURCE = f"""import pytest
+
+
+@pytest.fixture
+def {FIXTURE}():
+    return None
+"""
+
+
+def conftest_module(path: Path, with_fixture: bool = True,
+                    source: str = FIXTURE_SOURCE) -> ModuleType:
+    """A conftest.py written in `path` and imported, as pytest imports it."""
+    path.mkdir(parents=True, exist_ok=True)
+    file = path / "conftest.py"
+    file.write_text(source if with_fixture else "LIMIT = 3\n", encoding="utf-8")
     module = ModuleType("conftest")
-    module.__file__ = str(path / "conftest.py")
-    if with_fixture:
-        setattr(module, FIXTURE, lambda: None)
+    module.__file__ = str(file)
+    exec(compile(file.read_text(encoding="utf-8"), str(file), "exec"), vars(module))
     return module
 
 
@@ -184,7 +198,8 @@ def test_the_nearest_conftest_defining_the_fixture_is_the_agent(tmp_path):
                conftest_module(tasks / "x", with_fixture=False))
     fake = config(tmp_path, *plugins)
     fake.invocation_params.dir = deeper / "below"
-    assert conftest_agent(fake) == f"tasks/deeper/conftest.py::{FIXTURE}"
+    assert conftest_agent(fake) == \
+        f"tasks/deeper/conftest.py::{FIXTURE}@{sha12(deeper / 'conftest.py')}"
     assert conftest_agent(config(tmp_path, conftest_module(tasks, with_fixture=False))) is None
 
 
@@ -193,8 +208,9 @@ def test_the_fixture_of_the_plugin_gives_none_for_a_built_in_agent(tmp_path):
 
 
 def test_a_conftest_agent_the_plugin_must_load_was_not_a_fixture(tmp_path):
-    with pytest.raises(AgentLoadError, match="decorate it with @pytest.fixture"):
-        agent_of(config(tmp_path), f"tests/conftest.py::{FIXTURE}")
+    with pytest.raises(AgentLoadError, match="tests/conftest.py defines humanfix_agent, but "
+                                             "not as a fixture: decorate it with @pytest"):
+        agent_of(config(tmp_path), f"tests/conftest.py::{FIXTURE}@3f2a9c01b7de")
 
 
 def test_settle_keeps_a_built_in_agent_and_lets_a_conftest_fixture_win(tmp_path):
@@ -204,7 +220,44 @@ def test_settle_keeps_a_built_in_agent_and_lets_a_conftest_fixture_win(tmp_path)
         settle_agent(config(tmp_path, conftest_module(tmp_path)), settings)
     settled = settle_agent(config(tmp_path, conftest_module(tmp_path)),
                            Settings(model="canonical", agent="repair"))
-    assert settled.agent == f"conftest.py::{FIXTURE}"
+    assert settled.agent == f"conftest.py::{FIXTURE}@{sha12(tmp_path / 'conftest.py')}"
+
+
+def test_a_fixture_agent_is_its_source_the_conftest_and_the_fixtures_own_module(
+        tmp_path, monkeypatch):
+    """An edit of the conftest.py, or of the module its fixture function is imported from,
+    makes another agent; an edit of a module the fixture only calls does not, as for a file
+    agent (only the file that holds the callable is hashed)."""
+    first = conftest_agent(config(tmp_path, conftest_module(tmp_path)))
+    edited = FIXTURE_SOURCE.replace("return None", "return None  # edited")
+    second = conftest_agent(config(tmp_path, conftest_module(tmp_path, source=edited)))
+    assert first != second == f"conftest.py::{FIXTURE}@{sha12(tmp_path / 'conftest.py')}"
+    # The fixture defined in a module of the project's and imported by the conftest.py.
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fixtures = tmp_path / "loader_ident_pkg"
+    fixtures.mkdir()
+    (fixtures / "__init__.py").write_text("", encoding="utf-8")
+    (fixtures / "called.py").write_text("def fix(ctx):\n    return None\n", encoding="utf-8")
+    defined = fixtures / "fixtures.py"
+    defined.write_text(FIXTURE_SOURCE.replace("return None", "from .called import fix\n"
+                                              "    return fix"), encoding="utf-8")
+    tests = tmp_path / "tests"
+    importing = f"from loader_ident_pkg.fixtures import {FIXTURE}  # noqa: F401\n"
+
+    def found() -> str | None:
+        fake = config(tmp_path, conftest_module(tests, source=importing))
+        fake.invocation_params.dir = tests
+        return conftest_agent(fake)
+
+    before = found()
+    both = hashlib.sha256((tests / "conftest.py").read_bytes() + defined.read_bytes())
+    assert before == f"tests/conftest.py::{FIXTURE}@{both.hexdigest()[:12]}"
+    defined.write_text(defined.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    sys.modules.pop("loader_ident_pkg.fixtures")
+    after = found()
+    assert after != before
+    (fixtures / "called.py").write_text("def fix(ctx):\n    return 1\n", encoding="utf-8")
+    assert found() == after
 
 
 def test_settle_makes_an_agent_that_cannot_load_a_usage_error(tmp_path):
@@ -261,3 +314,19 @@ def test_settled_the_settings_name_the_agent_by_identity_and_it_is_found_by_it(t
     settled = settle_agent(rooted, Settings(model="canonical", agent=f"{path}:fix"))
     assert settled.agent == f"loader_agent_j.py:fix@{sha12(path)}"
     assert agent_of(rooted, settled.agent)(None) == "code"
+
+
+def test_a_worker_runs_under_the_identity_the_controller_fixed(tmp_path):
+    """A worker that starts after the agent's file was edited finds another identity; it takes
+    the controller's, and the agent is found by it."""
+    path = agent_file(tmp_path, "loader_agent_k.py", "def fix(ctx):\n    return 'code'\n")
+    spec = Settings(model="canonical", agent="loader_agent_k.py:fix")
+    controller = settle_agent(config(tmp_path), spec).agent
+    path.write_text("def fix(ctx):\n    return 'edited'\n", encoding="utf-8")
+    worker = settle_agent(config(tmp_path), spec)
+    assert worker.agent != controller  # what such a worker recorded before
+    settled = run_as(worker, controller)
+    assert settled.agent == controller
+    # The agent this process loaded, found under the run's identity.
+    assert agent_of(config(tmp_path), settled.agent) is agent_of(config(tmp_path), worker.agent)
+    assert run_as(worker, None) is worker  # no identity sent: a runner without a controller

@@ -80,7 +80,7 @@ def test_propose_appends_the_replys_code_and_counts_its_round(task):
 def test_an_ask_again_belongs_to_the_round_it_repeats(task):
     earlier = attempt(task.buggy_code, "repeat", repeat_of=1)
     update = nodes.propose(state(task, earlier, rounds_left=1, resamples=1, round=1),
-                           runtime(task, iters=1, resample_temperature=(1.5,)))
+                           runtime(task, iters=1, ask_again_temperature=(1.5,)))
     assert update["rounds_left"] == 1
     assert update["attempts"][-1].temperature == 1.5 and update["attempts"][-1].round == 1
 

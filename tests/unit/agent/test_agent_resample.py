@@ -63,7 +63,7 @@ def test_a_repeated_or_rejected_sample_costs_its_round_and_is_not_asked_again(tm
     model = replay(tmp_path, TASK_ID, [replies.wrong[0], replies.wrong_again,
                                        replies.syntax_error, replies.wrong[1]])
     result, sandbox = run(task, model, agent="resample", iters=3,
-                          resample_temperature=(0.6, 1.0))
+                          ask_again_temperature=(0.6, 1.0))
     assert statuses(result) == ["failed", "repeat", "rejected", "failed"]
     assert [a.round for a in result.attempts] == [0, 1, 2, 3]
     assert [a.feedback for a in result.attempts] == ["", "", "", ""]

@@ -124,7 +124,7 @@ def test_only_the_first_of_several_calls_in_a_reply_is_run(tmp_path, task, calls
 def test_a_repeated_call_is_asked_again_hotter_then_told_it_repeats(tmp_path, task, calls, run):
     model = replay(tmp_path, TASK_ID, [calls["wrong"], calls["wrong_again"],
                                        calls["wrong_again"], calls["fixed"]])
-    result, sandbox = tools_run(run, task, model, iters=2, resample_temperature=(0.7,))
+    result, sandbox = tools_run(run, task, model, iters=2, ask_again_temperature=(0.7,))
     assert statuses(result) == ["failed", "repeat", "repeat", "passed"]
     assert [a.round for a in result.attempts] == [0, 1, 1, 2]
     assert [a.temperature for a in result.attempts] == [0.0, 1.0, 0.7, 1.0]
@@ -200,7 +200,7 @@ def test_the_records_rounds_figures_and_protocol_agree(tmp_path, tasks, dataset,
     assert [graded_round(r) for r in records] == [2, None]
     assert [(row["round"], row["fixed"]) for row in by_round(records)] == \
         [(0, 0), (1, 0), (2, 1), (3, 1)]
-    # The buggy call repeats itself: asked again at each resample temperature, every round.
+    # The buggy call repeats itself: asked again at each ask-again temperature, every round.
     assert [a["status"] for a in records[1]["attempts"]][:4] == \
         ["failed", "repeat", "repeat", "repeat"]
     assert all(a["tool_calls"] == 1 for r in records for a in r["attempts"])

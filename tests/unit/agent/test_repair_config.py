@@ -11,10 +11,9 @@ import pytest
 from pytest_humanfix import protocol
 from pytest_humanfix.agent import nodes
 from pytest_humanfix.agent.config import RepairConfig
-from pytest_humanfix.agent.context import PlainRuntime, RepairContext
-from pytest_humanfix.agent.graph import recursion_limit
-from pytest_humanfix.agent.routing import (
-    GRAPHS, after_call_check, after_check, after_execute, after_sample_check)
+from pytest_humanfix.agent.context import PlainRuntime
+from pytest_humanfix.agent.graph import recursion_limit, repair_context
+from pytest_humanfix.agent.routing import GRAPHS, after_call_check, after_check, after_execute
 from pytest_humanfix.records import Attempt
 from pytest_humanfix.settings import BUILT_IN_AGENTS, Settings
 
@@ -25,7 +24,7 @@ def config(**settings: object) -> RepairConfig:
 
 def test_each_field_is_the_settings_field_of_its_name():
     settings = Settings(variant="docs", agent="tools", iters=3, temperature=0.2,
-                        round_temperature=(0.5, 0.9), resample_temperature=(), chat_stop="none",
+                        round_temperature=(0.5, 0.9), ask_again_temperature=(), chat_stop="none",
                         strict=True)
     repair = RepairConfig.of(settings)
     for field in dataclasses.fields(RepairConfig):
@@ -34,9 +33,24 @@ def test_each_field_is_the_settings_field_of_its_name():
 
 
 def test_the_first_attempt_keeps_the_run_temperature_and_rounds_follow_the_schedule():
-    repair = config(temperature=0.1, round_temperature=(0.5, 0.9), resample_temperature=(1.2, 1.5))
+    repair = config(temperature=0.1, round_temperature=(0.5, 0.9),
+                    ask_again_temperature=(1.2, 1.5))
     assert [repair.temperature_of(k) for k in range(4)] == [0.1, 0.5, 0.9, 0.9]
     assert [repair.temperature_of(2, ask) for ask in (1, 2)] == [1.2, 1.5]
+
+
+@pytest.mark.parametrize(("agent", "first_attempts"), [
+    ("repair", 1), ("tools", 1), ("resample", 1), ("rewrite", 2)])
+def test_every_agent_takes_the_schedule_from_its_first_round_after_the_first_attempts(
+        agent, first_attempts):
+    """One rule: the k-th round after the first attempts takes the k-th value, so no value is
+    dropped for `rewrite`, whose round 1 is a second first attempt."""
+    rounds = config(agent=agent, temperature=0.1, round_temperature=(0.3, 0.6, 0.9))
+    ctx = repair_context(None, None, None, rounds)  # type: ignore[arg-type]
+    assert ctx.first_attempts == GRAPHS[agent].first_attempts == first_attempts
+    temperatures = [ctx.temperature({"round": k, "resamples": 0})  # type: ignore[typeddict-item]
+                    for k in range(first_attempts + 4)]
+    assert temperatures == [0.1] * first_attempts + [0.3, 0.6, 0.9, 0.9]
 
 
 def test_an_empty_round_schedule_keeps_the_run_temperature():
@@ -46,8 +60,7 @@ def test_an_empty_round_schedule_keeps_the_run_temperature():
 def routed(router, attempts, repair: RepairConfig, rounds_left=1, resamples=0,
            example_test="assert f(1) == 1"):
     task = types.SimpleNamespace(test="check(f)", example_test=example_test)
-    runtime = PlainRuntime(RepairContext(task=task, model=None, sandbox=None,  # type: ignore
-                                         config=repair))
+    runtime = PlainRuntime(repair_context(task, None, None, repair))  # type: ignore[arg-type]
     state = {"messages": [], "attempts": attempts, "rounds_left": rounds_left, "round": 0,
              "resamples": resamples, "result": None}
     return router(state, runtime)
@@ -67,8 +80,8 @@ def attempt(status: str, tool_calls: int | None = None) -> Attempt:
     ("", 0, 0, "execute"),             # the hidden tests run even without a round left
 ])
 def test_after_the_check(status, rounds_left, resamples, expected):
-    assert routed(after_check, [attempt(status)], config(resample_temperature=(1.2,)),
-                  rounds_left, resamples) == expected
+    asks_again = config(agent="repair", ask_again_temperature=(1.2,))
+    assert routed(after_check, [attempt(status)], asks_again, rounds_left, resamples) == expected
 
 
 def test_in_docs_the_examples_run_only_where_a_round_can_act_on_them():
@@ -110,14 +123,15 @@ def test_the_agents_named_without_the_graphs_are_the_graphs():
         name for name, graph in GRAPHS.items() if graph.nodes[graph.first] is nodes.propose)
 
 
-def test_the_resampling_agent_never_asks_a_repeat_again_and_has_no_node_for_it():
-    # Asks are left (a resample temperature, none spent), which repair would spend.
-    asks_left = config(agent="resample", resample_temperature=(1.2,))
-    assert routed(after_check, [attempt("repeat")], asks_left) == "ask_again"
-    assert routed(after_sample_check, [attempt("repeat")], asks_left) == "reflect"
-    assert routed(after_sample_check, [attempt("repeat")], asks_left, rounds_left=0) == "finish"
-    assert set(GRAPHS["resample"].nodes) == set(GRAPHS["rewrite"].nodes) == {
-        "propose", "check", "execute", "reflect", "finish"}
+@pytest.mark.parametrize("agent", ["resample", "rewrite"])
+def test_the_sampling_agents_never_ask_a_repeat_again_and_have_no_node_for_it(agent):
+    # Asks are left (an ask-again temperature, none spent), which repair spends.
+    asks_left = config(agent=agent, ask_again_temperature=(1.2,))
+    assert routed(after_check, [attempt("repeat")], asks_left) == "reflect"
+    assert routed(after_check, [attempt("repeat")], asks_left, rounds_left=0) == "finish"
+    assert routed(after_check, [attempt("repeat")],
+                  dataclasses.replace(asks_left, agent="repair")) == "ask_again"
+    assert set(GRAPHS[agent].nodes) == {"propose", "check", "execute", "reflect", "finish"}
     assert "ask_again" in GRAPHS["repair"].nodes and "ask_again" in GRAPHS["tools"].nodes
 
 

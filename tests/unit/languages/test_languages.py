@@ -506,7 +506,7 @@ def test_controls_fix_every_task_or_none(name, model, humanfix_pytester, read_re
     summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
     assert summary["tasks"] == {
         "total": total, "scored": total - len(known), "errors": 0, "item_timeouts": 0,
-        "fixed": total - len(known) if model == "canonical" else 0,
+        "retried": 0, "fixed": total - len(known) if model == "canonical" else 0,
         "unfixed": 0 if model == "canonical" else total - len(known), "agent_errors": 0,
         "flagged": 0, "known_failures": len(known)}
     assert {row["task_id"] for row in summary["known_failures"]} == known

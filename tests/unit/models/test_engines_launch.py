@@ -30,10 +30,13 @@ SHOW_ENV = ("import json, os; print(json.dumps({k: os.environ.get(k) for k in "
 
 def engine(tmp_path: Path, *code: str, model: ServedModel = TRANSFORMERS,
            device: str | None = None, port: int | None = None) -> launch.Engine:
-    """An engine whose "server" is `python -c code` (or `python *code` for several words)."""
+    """An engine whose "server" is `python -c code` (or `python *code` for several words), with
+    the environment `new_engine` gives its kind."""
     command = [sys.executable, "-c", *code] if len(code) == 1 else [sys.executable, *code]
+    defaults = launch.new_engine(model, tmp_path / "unused.log", device,
+                                 Settings(model=model.source)).defaults
     return launch.Engine(model, device, port or launch.free_port(), tmp_path / "logs" / "e.log",
-                         command)
+                         command, defaults=defaults)
 
 
 # A controller that starts an engine whose server has a child of its own, as vLLM's server has

@@ -1,7 +1,8 @@
 """`--humanfix-serve`'s engines (pytest_humanfix/models/engines/serving.py) with stand-in engines
-that start no process: every engine started before any is waited for, one that fails stops them
-all, how many workers each serves, llama.cpp's CPU layout, and what the run's end and summary
-see. The devices and layouts themselves: runs/test_serve.py."""
+that start no process: every engine started before any is waited for, and waited for only once
+the session (and xdist's workers) has started, one that fails stops them all, how many workers
+each serves, llama.cpp's CPU layout, and what the run's end and summary see. The devices and
+layouts themselves: runs/test_serve.py."""
 
 from __future__ import annotations
 
@@ -53,10 +54,11 @@ class Launcher:
         self.calls: list[dict[str, object]] = []
 
     def __call__(self, model: ServedModel, log_path: Path, device: str | None,
-                 settings: Settings, layout: CpuLayout | None, workers: int) -> Engine:
+                 settings: Settings, layout: CpuLayout | None, workers: int,
+                 first_prompt: int) -> Engine:
         index = len(self.calls)
         self.calls.append({"log": log_path, "device": device, "layout": layout,
-                           "workers": workers})
+                           "workers": workers, "first_prompt": first_prompt})
         return Engine(self.events, model, index, device,
                       self.fail if index == self.failing else "")
 
@@ -74,14 +76,28 @@ def gpus(monkeypatch: pytest.MonkeyPatch, visible: str) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
 
 
-def test_every_engine_is_started_before_any_is_waited_for(launcher, monkeypatch):
+def session_started(shared: serving.Serving, started: list[str]) -> None:
+    """`Serving.pytest_sessionstart` around the session's other starts (xdist's workers')."""
+    wrapper = shared.pytest_sessionstart()
+    next(wrapper)
+    started.append("workers start")
+    with pytest.raises(StopIteration):
+        next(wrapper)
+
+
+def test_every_engine_is_started_and_waited_for_once_the_workers_are_starting(launcher,
+                                                                            monkeypatch):
     gpus(monkeypatch, "0,1,2")
     shared = serving.serve(Settings(model="org/model", report_dir="out",
-                                    engine_args=("--enforce-eager",)), workers=3)
-    assert launcher.events == ["start 0", "start 1", "start 2",
+                                    engine_args=("--enforce-eager",)), workers=3,
+                           first_prompt=900)
+    assert launcher.events == ["start 0", "start 1", "start 2"]
+    session_started(shared, launcher.events)
+    assert launcher.events == ["start 0", "start 1", "start 2", "workers start",
                                f"wait 0 {serving.START_TIMEOUT:g}",
                                f"wait 1 {serving.START_TIMEOUT:g}",
                                f"wait 2 {serving.START_TIMEOUT:g}"]
+    assert [call["first_prompt"] for call in launcher.calls] == [900] * 3
     assert [call["device"] for call in launcher.calls] == ["0", "1", "2"]
     assert [call["log"] for call in launcher.calls] == [
         Path("out/server-0.log"), Path("out/server-1.log"), Path("out/server-2.log")]
@@ -103,18 +119,23 @@ def test_each_engine_is_sized_for_the_workers_that_go_round_to_it(launcher, monk
     assert [call["workers"] for call in launcher.calls] == served
 
 
-@pytest.mark.parametrize(("failing", "fail", "events"), [
-    (1, "start", ["start 0", "start 1", "stop 0", "stop 1"]),
-    (1, "wait", ["start 0", "start 1", "start 2", f"wait 0 {serving.START_TIMEOUT:g}",
-                 f"wait 1 {serving.START_TIMEOUT:g}", "stop 0", "stop 1", "stop 2"]),
-])
-def test_an_engine_that_fails_stops_every_engine_started(launcher, monkeypatch, failing, fail,
-                                                         events):
+def test_an_engine_that_cannot_start_stops_every_engine_started(launcher, monkeypatch):
     gpus(monkeypatch, "0,1,2")
-    launcher.failing, launcher.fail = failing, fail
+    launcher.failing, launcher.fail = 1, "start"
     with pytest.raises(ServeError, match="engine 1"):
         serving.serve(Settings(model="org/model"), workers=3)
-    assert launcher.events == events
+    assert launcher.events == ["start 0", "start 1", "stop 0", "stop 1"]
+
+
+def test_an_engine_that_never_answers_stops_them_all_and_is_a_usage_error(launcher, monkeypatch):
+    gpus(monkeypatch, "0,1,2")
+    launcher.failing, launcher.fail = 1, "wait"
+    shared = serving.serve(Settings(model="org/model"), workers=3)
+    with pytest.raises(pytest.UsageError, match="^engine 1 exited$"):
+        session_started(shared, launcher.events)
+    assert launcher.events == ["start 0", "start 1", "start 2", "workers start",
+                               f"wait 0 {serving.START_TIMEOUT:g}",
+                               f"wait 1 {serving.START_TIMEOUT:g}", "stop 0", "stop 1", "stop 2"]
 
 
 def test_llamacpp_on_a_cpu_is_laid_out_over_the_cores(launcher, monkeypatch):

@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from pytest_humanfix.agent import prompts
 from pytest_humanfix.agent.extract import continued_code
 from pytest_humanfix.dataset import load_tasks
 from pytest_humanfix.languages import LANGUAGES
+from pytest_humanfix.models.base import ReplySeeds
 from pytest_humanfix.models.generation import GenerationConfig
 from pytest_humanfix.models.engines.llamacpp import decode, jobs, protocol
 from pytest_humanfix.models.engines.llamacpp.chat import PromptText
@@ -204,7 +204,7 @@ def scripted(script: list[int], **settings: Any) -> TransformersModel:
     model.model = ScriptedModel(script)  # type: ignore[assignment]
     model.generate_kwargs = {**decoding_kwargs(model.config), "eos_token_id": EOS,
                              "pad_token_id": 0}
-    model._replies = Counter()
+    model.seeds = ReplySeeds(model.config.seed)
     return model
 
 
@@ -445,7 +445,7 @@ def test_a_slow_generation_is_no_timeout_and_a_timeout_is_counted_apart(humanfix
                                                                          records_by_task):
     """Replies take 3 s against an item timeout of 2 s: Python/0 is scored all the same; the
     looping task's execution (limit 60 s) still runs into the item timeout, which is reported
-    apart from harness errors, with pass@1 as it would be had it failed."""
+    apart from harness errors and scored not fixed."""
     humanfix_pytester.makeconftest(SLOW_MODEL_CONFTEST.format(seconds=3))
     # In a process of its own: an in-process run may hold a runner module other than the one
     # the conftest patches (pytester drops the modules each run imported).
@@ -460,13 +460,16 @@ def test_a_slow_generation_is_no_timeout_and_a_timeout_is_counted_apart(humanfix
     assert stopped["outcome"] == "error" and stopped["item_timeout"]
     assert "item timeout fired" in stopped["error"]
     result.stdout.fnmatch_lines([
-        "*fixed 0, not fixed 1, errors 0 (harness faults, not scored), item timeouts 1*",
-        f"WARNING: 1 task(s) stopped by the item timeout (generation excluded), not scored: "
-        f"{LOOPING_TASK}",
-        "  scored as not fixed, pass@1 would be 0.0% (0/2) instead of 0.0%*"])
+        "pass@1 = 0.0% (0/2)*",
+        "*fixed 0, not fixed 1, errors 0 (harness faults, scored not fixed), item timeouts 1 "
+        "(scored not fixed)",
+        f"WARNING: 1 task(s) stopped by the item timeout (generation excluded), scored not "
+        f"fixed: {LOOPING_TASK}; raise --humanfix-item-timeout"])
     summary = json.loads((humanfix_pytester.path / "reports" / "summary.json").read_text())
     assert summary["tasks"]["errors"] == 0 and summary["tasks"]["item_timeouts"] == 1
-    assert summary["pass_at_1_if_timeouts_failed"]["tasks"] == 2
+    assert summary["tasks"]["retried"] == 0, "an item timeout is not retried"
+    assert summary["pass_at_1"]["tasks"] == 2
+    assert "pass_at_1_if_timeouts_failed" not in summary
 
 
 def test_the_alarm_is_stopped_while_a_reply_is_generated_and_set_again_after():
@@ -491,7 +494,7 @@ def record(task_id: str, outcome: str, **fields: Any) -> dict[str, Any]:
             **fields}
 
 
-def test_the_summary_says_what_timeouts_would_do_to_pass_at_1():
+def test_the_summary_scores_item_timeouts_not_fixed_and_counts_them_apart():
     records = [record("Python/0", "fixed"), record("Python/1", "unfixed"),
                record("Python/2", "error", item_timeout=True, error="item timeout fired ..."),
                # written before `item_timeout` was kept: its error says it
@@ -499,14 +502,12 @@ def test_the_summary_says_what_timeouts_would_do_to_pass_at_1():
                record("Python/4", "error", error="cannot reach the server")]
     summary = build(records, {"wall_seconds": 1.0})
     assert summary["tasks"]["errors"] == 1 and summary["tasks"]["item_timeouts"] == 2
-    assert summary["pass_at_1"]["value"] == 0.5
-    failed = summary["pass_at_1_if_timeouts_failed"]
-    assert (failed["value"], failed["tasks"], failed["item_timeouts"]) == (0.25, 4, 2)
+    assert summary["pass_at_1"]["value"] == 0.2 and summary["pass_at_1"]["tasks"] == 5
     assert [e["task_id"] for e in summary["errors"]] == ["Python/4"]
+    assert [e["task_id"] for e in summary["item_timeouts"]] == ["Python/2", "Python/3"]
     lines = summary_lines(summary)
-    assert "  scored as not fixed, pass@1 would be 25.0% (1/4) instead of 50.0%; raise " \
-           "--humanfix-item-timeout" in lines
-    assert build(records[:2], {})["pass_at_1_if_timeouts_failed"] is None
+    assert ("WARNING: 2 task(s) stopped by the item timeout (generation excluded), scored not "
+            "fixed: Python/2, Python/3; raise --humanfix-item-timeout") in lines
 
 
 # -- an execution lost before it started ----------------------------------------------------------

@@ -17,7 +17,7 @@ from pytest_humanfix.reporting.stats import mcnemar_exact
 
 PROTOCOL = {"variant": "tests", "iters": 3, "samples": 1, "temperature": 0.0,
             "max_new_tokens": 512, "timeout": 10.0, "prompt": "auto", "strict": False,
-            "language": "python", "round_temperature": [1.0], "resample_temperature": [1.2]}
+            "language": "python", "round_temperature": [1.0], "ask_again_temperature": [1.2]}
 
 
 def attempt(round: int, tokens: int, seconds: float = 1.0) -> dict[str, Any]:
@@ -169,21 +169,22 @@ def test_every_point_of_the_chart_lies_inside_its_frame():
         assert top <= float(circle.get("cy")) <= bottom
 
 
-def test_a_task_one_run_errs_on_is_left_out_of_both_runs_fixes_and_the_test():
+def test_a_task_one_run_errs_on_counts_as_not_fixed_in_that_run():
     first = run("repair", dict(zip(TASKS[:4], [0, 0, 1, None])), [100] * 4)
-    second = run("resample", dict(zip(TASKS[:4], [0, None, None, None])), [100] * 4)
-    # t1: fixed in the first run, a harness error in the second: no pair.
+    second = run("resample", dict(zip(TASKS[:4], [0, 0, None, None])), [100] * 4)
+    # t1: fixed in both runs, but a harness error ended it in the second: a fix only the first
+    # run has, as pass@1 scores the error not fixed.
     second[1] = {**second[1], "outcome": "error", "error": "worker crashed"}
     compared = compare.side_by_side(first, second)
-    assert compared["tasks"] == 3
-    assert compared["only_first"] == ["t2"] and compared["only_second"] == []
+    assert compared["tasks"] == 4
+    assert compared["only_first"] == ["t1", "t2"] and compared["only_second"] == []
     assert (compared["both_fixed"], compared["neither"]) == (1, 1)
-    assert compared["p_value"] == mcnemar_exact(1, 0, "two-sided")
-    assert [one["curve"][-1]["fixed"] for one in compared["runs"]] == [2, 1]
+    assert compared["p_value"] == mcnemar_exact(2, 0, "two-sided")
+    assert [one["curve"][-1]["fixed"] for one in compared["runs"]] == [3, 1]
     table = compare.lines(compared)
-    assert table[0] == "Tasks: all tasks of both runs, 3 scored by both."
-    assert table[4].startswith("| A (repair, 3 rounds) | 2/3 |")
-    assert table[5].startswith("| B (resample, 3 rounds) | 1/3 |")
+    assert table[0] == "Tasks: all tasks of both runs, 4 scored by both."
+    assert table[4].startswith("| A (repair, 3 rounds) | 3/4 |")
+    assert table[5].startswith("| B (resample, 3 rounds) | 1/4 |")
 
 
 def test_the_table_and_the_matched_rows_name_their_seconds_apart():

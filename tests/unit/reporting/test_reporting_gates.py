@@ -30,9 +30,22 @@ def test_compare_pairs_each_task_with_its_baseline_outcome():
     now = [record("a", "unfixed"), record("b"), record("c"), record("d", "unfixed"),
            record("e"), record("f")]
     result = compare(now, baseline)
-    assert (result.regressions, result.improvements, result.unpaired) == (["a"], ["b"],
-                                                                         ["e", "f"])
-    assert (result.both_fixed, result.both_unfixed, result.paired) == (1, 1, 4)
+    # e: an error in the baseline is not fixed there, so its fix now is an improvement.
+    assert (result.regressions, result.improvements, result.unpaired) == (["a"], ["b", "e"],
+                                                                         ["f"])
+    assert (result.both_fixed, result.both_unfixed, result.paired) == (1, 1, 5)
+
+
+def test_a_fix_lost_to_an_error_is_a_regression_and_an_error_never_helps_the_gate():
+    baseline = {t: record(t) for t in ("a", "b", "c")}
+    # Whatever ends a fixed task in an error now, a harness fault or an item timeout, counts
+    # against the run: the paired test sees two regressions, pass@1 two tasks fewer.
+    now = [record("a", "error", error="sandbox broke"),
+           record("b", "error", item_timeout=True, error="item timeout fired"), record("c")]
+    result = compare(now, baseline)
+    assert (result.regressions, result.unpaired, result.paired) == (["a", "b"], [], 3)
+    figures = result.figures()
+    assert figures["change"] == pytest.approx(-2 / 3)
 
 
 def test_the_comparisons_figures_hold_the_counts_the_p_value_and_the_test():
@@ -69,16 +82,17 @@ def test_the_comparison_lists_tasks_in_natural_order_and_says_what_the_baseline_
 
 def test_a_baseline_of_fewer_tasks_or_with_errors_changes_nothing_where_the_pairs_agree():
     # A baseline made with --humanfix-max 4 of a run over 10: the same outcome on each task
-    # both hold; the run's other tasks, all unfixed, and a task the baseline errored on that
-    # this run fixes are unpaired and move neither figure.
+    # both hold; the run's other tasks, all unfixed, are unpaired and move neither figure; a
+    # task both runs ended in an error pairs as not fixed on both sides.
     outcomes = ["fixed", "fixed", "unfixed", "fixed"]
     baseline = {f"t{n}": record(f"t{n}", outcome) for n, outcome in enumerate(outcomes)}
     baseline["t4"] = record("t4", "error", error="worker crashed")
     now = [record(f"t{n}", outcome) for n, outcome in enumerate(outcomes)] + \
-        [record("t4")] + [record(f"t{n}", "unfixed") for n in range(5, 10)]
+        [record("t4", "error", error="worker crashed")] + \
+        [record(f"t{n}", "unfixed") for n in range(5, 10)]
     figures = compare(now, baseline).figures()
-    assert figures["paired"] == 4 and figures["pass_at_1"]["tasks"] == 4
-    assert figures["pass_at_1"]["value"] == pytest.approx(3 / 4)
+    assert figures["paired"] == 5 and figures["pass_at_1"]["tasks"] == 5
+    assert figures["pass_at_1"]["value"] == pytest.approx(3 / 5)
     assert figures["change"] == 0.0
     assert figures["regressions"] == figures["improvements"] == []
 

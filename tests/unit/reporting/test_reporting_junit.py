@@ -21,11 +21,11 @@ def test_the_properties_carry_the_summarys_figures():
     records = [record("Python/0"), record("Python/1", "unfixed", flags=["f"]),
                record("Python/2", "error", error="boom")]
     properties = dict(junit_properties(summary_of(records)))
-    assert properties["humanfix_pass_at_1"] == "0.5000"
+    assert properties["humanfix_pass_at_1"] == "0.3333"
     assert (properties["humanfix_fixed"], properties["humanfix_scored"],
-            properties["humanfix_errors"], properties["humanfix_flagged"]) == ("1", "2", "1", "1")
+            properties["humanfix_errors"], properties["humanfix_flagged"]) == ("1", "3", "1", "1")
     assert properties["humanfix_language"] == "python"
-    assert properties["humanfix_pass_at_1_python"] == "0.5000"
+    assert properties["humanfix_pass_at_1_python"] == "0.3333"
     assert not any(name.startswith(("humanfix_pass_at_1_round", "humanfix_repeat",
                                     "humanfix_pass_at_1_plus")) for name in properties)
 

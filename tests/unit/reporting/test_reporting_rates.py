@@ -31,18 +31,45 @@ def test_the_first_sample_without_its_round_takes_the_records_graded_round():
     assert rates.fixed_rounds(made) == [1]
 
 
-def test_an_item_timeout_is_neither_scored_nor_a_harness_error():
+def test_an_error_is_scored_not_fixed_and_an_item_timeout_is_no_harness_error():
     flagged = record("a", "error", item_timeout=True)
     older = record("b", "error", error="item timeout fired after 60 s")
     fault = record("c", "error", error="boom")
     assert rates.item_timed_out(flagged) and rates.item_timed_out(older)
     assert not rates.item_timed_out(fault)
     assert not rates.harness_error(flagged) and rates.harness_error(fault)
-    assert not any(rates.scored(r) for r in (flagged, older, fault))
+    assert all(rates.scored(r) for r in (flagged, older, fault))
+    assert [rates.sample_counts(r) for r in (flagged, older, fault)] == [(1, 0)] * 3
+
+
+def test_an_error_fixed_nothing_whatever_its_samples_fixed_before_it():
+    # --humanfix-samples: a harness error in the third sample ends the task in an error.
+    samples = [{"outcome": "fixed", "fixed_round": 0, "plus_outcome": "fixed"},
+               {"outcome": "fixed", "fixed_round": 1, "plus_outcome": "fixed"},
+               {"outcome": "error"}]
+    made = record("a", "error", n=3, n_fixed=2, samples=samples, plus_outcome="fixed",
+                  protocol={"tests": "plus"})
+    assert rates.sample_counts(made) == rates.sample_counts(made, within=0) == (3, 0)
+    assert rates.fixed_rounds(made) == []
+    plus = rates.plus([made])
+    assert plus is not None
+    assert (plus["pass_at_1_plus"]["value"], plus["fixed_plus"]) == (0.0, 0)
+
+
+def test_turning_any_failure_into_an_error_never_raises_pass_at_1():
+    outcomes = ["fixed", "unfixed", "unfixed", "fixed", "unfixed"]
+    records = [record(f"t{n}", outcome) for n, outcome in enumerate(outcomes)]
+    before = rates.rate(records)["value"]
+    for n in range(len(records)):
+        for kind in ({"error": "boom"}, {"item_timeout": True}):
+            changed = [*records[:n], record(f"t{n}", "error", **kind), *records[n + 1:]]
+            assert rates.rate(changed)["value"] <= before
+            assert rates.rate(changed)["tasks"] == len(records)
 
 
 def test_a_known_failure_is_not_scored():
     assert not rates.scored(record("a", "unfixed", known_failure="no toolchain"))
+    assert not rates.scored(record("a", "error", known_failure="no toolchain"))
     assert rates.scored(record("a", "unfixed"))
 
 
@@ -50,13 +77,14 @@ def test_rate_is_the_mean_of_c_over_n_with_a_wilson_interval_over_tasks():
     records = [record("a", "fixed", n=4, n_fixed=1), record("b", "unfixed", n=4, n_fixed=3),
                record("c", "error", error="boom")]
     figure = rates.rate(records)
-    assert figure["value"] == pytest.approx(0.5)
-    assert figure["tasks"] == 2
-    assert figure["ci95"] == list(wilson_interval(1.0, 2))
+    assert figure["value"] == pytest.approx((1 / 4 + 3 / 4 + 0) / 3)
+    assert figure["tasks"] == 3
+    assert figure["ci95"] == list(wilson_interval(1.0, 3))
 
 
 def test_rate_of_no_scored_record_is_zero_over_the_widest_interval():
-    assert rates.rate([record("a", "error")]) == {"value": 0.0, "ci95": [0.0, 1.0], "tasks": 0}
+    assert rates.rate([record("a", "unfixed", known_failure="flaky")]) == {
+        "value": 0.0, "ci95": [0.0, 1.0], "tasks": 0}
 
 
 def test_by_round_runs_to_the_protocols_iters_and_ends_at_pass_at_1():
@@ -73,16 +101,6 @@ def test_by_round_runs_to_the_protocols_iters_and_ends_at_pass_at_1():
 def test_by_round_reaches_the_latest_round_a_fix_was_made_in():
     points = rates.by_round([record("a", "fixed", fixed_round=3)])
     assert [p["round"] for p in points] == [0, 1, 2, 3]
-
-
-def test_if_timeouts_failed_scores_the_stopped_tasks_as_not_fixed():
-    records = [record("a", "fixed"), record("b", "unfixed"),
-               record("c", "error", item_timeout=True)]
-    assert rates.if_timeouts_failed(records[:2]) is None
-    figure = rates.if_timeouts_failed(records)
-    assert figure is not None
-    assert (figure["value"], figure["tasks"], figure["item_timeouts"], figure["fixed"]) == \
-        (pytest.approx(1 / 3), 3, 1, 1)
 
 
 def test_plus_names_weak_test_fixes_and_leaves_known_failures_out_of_pass_at_1_plus():

@@ -45,12 +45,23 @@ def test_a_subset_is_warned_of_and_reruns_are_counted():
     assert lines[1].startswith("1 task(s) were run again")
 
 
-def test_item_timeouts_say_what_pass_at_1_would_be_had_they_failed():
-    summary = summary_of([record("a"), record("b", "error", item_timeout=True)])
-    lines = terminal.item_timeout_lines(summary)
-    assert lines[0].endswith("not scored: b")
-    assert "pass@1 would be 50.0% (1/2) instead of 100.0%" in lines[1]
+def test_item_timeouts_and_harness_errors_are_named_and_scored_not_fixed():
+    summary = summary_of([record("a"), record("b", "error", item_timeout=True),
+                          record("c", "error", error="sandbox broke",
+                                 first_try={"outcome": "error", "error": "sandbox broke"}),
+                          record("d", "unfixed", first_try={"outcome": "error", "error": "x"})])
+    assert terminal.item_timeout_lines(summary) == [
+        "WARNING: 1 task(s) stopped by the item timeout (generation excluded), scored not "
+        "fixed: b; raise --humanfix-item-timeout"]
+    assert terminal.error_lines(summary) == [
+        "WARNING: 1 task(s) ended in a harness error, scored not fixed: c (retried)",
+        "retried after a harness error: 2 task(s), 1 finished on the retry"]
+    lines = terminal.summary_lines(summary)
+    assert lines[2].startswith("pass@1 = 25.0% (1/4)")
+    assert lines[3] == ("fixed 1, not fixed 1, errors 1 (harness faults, scored not fixed), "
+                        "item timeouts 1 (scored not fixed)")
     assert terminal.item_timeout_lines(summary_of([record("a")])) == []
+    assert terminal.error_lines(summary_of([record("a")])) == []
 
 
 def test_flagged_fixes_say_how_they_are_scored():

@@ -6,7 +6,16 @@ import types
 import pytest
 
 from pytest_humanfix import jsonl as jsonl_module
-from pytest_humanfix.jsonl import JsonlError, JsonlWriter, read_jsonl
+from pytest_humanfix.jsonl import (
+    CUT_MARK,
+    TEXT_CAP_BYTES,
+    JsonlError,
+    JsonlWriter,
+    json_line,
+    read_jsonl,
+    storable,
+    storable_text,
+)
 from pytest_humanfix.reporting.junit import junit_properties
 from pytest_humanfix.reporting.summary import build
 from pytest_humanfix.reporting.terminal import pass_line
@@ -16,14 +25,14 @@ def record(task_id: str, bug_type: str, outcome: str) -> dict:
     return {"task_id": task_id, "bug_type": bug_type, "outcome": outcome}
 
 
-def test_summary_scores_fixed_over_scored_and_counts_errors_apart():
+def test_summary_scores_fixed_over_scored_with_errors_not_fixed_and_counted_apart():
     summary = build([record("a", "x", "fixed"), record("b", "x", "unfixed"),
                      record("c", "y", "fixed"), record("d", "y", "error")], {})
     tasks = summary["tasks"]
-    assert (tasks["fixed"], tasks["unfixed"], tasks["errors"]) == (2, 1, 1)
-    assert summary["pass_at_1"]["value"] == 2 / 3
+    assert (tasks["fixed"], tasks["unfixed"], tasks["errors"], tasks["scored"]) == (2, 1, 1, 4)
+    assert summary["pass_at_1"]["value"] == 2 / 4
     rows = {r["bug_type"]: (r["fixed"], r["scored"], r["errors"]) for r in summary["by_bug_type"]}
-    assert rows == {"x": (1, 2, 0), "y": (1, 1, 1)}
+    assert rows == {"x": (1, 2, 0), "y": (1, 2, 1)}
 
 
 def test_with_samples_pass_at_1_is_the_unbiased_estimate_in_every_view():
@@ -92,3 +101,42 @@ def test_a_bad_line_before_the_end_is_refused_unless_skipped(tmp_path):
     with pytest.raises(JsonlError, match="line 1"):
         read_jsonl(path, "torn-tail")
     assert read_jsonl(path, "skip") == [record("a", "x", "fixed")]
+
+
+def test_a_text_is_stored_escaped_where_utf8_cannot_hold_it_and_cut_past_the_cap():
+    assert storable_text("plain\x00\x1b\x85\ufffd") == ("plain\x00\x1b\x85\ufffd", None)
+    assert storable_text("a\ud800b\udcff") == ("a\\ud800b\\udcff", None)
+    whole = "é" * TEXT_CAP_BYTES  # two bytes each: twice the cap
+    kept, size = storable_text(whole)
+    assert size == 2 * TEXT_CAP_BYTES
+    assert kept == "é" * (TEXT_CAP_BYTES // 2) + CUT_MARK.format(kept=TEXT_CAP_BYTES,
+                                                                  whole=2 * TEXT_CAP_BYTES)
+    # A cut falls between characters, never inside one.
+    assert storable_text("x" + "é" * TEXT_CAP_BYTES)[0].startswith("x" + "é" * (TEXT_CAP_BYTES
+                                                                               // 2 - 1) + "\n")
+
+
+def test_storable_reaches_every_text_of_a_row_and_names_the_cut_ones():
+    row = {"reply": "x" * (TEXT_CAP_BYTES + 1), "n": 3, "ok": True, "none": None,
+           "attempts": [{"verdict": {"stdout": "\ud800", "stderr": "y" * (TEXT_CAP_BYTES * 2)}}],
+           "odd\udcff": ("\udcfe",)}
+    kept, cut = storable(row)
+    assert cut == {"/reply": TEXT_CAP_BYTES + 1,
+                   "/attempts/0/verdict/stderr": 2 * TEXT_CAP_BYTES}
+    assert kept["attempts"][0]["verdict"]["stdout"] == "\\ud800"
+    assert (kept["n"], kept["ok"], kept["none"], kept["odd\\udcff"]) == (3, True, None,
+                                                                          ["\\udcfe"])
+    json_line(kept).encode("utf-8")
+
+
+def test_any_text_is_written_as_one_line_that_reads_back_the_same(tmp_path):
+    # What a record holding raw text gives: the writer never raises, whatever a string holds,
+    # and a reader that splits on str.splitlines still sees one line per row.
+    row = {"task_id": "t", "text": "a\ud800 b\x85c\u2028d\u2029e\x00\n\r\x1e"}
+    writer = JsonlWriter(tmp_path / "r.jsonl")
+    writer.open()
+    writer.write(row)
+    writer.close()
+    text = (tmp_path / "r.jsonl").read_bytes().decode("utf-8")
+    assert len(text.splitlines()) == 1
+    assert read_jsonl(tmp_path / "r.jsonl", bad_lines="raise") == [row]

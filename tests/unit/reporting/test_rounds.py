@@ -41,8 +41,9 @@ PROTOCOL = {"iters": 3, "samples": 1}
 
 def mixed_records() -> list[dict]:
     """Fixed at rounds 0, 1 and 2 (none at 3), an unfixed task, a flagged fix scored unfixed
-    (--humanfix-strict), a harness error and a known failure (neither scored, both "fixed" at
-    round 0 to show they do not count), and a task of three samples fixed at rounds 0 and 2."""
+    (--humanfix-strict), a harness error (scored not fixed) and a known failure (not scored),
+    both "fixed" at round 0 to show that neither fix counts, and a task of three samples fixed
+    at rounds 0 and 2."""
     samples = [{"outcome": "fixed", "fixed_round": 0}, {"outcome": "fixed", "fixed_round": 2},
                {"outcome": "unfixed", "fixed_round": None}]
     rows = [fixed("a", 0), fixed("b", 1), fixed("c", 2), unfixed("d"),
@@ -58,14 +59,15 @@ def test_by_round_counts_the_fixes_made_within_each_round_and_ends_at_pass_at_1(
     records = mixed_records()
     summary = build(records, {})
     rows = summary["by_round"]
-    # Six scored tasks: a, b, c, d, e, h (h: the mean of its samples, 1/3 then 2/3).
-    expected = [(0, 2, (1 + 1 / 3) / 6), (1, 3, (2 + 1 / 3) / 6), (2, 5, (3 + 2 / 3) / 6),
-                (3, 5, (3 + 2 / 3) / 6)]
+    # Seven scored tasks: a, b, c, d, e, f (the error, not fixed) and h (the mean of its
+    # samples, 1/3 then 2/3).
+    expected = [(0, 2, (1 + 1 / 3) / 7), (1, 3, (2 + 1 / 3) / 7), (2, 5, (3 + 2 / 3) / 7),
+                (3, 5, (3 + 2 / 3) / 7)]
     assert [(r["round"], r["fixed"]) for r in rows] == [(k, f) for k, f, _ in expected]
     for row, (_, _, value) in zip(rows, expected, strict=True):
         assert row["value"] == pytest.approx(value)
-        assert row["tasks"] == 6
-        assert row["ci95"] == pytest.approx(list(wilson_interval(value * 6, 6)))
+        assert row["tasks"] == 7
+        assert row["ci95"] == pytest.approx(list(wilson_interval(value * 7, 7)))
     assert rows[-1] == {"round": 3, "fixed": 5, **summary["pass_at_1"]}
     assert rows == by_round(records)  # what `humanfix-report rounds` draws
 
@@ -74,16 +76,16 @@ def test_by_round_counts_the_fixes_made_within_each_round_and_ends_at_pass_at_1(
         [f"{v:.4f}" for _, _, v in expected]
     assert properties["humanfix_pass_at_1_round_3"] == properties["humanfix_pass_at_1"]
     lines = summary_lines(summary)
-    assert "pass@1 by round: r0 22.2% \u00b7 r1 38.9% \u00b7 r2 61.1% \u00b7 r3 61.1%" in lines
+    assert "pass@1 by round: r0 19.0% \u00b7 r1 33.3% \u00b7 r2 52.4% \u00b7 r3 52.4%" in lines
     # These hand-made records say nothing of what computed them, and the summary says so.
     assert lines[1] == "computed by: not recorded"
-    assert lines[2].startswith("pass@1 = 61.1% ")
+    assert lines[2].startswith("pass@1 = 52.4% ")
     text = markdown(summary)
     assert "| round | fixed | pass@1 [95% CI] |" in text
-    assert re.search(r"^\| 0 \| 2 \| 22\.2% \[", text, re.M)
-    assert re.search(r"^\| 3 \| 5 \| 61\.1% \[", text, re.M)
-    assert "**pass@1 61.1% [" in text
-    assert "<p>pass@1 by round: r0 22.2% \u00b7 r1 38.9%" in summary_html(summary)[0]
+    assert re.search(r"^\| 0 \| 2 \| 19\.0% \[", text, re.M)
+    assert re.search(r"^\| 3 \| 5 \| 52\.4% \[", text, re.M)
+    assert "**pass@1 52.4% [" in text
+    assert "<p>pass@1 by round: r0 19.0% \u00b7 r1 33.3%" in summary_html(summary)[0]
 
 
 def test_a_run_without_repair_rounds_shows_no_curve(tmp_path):

@@ -1,5 +1,6 @@
-"""Runner.record makes a task's result the JSONL line docs/schema.md describes; a worker that
-died on a task leaves a harness-error record in its place (session/crash)."""
+"""Runner.record makes a task's result the JSONL line docs/schema.md describes; a task a harness
+error ended runs once more (Runner.evaluate), and a worker that died on a task has it run once
+more on another, then leaves a harness-error record in its place (session/crash)."""
 
 import json
 from types import SimpleNamespace
@@ -7,7 +8,7 @@ from typing import get_type_hints
 
 from pytest_humanfix.dataset import Task
 from pytest_humanfix.records import Record, TaskResult
-from pytest_humanfix.session.crash import crashed_record
+from pytest_humanfix.session.crash import Crashes, crashed_record
 from pytest_humanfix.session.runner import Runner, answer_paths
 from pytest_humanfix.session.state import RunState
 from pytest_humanfix.session.workload import Workload
@@ -86,3 +87,107 @@ def test_the_sandbox_hides_every_file_that_holds_answers(tmp_path):
         "/recorded/replies.jsonl")
     assert answer_paths(Settings(model="m", report_dir=str(reports)), workload) == (
         str(data), str(reports), str(reports / "humanfix.jsonl"))
+
+
+def scripted(made: Runner, outcomes: list[str]) -> list[str]:
+    """Makes `made` answer each evaluation with the next of `outcomes` (an error: a harness
+    fault); returns what is left of them."""
+    left = list(outcomes)
+
+    def evaluate_once(task: Task, agent: object = None) -> TaskResult:
+        outcome = left.pop(0)
+        return (TaskResult.error_for(task, "sandbox broke", 1.0) if outcome == "error" else
+                TaskResult(task_id=task.task_id, entry_point="f", bug_type="b",
+                           outcome=outcome))  # type: ignore[arg-type]
+
+    made.evaluate_once = evaluate_once  # type: ignore[method-assign]
+    return left
+
+
+def test_a_harness_error_is_retried_once_and_the_retry_decides():
+    made = runner()
+    left = scripted(made, ["error", "fixed", "unfixed"])
+    result = made.evaluate(TASK)
+    assert result.outcome == "fixed" and left == ["unfixed"]
+    assert result.first_try is not None
+    assert (result.first_try["outcome"], result.first_try["error"]) == ("error", "sandbox broke")
+    record = made.record(result)
+    assert record["first_try"]["seconds"] == 1.0 and record["first_try"]["finished_at"]
+
+
+def test_an_error_on_the_retry_stands_and_a_task_without_error_is_not_retried():
+    made = runner()
+    left = scripted(made, ["error", "error", "fixed"])
+    result = made.evaluate(TASK)
+    assert result.outcome == "error" and result.first_try is not None and left == ["fixed"]
+    assert "first_try" not in runner().record(TaskResult(
+        task_id="Python/0", entry_point="f", bug_type="b", outcome="unfixed"))
+    left = scripted(made, ["unfixed", "fixed"])
+    assert made.evaluate(TASK).first_try is None and left == ["fixed"]
+
+
+def test_samples_are_retried_whole_and_a_model_that_failed_to_load_is_not():
+    made = runner(samples=3, temperature=0.8)
+    left = scripted(made, ["fixed", "error", "fixed", "unfixed", "fixed", "spare"])
+    result = made.evaluate(TASK)
+    assert [s.outcome for s in result.samples] == ["fixed", "unfixed", "fixed"]
+    assert result.first_try is not None and left == ["spare"]
+    broken = runner()
+    broken._model_error = "model 'm' failed to load: no such file"
+    left = scripted(broken, ["error", "fixed"])
+    assert broken.evaluate(TASK).first_try is None and left == ["fixed"]
+
+
+class Scheduler:
+    """xdist's scheduler as a crash retry uses it; `can` False: one that cannot put a test
+    back (`--dist loadscope`)."""
+
+    def __init__(self, can: bool = True) -> None:
+        self.can, self.pending = can, []
+
+    def mark_test_pending(self, item: str) -> None:
+        if not self.can:
+            raise NotImplementedError
+        self.pending.append(item)
+
+
+NODE = "humanevalfix::Python_0_f"
+
+
+def crash_report(outcome: str = "failed") -> SimpleNamespace:
+    return SimpleNamespace(nodeid=NODE, when="???", outcome=outcome, longrepr="signal 9",
+                           node=SimpleNamespace(gateway=SimpleNamespace(id="gw0")))
+
+
+def test_a_crashed_task_is_put_back_once_and_its_retry_keeps_the_crash():
+    crashes = Crashes(runner())
+    first, sched = crash_report(), Scheduler()
+    crashes.pytest_handlecrashitem(NODE, first, sched)
+    assert sched.pending == [NODE] and first.outcome == "rerun"
+    assert crashes.standing(first) is None  # the retry reports the task
+    assert crashes.pytest_report_teststatus(first) == ("rerun", "R", "RERUN")
+    retried = crashes.with_first_try(NODE, {"task_id": "Python/0", "outcome": "fixed"})
+    assert retried["first_try"]["outcome"] == "error"
+    assert "died while running Python/0" in retried["first_try"]["error"]
+    again = crash_report()
+    crashes.pytest_handlecrashitem(NODE, again, sched)  # the retry crashed too: it stands
+    assert sched.pending == [NODE] and again.outcome == "failed"
+    assert crashes.standing(again)["outcome"] == "error"
+    assert crashes.never_retried({"Python/0"}) == []
+
+
+def test_a_crash_another_plugin_reruns_or_no_scheduler_can_requeue_stands():
+    crashes, sched = Crashes(runner()), Scheduler()
+    rerun = crash_report("rerun")  # pytest-rerunfailures put it back already
+    crashes.pytest_handlecrashitem(NODE, rerun, sched)
+    assert sched.pending == [] and crashes.with_first_try(NODE, {}) == {}
+    stuck = crash_report()
+    crashes.pytest_handlecrashitem(NODE, stuck, Scheduler(can=False))
+    assert stuck.outcome == "failed" and crashes.standing(stuck) is not None
+
+
+def test_a_retry_that_never_ran_leaves_the_crash_as_the_tasks_record():
+    crashes = Crashes(runner())
+    crashes.pytest_handlecrashitem(NODE, crash_report(), Scheduler())
+    [left] = crashes.never_retried(set())
+    assert left["task_id"] == "Python/0" and left["outcome"] == "error"

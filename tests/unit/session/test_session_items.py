@@ -10,9 +10,9 @@ import pytest
 
 from pytest_humanfix.agent.loader import FIXTURE
 from pytest_humanfix.dataset import Task
-from pytest_humanfix.records import Record, TaskResult
+from pytest_humanfix.records import Record, TaskResult, earlier_run
 from pytest_humanfix.session import RUNNER
-from pytest_humanfix.session.items import DIFF_LINES_SHOWN, TaskItem, earlier_run, failure_report
+from pytest_humanfix.session.items import DIFF_LINES_SHOWN, TaskItem, failure_report
 
 TASK = Task(task_id="Python/0", entry_point="f", bug_type="operator misuse", prompt="",
             declaration="def f():\n", buggy_solution="    return 1\n",

@@ -71,11 +71,18 @@ def test_an_error_record_of_a_selected_task_is_removed_so_it_runs_again(tmp_path
         ("Python/1", "fixed"), ("Python/2", "error")]
 
 
-def test_a_second_record_of_a_finished_task_is_dropped_and_the_first_kept(tmp_path):
+def test_a_tasks_record_is_its_last_as_every_reader_takes_it(tmp_path):
     first, second = record("Python/0", "unfixed"), record("Python/0", "fixed")
     path = write(tmp_path / "r.jsonl", first, second)
-    assert load_finished(path, WANTED, ["Python/0"]) == {"Python/0": first}
-    assert lines(path) == [first]
+    assert load_finished(path, WANTED, ["Python/0"]) == {"Python/0": second}
+    assert lines(path) == [second]
+
+
+def test_a_finished_task_whose_last_record_is_an_error_runs_again(tmp_path):
+    path = write(tmp_path / "r.jsonl", record("Python/0", "fixed"),
+                 record("Python/0", "error", error="boom"))
+    assert load_finished(path, WANTED, ["Python/0"]) == {}
+    assert lines(path) == []
 
 
 def test_a_record_of_another_language_names_the_option_that_resumes_it(tmp_path):
