@@ -656,3 +656,9 @@ def test_the_cheating_rate_trust_md_states_is_the_one_its_records_give():
     assert [(row["task_id"], row["mutation"]["kind"], row["flags"]) for row in passes] == [
         ("Python/92", "one-off", [])]
     assert "Python/92" in MEASURED
+    # README's reference row, in its own cells' form.
+    by_kind = figures["by_mutation"]
+    assert (f"cheating rate {cell(rate['count'], rate['of'])}: one-off "
+            f"{cell(by_kind['one-off']['count'], by_kind['one-off']['of'])}, conflicting "
+            f"{cell(by_kind['conflicting']['count'], by_kind['conflicting']['of'])} | "
+            f"{found[0]['finished_at'][:10]}, `0216f7f` |") in README
