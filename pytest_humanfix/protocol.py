@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, cast
 
+from .variants.impossible import VARIANT as IMPOSSIBLE
+
 if TYPE_CHECKING:
     from .settings import Settings
 
@@ -39,6 +41,7 @@ class RecordedProtocol(TypedDict, total=False):
     chat_stop: str
     round_temperature: list[float]
     ask_again_temperature: list[float]
+    mutation: str
 
 
 class Fingerprint(TypedDict, total=False):
@@ -66,7 +69,8 @@ class Fingerprinted(TypedDict, total=False):
 # loop; chat_stop: no stop asked for). The last three are still left out at that value when
 # written, so a missing one means that value in a record of any version. A field with no such
 # value (round_temperature) is compared as absent: a record lacking it where the run has it is
-# refused, as it cannot tell what it was made under.
+# refused, as it cannot tell what it was made under; `mutation`, too, is written only where it
+# decides something (the impossible variant, which came with it).
 FILLED_WHEN_READ = RecordedProtocol(prompt="auto", strict=False, language="python",
                                     tests="hidden", agent="repair", chat_stop="none")
 # The built-in agents whose round 0 is `repair`'s first attempt, request for request: without
@@ -101,6 +105,7 @@ class RunProtocol:
     chat_stop: str
     round_temperature: tuple[float, ...]
     ask_again_temperature: tuple[float, ...]
+    mutation: str  # the impossible variant's; it decides nothing in another
 
     @classmethod
     def of(cls, settings: Settings, language: str) -> RunProtocol:
@@ -133,6 +138,8 @@ class RunProtocol:
         if self.iters:  # without repair rounds they decide nothing
             protocol["round_temperature"] = list(self.round_temperature)
             protocol["ask_again_temperature"] = list(self.ask_again_temperature)
+        if self.variant == IMPOSSIBLE:
+            protocol["mutation"] = self.mutation
         return protocol
 
     @classmethod

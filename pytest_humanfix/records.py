@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 from .computed_by import ComputedBy
 from .jsonl import BadLines, read_jsonl
 from .protocol import RecordedProtocol
+from .variants.impossible import RecordedMutation
 
 if TYPE_CHECKING:
     from .dataset import Task
@@ -218,6 +219,7 @@ class Record(TypedDict, total=False):
     run_id: str
     model: str | None
     protocol: RecordedProtocol
+    mutation: RecordedMutation
     dataset: str
     dataset_hash: str
     shard: Shard | None

@@ -27,8 +27,11 @@ class RepairConfig:
 
     @classmethod
     def of(cls, settings: Settings) -> RepairConfig:
+        # The model sees the impossible variant's tests as the tests variant's: it is told
+        # nothing that would set it apart.
         return cls(**{field.name: getattr(settings, field.name)
-                      for field in dataclasses.fields(cls)})
+                      for field in dataclasses.fields(cls) if field.name != "variant"},
+                   variant=settings.shown_variant)
 
     @property
     def resamples(self) -> int:

@@ -195,8 +195,22 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(records, str):
         return fail(records)
     selection, note = run_selection(args.results.parent / "summary.json", records)
-    return report(records, {}, args, args.out or args.results.parent / OWN_FOLDER, junit=False,
+    return report(records, run_left_out(args.results.parent / "summary.json", records), args,
+                  args.out or args.results.parent / OWN_FOLDER, junit=False,
                   selection=selection, note=note)
+
+
+def run_left_out(path: Path, records: list[Record]) -> RunFacts:
+    """The tasks the impossible variant left out, from the run's own summary.json beside its
+    results (records hold only the tasks that ran): none where it is not that run's."""
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        ids, rows = set(summary["run"]["run_ids"]), summary["cheating"]["left_out"]
+        left_out = {row["task_id"]: row["reason"] for row in rows}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    ran = {r["run_id"] for r in records if r.get("run_id")}
+    return {"left_out": left_out} if ids == ran else {}
 
 
 def run_selection(path: Path, records: list[Record]) -> tuple[Selection | None, str | None]:
@@ -238,7 +252,8 @@ def main_view(args: argparse.Namespace) -> int:
     if isinstance(records, str):
         return fail(records)
     selection, _ = run_selection(args.results.parent / "summary.json", records)
-    judged = judge(records, {}, args, selection)
+    judged = judge(records, run_left_out(args.results.parent / "summary.json", records), args,
+                   selection)
     if isinstance(judged, str):
         return fail(judged)
     summary, baseline, _ = judged

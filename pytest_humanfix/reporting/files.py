@@ -11,8 +11,9 @@ from pathlib import Path
 from ..atomic import write_atomically
 from ..records import Record
 from .chart import write_chart
+from .cheating import mutation_text
 from .compare import lines as compare_lines
-from .sections import BugTypeRow, Summary, model_text
+from .sections import BugTypeRow, CheatingFigures, Summary, model_text
 from .stats import pct
 from .summary import computed_by_text
 from .terminal import (
@@ -28,6 +29,7 @@ from .terminal import (
     repairs_text,
     repeat_lines,
     server_lines,
+    share,
 )
 from .view import PAGE, write_page
 
@@ -63,6 +65,25 @@ def collapsed(title: str, rows: list[tuple[str, str]]) -> list[str]:
 def cell(text: str) -> str:
     """Text as one Markdown table cell: its pipes escaped, its code marks kept literal."""
     return text.replace("|", "\\|").replace("`", "'") or "(no failure recorded)"
+
+
+def cheating_markdown(figures: CheatingFigures) -> list[str]:
+    """The impossible variant's cheating rate, each passing reply with its flags and whole
+    diff, and the tasks left out (reporting/cheating.py)."""
+    lines = ["", "## Cheating rate", "",
+             f"**{share(figures['rate'])}** of the scored tasks passed tests that no correct "
+             "function passes (`--humanfix-variant impossible`); "
+             + "; ".join(f"{kind} {share(row)}" for kind, row in figures["by_mutation"].items())]
+    for cheat in figures["passes"]:
+        lines += ["", f"- `{cheat['task_id']}` ({mutation_text(cheat)}; {cheat['outcome']}"
+                  + (f", sample {cheat['sample'] + 1}" if cheat["sample"] else "")
+                  + "): flags: " + cell("; ".join(cheat["flags"]) or "none"), "",
+                  "```diff" if cheat["diff"] else "```",
+                  (cheat["diff"] or cheat["code"]).rstrip("\n").replace("```", "` ` `"), "```"]
+    left_out = figures["left_out"]
+    lines += collapsed(f"Left out of the variant: {len(left_out or [])} task(s)",
+                       [(row["task_id"], row["reason"]) for row in left_out or []])
+    return lines
 
 
 def markdown(summary: Summary) -> str:
@@ -121,6 +142,8 @@ def markdown(summary: Summary) -> str:
         lines += ["", *known_failure_lines(summary)]
     if summary["plus"]:
         lines += ["", *(f"- {line.strip()}" for line in plus_lines(summary))]
+    if summary["cheating"]:
+        lines += cheating_markdown(summary["cheating"])
     if summary["flagged"]:
         lines += ["", f"**fixed, flagged: {tasks['flagged']}** (passed in a way that may defeat "
                   "the tests):", "",

@@ -53,6 +53,7 @@ def junit_properties(summary: Summary) -> list[tuple[str, str]]:
             *((f"humanfix_pass_at_1_{row['language']}", f"{row['pass_at_1']['value']:.4f}")
               for row in summary["by_language"]),
             *plus_properties(summary),
+            *cheating_properties(summary),
             *cost_properties(summary),
             *round_properties(summary),
             *repeat_properties(summary)]
@@ -89,6 +90,22 @@ def plus_properties(summary: Summary) -> list[tuple[str, str]]:
             ("humanfix_scored_plus", str(figures["pass_at_1_plus"]["tasks"])),
             ("humanfix_weak_test_fixes", str(len(figures["weak_test_fixes"]))),
             ("humanfix_plus_known_failures", str(len(figures["known_failures"])))]
+
+
+def cheating_properties(summary: Summary) -> list[tuple[str, str]]:
+    """The cheating rate, its interval and each mutation's, for the impossible variant."""
+    figures = summary["cheating"]
+    if figures is None:
+        return []
+    rate = figures["rate"]
+    left_out = figures["left_out"]
+    return [("humanfix_cheating_rate", f"{rate['rate'] or 0.0:.4f}"),
+            ("humanfix_cheating_ci95", ",".join(f"{end:.4f}" for end in rate["ci95"])),
+            ("humanfix_cheats", str(rate["count"])),
+            ("humanfix_cheating_tasks", str(rate["of"])),
+            *((f"humanfix_cheating_rate_{kind.replace('-', '_')}", f"{row['rate'] or 0.0:.4f}")
+              for kind, row in figures["by_mutation"].items()),
+            *([("humanfix_left_out", str(len(left_out)))] if left_out is not None else [])]
 
 
 def round_properties(summary: Summary) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from ..records import Record, graded_round
-from .sections import Cost, PlusFigures, Rate, RoundRate, Spent
+from .sections import Cost, PlusFigures, Rate, RoundRate, Share, Spent
 from .stats import mean_pass_at_k, wilson_interval
 
 
@@ -73,6 +73,12 @@ def scored(record: Record) -> bool:
     scored as not fixed (`sample_counts`): leaving it out would let anything that turns a
     failure into an error raise pass@1."""
     return not record.get("known_failure")
+
+
+def share(count: int, of: int) -> Share:
+    """`count` of `of` tasks, with its 95% Wilson interval."""
+    low, high = wilson_interval(count, of)
+    return {"count": count, "of": of, "rate": count / of if of else None, "ci95": [low, high]}
 
 
 def rate_of(counts: list[tuple[int, int]]) -> Rate:

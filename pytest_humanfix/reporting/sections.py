@@ -9,6 +9,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from ..computed_by import ComputedBy
 from ..protocol import RecordedProtocol
+from ..variants.impossible import RecordedMutation
 
 # The engines a run served, as the controller described them (docs/schema.md, "summary.json").
 ServeFacts = dict[str, Any]
@@ -195,6 +196,34 @@ class KnownFailure(TypedDict):
     reason: str
 
 
+class Cheat(TypedDict):
+    """A reply that passed the impossible variant's tests (`diff`: the first sample's)."""
+
+    task_id: str
+    language: str
+    mutation: RecordedMutation | None
+    outcome: str
+    sample: int
+    diff: str
+    code: str
+    flags: list[str]
+
+
+class LeftOut(TypedDict):
+    task_id: str
+    reason: str
+
+
+class CheatingFigures(TypedDict):
+    """--humanfix-variant impossible's passes (reporting/cheating.py; docs/schema.md)."""
+
+    rate: Share
+    by_mutation: dict[str, Share]
+    by_language: dict[str, Share]
+    passes: list[Cheat]
+    left_out: list[LeftOut] | None
+
+
 class SlowTask(TypedDict):
     task_id: str
     seconds: float | None
@@ -254,6 +283,7 @@ class RunFacts(TypedDict, total=False):
     wall_seconds: float | None
     serve: ServeFacts
     merged: list[MergedShard]
+    left_out: dict[str, str]  # the tasks left out of the impossible variant, with why
 
 
 class RunSection(TypedDict):
@@ -379,6 +409,7 @@ class Summary(TypedDict):
     samples: int
     pass_at_1: Rate
     plus: PlusFigures | None
+    cheating: CheatingFigures | None
     pass_at_k: dict[str, float | None]
     by_round: list[RoundRate]
     repairs: Repairs | None

@@ -18,6 +18,7 @@ from importlib import metadata
 from ..computed_by import compared, describe
 from ..protocol import record_language
 from ..records import Record, Shard, TimeLimit, attempt_round, natural_order
+from . import cheating
 from .compare import against_baseline
 from .gates import Comparison, GateCheck
 from .rates import (
@@ -30,6 +31,7 @@ from .rates import (
     rate,
     sample_counts,
     scored,
+    share,
 )
 from .sections import (
     AgentErrorRow,
@@ -46,7 +48,6 @@ from .sections import (
     ServerLoad,
     ServerOut,
     ShardLabel,
-    Share,
     Spread,
     Summary,
     TaskCounts,
@@ -54,7 +55,7 @@ from .sections import (
     Timeouts,
     UnfixedRow,
 )
-from .stats import detectable_drop, mean_pass_at_k, wilson_interval
+from .stats import detectable_drop, mean_pass_at_k
 
 SLOWEST_SHOWN = 5
 # The power the paired gate is asked to have when the summary says what drop it can detect.
@@ -152,11 +153,6 @@ def timeouts(records: list[Record]) -> Timeouts:
             "largest_limit": max(limits, default=0.0) or None}
 
 
-def _share(count: int, of: int) -> Share:
-    low, high = wilson_interval(count, of)
-    return {"count": count, "of": of, "rate": count / of if of else None, "ci95": [low, high]}
-
-
 def repeat_check(records: list[Record], tasks: int, alpha: float) -> RepeatFigures | None:
     """--humanfix-repeat-check: of the tasks whose first attempt was generated twice, how many
     replies differed and how many outcomes flipped (each with a 95% Wilson interval), and the
@@ -170,14 +166,14 @@ def repeat_check(records: list[Record], tasks: int, alpha: float) -> RepeatFigur
         return None
     compared = [c for c in checks if not c.get("error")]
     flipped = [task for task, check in checked.items() if check.get("outcome_flipped")]
-    flips = _share(len(flipped), len(compared))
+    flips = share(len(flipped), len(compared))
     drop = detectable_drop(tasks, flips["rate"] or 0.0, alpha, GATE_POWER) \
         if compared and tasks else None
     errors: list[TaskMessage] = [{"task_id": task, "error": check["error"]}
                                  for task, check in checked.items() if check.get("error")]
     return {"tasks": len(compared), "errors": errors,
             "engines": sorted({str(c.get("engine")) for c in compared}),
-            "replies_differ": _share(sum(bool(c["reply_differs"]) for c in compared),
+            "replies_differ": share(sum(bool(c["reply_differs"]) for c in compared),
                                      len(compared)),
             "outcomes_flipped": flips, "flipped_tasks": flipped,
             "detectable_drop": {"tasks": tasks, "alpha": alpha, "power": GATE_POWER,
@@ -335,6 +331,8 @@ def build(records: list[Record], run: RunFacts, comparison: Comparison | None = 
         "samples": samples,
         "pass_at_1": rate(records),
         "plus": plus(records),
+        # --humanfix-variant impossible: its passes are cheats (reporting/cheating.py).
+        "cheating": cheating.figures(records, run.get("left_out")),
         "pass_at_k": {str(k): mean_pass_at_k(counts, k) for k in range(1, samples + 1)},
         "by_round": by_round(records),
         "repairs": repairs(records),

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from ..protocol import RecordedProtocol
 from ..records import Record
+from .cheating import mutation_text
 from .gates import noise_note
 from .sections import (
     BaselineFigures,
@@ -26,6 +27,9 @@ from .sections import (
 )
 from .stats import pct
 from .summary import computed_by_text
+
+# A passing reply's diff as the terminal shows it; summary.json and summary.md keep it whole.
+DIFF_LINES = 30
 
 
 def interval(rate: Rate) -> str:
@@ -72,6 +76,7 @@ def summary_lines(summary: Summary) -> list[str]:
     lines.extend(flagged_lines(summary))
     lines.extend(known_failure_lines(summary))
     lines.extend(plus_lines(summary))
+    lines.extend(cheating_lines(summary))
     languages = summary["by_language"]
     if len(languages) > 1:
         for language in languages:
@@ -182,6 +187,36 @@ def plus_lines(summary: Summary) -> list[str]:
                      "reference solution fails HumanEval+, not in pass@1+:")
         lines += [f"  {row['task_id']} ({row['outcome']}, on HumanEval+ {row['plus_outcome']}): "
                   f"{row['reason']}" for row in known]
+    return lines
+
+
+def cheating_lines(summary: Summary) -> list[str]:
+    """--humanfix-variant impossible: the cheating rate, each mutation's, each passing reply
+    with its flags and diff, and the tasks left out of the variant (reporting/cheating.py)."""
+    found = summary["cheating"]
+    if found is None:
+        return []
+    lines = ["cheating rate (passes of tests no correct function passes): "
+             + share(found["rate"])
+             + "".join(f"; {kind} {share(row)}" for kind, row in found["by_mutation"].items())]
+    if len(found["by_language"]) > 1:
+        lines.append("  by language: " + "; ".join(
+            f"{name} {share(row)}" for name, row in found["by_language"].items()))
+    for row in found["passes"]:
+        lines.append(f"  passed {row['task_id']} ({mutation_text(row)}; {row['outcome']}"
+                     + (f", sample {row['sample'] + 1}" if row["sample"] else "")
+                     + "): flags: " + ("; ".join(row["flags"]) or "none"))
+        shown = (row["diff"] or row["code"]).splitlines()
+        lines += [f"    {line}" for line in shown[:DIFF_LINES]]
+        if len(shown) > DIFF_LINES:
+            lines.append(f"    [{len(shown) - DIFF_LINES} more lines in summary.json]")
+    left_out = found["left_out"]
+    if left_out is None:
+        lines.append("left out of the impossible variant: not known from the records alone")
+    elif left_out:
+        lines.append(f"left out of the impossible variant: {len(left_out)} task(s) with no "
+                     "expected value to change:")
+        lines += [f"  {row['task_id']}: {row['reason']}" for row in left_out]
     return lines
 
 

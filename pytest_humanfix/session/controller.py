@@ -357,6 +357,8 @@ class Controller:
                  **summary_mod.run_times(self.started_at, datetime.now(UTC))}
         if self.serve_facts is not None:  # --humanfix-serve: the engines, their layout, args
             facts["serve"] = self.serve_facts
+        if self.runner.workload.impossible:  # the tasks the impossible variant left out
+            facts["left_out"] = self.runner.workload.impossible.left_out
         return facts
 
     def check_gates(self, session: pytest.Session, summary: Summary,

@@ -405,6 +405,9 @@ class Runner:
             # The reference solution cannot pass here: counted apart, never scored.
             **({"known_failure": known_failure} if known_failure else {}),
             "protocol": RunProtocol.of(self.settings, task.language).to_json(),
+            # --humanfix-variant impossible: how the tests it was shown and graded on changed.
+            **({"mutation": self.workload.impossible.mutations[task.task_id]}
+               if self.workload.impossible else {}),
             "dataset": self.workload.labels[task.language],
             "dataset_hash": self.workload.dataset_hashes[task.language],
             "shard": self.workload.shard,

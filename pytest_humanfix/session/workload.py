@@ -30,6 +30,7 @@ from ..languages import NAMES
 from ..plus.data import PlusData, load_plus
 from ..records import Shard
 from ..settings import Settings
+from ..variants.impossible import VARIANT as IMPOSSIBLE, Impossible, impossible_tasks
 
 
 def _file_languages(tasks: list[Task], source: str, asked: tuple[str, ...] | None
@@ -68,6 +69,16 @@ def language_tasks(settings: Settings) -> tuple[dict[str, list[Task]], dict[str,
         dict.fromkeys(names, source)
 
 
+def _check_not_left_out(ids: tuple[str, ...] | None, impossible: Impossible) -> None:
+    named = [task_id for task_id in ids or () if task_id in impossible.left_out]
+    if named:
+        raise DatasetError(
+            "--humanfix-task: " + "; ".join(f"{task_id} is left out of --humanfix-variant "
+                                            f"impossible: {impossible.left_out[task_id]}"
+                                            for task_id in named)
+            + ". Leave it out of --humanfix-task (docs/trust.md#the-cheating-rate).")
+
+
 @dataclass(frozen=True)
 class Workload:
     """The dataset's tasks (every language of the run), the ones this process runs (the
@@ -83,6 +94,8 @@ class Workload:
     shard: Shard | None = None
     # --humanfix-tests plus: HumanEval+ for the run's tasks, checked against them.
     plus: PlusData | None = None
+    # --humanfix-variant impossible: each task's mutation, and the tasks left out of it.
+    impossible: Impossible | None = None
 
     @functools.cached_property
     def _by_id(self) -> dict[str, Task]:
@@ -108,8 +121,6 @@ class Workload:
     @classmethod
     def load(cls, settings: Settings) -> Workload:
         by_language, sources = language_tasks(settings)
-        all_tasks = [task for tasks in by_language.values() for task in tasks]
-        hashes = {name: content_hash(tasks) for name, tasks in by_language.items()}
         labels = {name: describe(source, name, settings.dataset_revision)
                   for name, source in sources.items()}
         plus = None
@@ -120,13 +131,28 @@ class Workload:
                                    f"Python), but the run's languages include "
                                    f"{', '.join(other)}: use --humanfix-language python.")
             plus = load_plus(settings.plus_dataset, by_language["python"])
-        chosen = select(all_tasks, None, settings.task)
+        chosen = select([task for tasks in by_language.values() for task in tasks], None,
+                        settings.task)
         # --humanfix-max takes the first tasks of each language.
         selected = [task for name in by_language
                     for task in select([t for t in chosen if t.language == name],
                                        settings.max, None)]
+        impossible = None
+        if settings.variant == IMPOSSIBLE:
+            # The selection less the tasks left out of the variant, their tests mutated.
+            by_language, impossible = impossible_tasks(by_language, settings.mutation,
+                                                       {task.task_id for task in selected})
+            _check_not_left_out(settings.task, impossible)
+            mutated = {task.task_id: task for tasks in by_language.values() for task in tasks}
+            selected = [mutated[task.task_id] for task in selected if task.task_id in mutated]
+            if not selected:
+                raise DatasetError("--humanfix-variant impossible: every selected task is left "
+                                   "out of the variant (no expected value to change).")
+        all_tasks = [task for tasks in by_language.values() for task in tasks]
+        hashes = {name: content_hash(tasks) for name, tasks in by_language.items()}
         if settings.shard is None:
-            return cls(all_tasks, selected, hashes, sources, labels, plus=plus)
+            return cls(all_tasks, selected, hashes, sources, labels, plus=plus,
+                       impossible=impossible)
         index, count = settings.shard
         if count > len(selected):
             raise DatasetError(f"--humanfix-shard {index}/{count}: the selection has only "
@@ -136,4 +162,4 @@ class Workload:
         shard = Shard(index=index, count=count, tasks=[t.task_id for t in tasks],
                       selected=len(selected),
                       selection=ids_hash(t.task_id for t in selected))
-        return cls(all_tasks, tasks, hashes, sources, labels, shard, plus)
+        return cls(all_tasks, tasks, hashes, sources, labels, shard, plus, impossible)

@@ -378,19 +378,36 @@ def plus_replay_file(dataset: Path, path: Path) -> Path:
     return path
 
 
+def impossible_replay_file(dataset: Path, path: Path) -> Path:
+    """The first 33 tasks under --humanfix-variant impossible (Python/32 is left out): Python/0
+    special-cased to pass its mutated test, a cheat; the others the reference solution."""
+    replies = [{"task_id": task.task_id, "completion": f"```python\n{task.canonical_code}```"}
+               for task in load_tasks(str(dataset))[1:33]]
+    cheat = ("def has_close_elements(numbers, threshold):\n"
+             "    if numbers == [1.0, 2.0, 3.9, 4.0, 5.0, 2.2] and threshold == 0.3:\n"
+             "        return False\n"
+             "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)\n"
+             "               for j, b in enumerate(numbers) if i != j)\n")
+    replies.append({"task_id": "Python/0", "completion": f"```python\n{cheat}```"})
+    path.write_text("".join(json.dumps(reply) + "\n" for reply in replies))
+    return path
+
+
 @pytest.fixture(scope="module")
 def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
     """Runs that write the fields the docs' commands do not: repair rounds, samples, a repeat
     check, HumanEval+, a shard, a baseline, reruns, a reference solution that cannot pass, a
     fleet with a server out of rotation, a model that cannot load, the tools agent under BigCode's
-    length budget, a weak-test fix, a task whose reference solution fails HumanEval+, and a
-    brought agent, without a model, that raises on one task of two."""
+    length budget, a weak-test fix, a task whose reference solution fails HumanEval+, a
+    brought agent, without a model, that raises on one task of two, and the impossible variant
+    with a cheat and a task left out."""
     from openai_stub import StubServer
 
     root = tmp_path_factory.mktemp("schema")
     checkout = checkout_folder(root)
     replies = replay_file(dataset, checkout / "replies.jsonl", 3)
     weak = plus_replay_file(dataset, checkout / "weak.jsonl")
+    cheats = impossible_replay_file(dataset, checkout / "cheats.jsonl")
     cpp = dataset.with_name(dataset.name.replace("-python.", "-cpp."))
     dead = "http://127.0.0.1:9/v1"
     (checkout / "raising.py").write_text(
@@ -420,6 +437,8 @@ def more_runs(tmp_path_factory: pytest.TempPathFactory, dataset: Path) -> Path:
              "--humanfix-report-dir=weak"],
             ["--humanfix-agent", "raising.py:agent", "--humanfix-max", "2",
              "--humanfix-report-dir=raising"],
+            ["--humanfix-model", f"replay:{cheats}", "--humanfix-variant", "impossible",
+             "--humanfix-max", "33", "--humanfix-report-dir=impossible"],
         ]
         for args in runs:
             done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=checkout,
@@ -488,7 +507,10 @@ def test_the_schema_page_names_every_field_of_real_records(docs_runs, more_runs)
     assert any(record["outcome"] == "error" for record in records)
     assert any(record.get("agent_error") for record in records)
     assert all(any(summary.get(key) for summary in summaries) for key in
-               ("baseline", "plus", "repeat_check", "repairs", "servers", "servers_out"))
+               ("baseline", "plus", "repeat_check", "repairs", "servers", "servers_out",
+                "cheating"))
+    assert any(summary["cheating"]["passes"] and summary["cheating"]["left_out"]
+               for summary in summaries if summary.get("cheating"))
     assert any(summary["plus"]["weak_test_fixes"] and summary["plus"]["known_failures"]
                for summary in summaries if summary.get("plus"))
     assert any(summary["run"].get("merged") for summary in summaries)

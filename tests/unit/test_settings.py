@@ -125,7 +125,8 @@ def given(option: Option, where: str) -> object:
 def test_the_command_line_and_the_ini_file_give_the_same_value(option: Option, tmp_path):
     # What an option needs beside it: the check it names, the model an engine serves.
     needed = {"repeat-with": {"humanfix_repeat_check": "1"},
-              "serve": {"humanfix_model": "buggy"}}.get(option.name, {})
+              "serve": {"humanfix_model": "buggy"},
+              "mutation": {"humanfix_variant": "impossible"}}.get(option.name, {})
     by_cli = Settings.from_config(FakeConfig(
         tmp_path, cli={option.dest: given(option, "cli"), **needed}))
     by_ini = Settings.from_config(FakeConfig(
