@@ -38,7 +38,6 @@ from ..records import (
     PlusTimeLimit,
     Record,
     RepeatCheck,
-    Sample,
     TaskResult,
     earlier_run,
 )
@@ -50,6 +49,7 @@ from .ahead import AskAhead, Handover
 from .calibration import TaskLimit, limit_under
 from .imports import unrewritten
 from .repeat import repeat_check, repeated
+from .samples import sampled
 from .state import RunState
 from .timeouts import OffClock
 from .workload import Workload
@@ -432,25 +432,3 @@ class Runner:
             record["truncated"] = cut
         return cast(Record, record)
 
-
-def sampled(results: list[TaskResult]) -> TaskResult:
-    """The task's result: its one sample's, or the several combined."""
-    return results[0] if len(results) == 1 else combine_samples(results)
-
-
-def combine_samples(results: list[TaskResult]) -> TaskResult:
-    """One task result from several samples: the first sample's details, every sample's
-    outcome. A harness error in any sample makes the task an error (scored not fixed)."""
-    first = results[0]
-    failed = next((r for r in results if r.outcome == "error"), None)
-    return TaskResult(
-        task_id=first.task_id, entry_point=first.entry_point, bug_type=first.bug_type,
-        outcome="error" if failed else first.outcome, code=first.code, diff=first.diff,
-        verdict=first.verdict, failure=first.failure,
-        error=f"sample {results.index(failed) + 1}: {failed.error}" if failed else "",
-        attempts=first.attempts, final_attempt=first.final_attempt,
-        fixed_round=first.fixed_round, seconds=round(sum(r.seconds for r in results), 4),
-        samples=[Sample.of(r) for r in results], flags=first.flags,
-        sandbox_runs=sum(r.sandbox_runs for r in results),
-        plus_outcome=first.plus_outcome, plus_verdict=first.plus_verdict,
-        plus_failure=first.plus_failure, agent_error=first.agent_error)

@@ -50,7 +50,7 @@ def failures(run, tasks: list[Task]) -> list[str]:
             if isinstance(made, str):
                 continue
             mutated = made[0]
-            verdict: Verdict = run(LANGUAGES[task.language].program(reference(mutated),
+            verdict: Verdict = run(LANGUAGES[task.language].job(reference(mutated),
                                                                   mutated.test, mutated))
             failure = verdict.first_failure()
             if verdict.status != "failed" or TEST_FAILURE[task.language] not in failure:
@@ -79,7 +79,7 @@ def test_the_buggy_code_left_as_it_is_passes_two_one_off_tasks_and_no_conflictin
             made = mutate(task, kind)
             if isinstance(made, str):
                 continue
-            program = LANGUAGES["python"].program(task.buggy_code, made[0].test, made[0])
+            program = LANGUAGES["python"].job(task.buggy_code, made[0].test, made[0])
             # Three buggy solutions loop forever: a short limit stops them (they never pass).
             if python.run(program, BUGGY_LIMIT).status == "passed":
                 passed[kind].append(task.task_id)
