@@ -460,6 +460,12 @@ def test_the_fallbacks_kv_cache_holds_each_workers_longest_request(tmp_path):
     assert commands.cache_blocks(4, 2560) == 48 and commands.cache_blocks(1, 2560) == 12
     model = kinds.ServedModel("transformers", "m", "m")
     for device in (None, "0"):  # sized alike on a CPU and a GPU, never from free memory
-        command = launch.new_engine(model, tmp_path / "log", device, settings, workers=4).command
+        alone = dataclasses.replace(settings, ask_ahead=0)
+        command = launch.new_engine(model, tmp_path / "log", device, alone, workers=4).command
         assert command[command.index("--cb-num-blocks") + 1] == "48"
         assert "--cb-max-memory-percent" not in command
+        # Each worker's requests asked ahead are in flight beside its task's own.
+        command = launch.new_engine(model, tmp_path / "log", device, settings, workers=4).command
+        blocks = commands.cache_blocks(4 * (1 + settings.ask_ahead), 2560)
+        assert settings.ask_ahead > 0 and command[command.index("--cb-num-blocks") + 1] == \
+            str(blocks)

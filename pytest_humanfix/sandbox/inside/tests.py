@@ -35,11 +35,6 @@ class CallLimitError(CandidateError):
     """A call ran past the CPU limit the tests gave it (`HumanfixCandidate.limit`)."""
 
 
-def _humanfix_shown(args: list, kwargs: dict) -> str:
-    text = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    return text if len(text) <= _HUMANFIX_SHOWN_CHARS else text[:_HUMANFIX_SHOWN_CHARS] + "..."
-
-
 def _humanfix_exception(raised: Any) -> Exception:
     """The candidate's exception rebuilt: a builtin exception type by its name, with its
     arguments; any other class as a CandidateError named like it."""
@@ -75,34 +70,44 @@ class HumanfixCandidate:
         call = {"args": [_humanfix_plain(arg) for arg in args],
                 "kwargs": [[key, _humanfix_plain(value)] for key, value in kwargs.items()],
                 "limit": self.limit}
-        what = f"{self.__name__}({_humanfix_shown(list(args), kwargs)})"
         try:
             _humanfix_send(CALLS_OUT, call)
             answer = self.reader.read()
         except BrokenPipeError:
             answer = None
         except HumanfixWireError as exc:
-            raise CandidateError(f"the candidate's answer to {what} is unreadable: "
-                                         f"{exc}") from None
+            raise CandidateError(f"the candidate's answer to {self.shown(args, kwargs)} is "
+                                 f"unreadable: {exc}") from None
         if answer is None:
-            raise CandidateError(f"the candidate's process ended before it answered "
-                                         f"{what}") from None
+            raise CandidateError("the candidate's process ended before it answered "
+                                 f"{self.shown(args, kwargs)}") from None
         if "value" in answer:
             cpu = answer.get("cpu")
             self.cpu = float(cpu) if isinstance(cpu, (int, float)) else 0.0
             try:
                 return _humanfix_rebuilt(answer["value"])
             except HumanfixWireError as exc:
-                raise CandidateError(f"the candidate's answer to {what} is not plain "
-                                             f"data: {exc}") from None
+                raise CandidateError(f"the candidate's answer to {self.shown(args, kwargs)} "
+                                     f"is not plain data: {exc}") from None
         if "raise" in answer:
             raise _humanfix_exception(answer["raise"]) from None
         if "limit" in answer:
-            raise CallLimitError(f"{what} ran past its limit, {self.limit:g} s of "
-                                         "CPU") from None
+            raise CallLimitError(f"{self.shown(args, kwargs)} ran past its limit, "
+                                 f"{self.limit:g} s of CPU") from None
         refused = answer.get("refused")
         raise CandidateError(str(refused)[:_HUMANFIX_SHOWN_CHARS * 5] if refused else
-                                     f"the candidate's answer to {what} is not plain data")
+                             f"the candidate's answer to {self.shown(args, kwargs)} is not "
+                             "plain data")
+
+    def shown(self, args: tuple, kwargs: dict) -> str:
+        """The call as a failure names it; written only for a failure, as an argument's repr
+        can be long, or refused (an int past Python's 4,300 digits)."""
+        try:
+            text = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        except ValueError:
+            text = "..."
+        cut = text if len(text) <= _HUMANFIX_SHOWN_CHARS else text[:_HUMANFIX_SHOWN_CHARS] + "..."
+        return f"{self.__name__}({cut})"
 
 
 def _humanfix_written(line: str) -> str:

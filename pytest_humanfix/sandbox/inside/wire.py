@@ -3,17 +3,18 @@ message on a pipe, values as plain data (docs/sandbox.md#the-tests-and-the-candi
 
 A value is JSON where JSON can say it (None, bool, int, float, str, list) and a one-key object
 where it cannot: {"tuple": [...]}, {"dict": [[key, value], ...]}, {"set": [...]},
-{"frozenset": [...]}, {"bytes": "<hex>"}, {"complex": [real, imag]}. `plain` turns what the
-candidate returns into that form (subclasses of the builtin types and numpy's scalars become
-the builtin value they hold: no object of the candidate's crosses); `rebuilt` turns a message
-back into builtin values and refuses anything else, so the side that reads it gets plain data
-whatever the other side wrote. A message is at most `_HUMANFIX_WIRE_BYTES` long.
+{"frozenset": [...]}, {"bytes": "<hex>"}, {"complex": [real, imag]}, and {"int": "<hex>"} for
+an int past 64 bits (hex is linear in its size where decimal is quadratic: 18 * 10 ** 999998,
+HumanEval+'s answer for one input of Python/83, takes minutes in decimal and milliseconds in
+hex). `plain` turns what the candidate returns into that form (subclasses of the builtin types
+and numpy's scalars become the builtin value they hold: no object of the candidate's crosses);
+`rebuilt` turns a message back into builtin values and refuses anything else, so the side that
+reads it gets plain data whatever the other side wrote. A message is at most
+`_HUMANFIX_WIRE_BYTES` long.
 """
 
 import json as _humanfix_json
 import os as _humanfix_wire_os
-import sys as _humanfix_wire_sys
-from collections.abc import Callable as _HumanfixWireCallable
 from typing import Any as _HumanfixWireAny
 
 _HUMANFIX_WIRE_BYTES = 16 << 20
@@ -32,7 +33,8 @@ def _humanfix_plain(value: _HumanfixWireAny, depth: int = 0) -> _HumanfixWireAny
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return int.__int__(value)
+        number = int.__int__(value)
+        return number if number.bit_length() <= 64 else {"int": format(number, "x")}
     if isinstance(value, float):
         return float.__float__(value)
     if isinstance(value, str):
@@ -60,7 +62,7 @@ def _humanfix_plain(value: _HumanfixWireAny, depth: int = 0) -> _HumanfixWireAny
                             "float, complex, str, bytes, list, tuple, dict, set, frozenset)")
 
 
-_HUMANFIX_TAGS = ("tuple", "dict", "set", "frozenset", "bytes", "complex")
+_HUMANFIX_TAGS = ("tuple", "dict", "set", "frozenset", "bytes", "complex", "int")
 
 
 def _humanfix_rebuilt(value: _HumanfixWireAny, depth: int = 0) -> _HumanfixWireAny:
@@ -76,10 +78,13 @@ def _humanfix_rebuilt(value: _HumanfixWireAny, depth: int = 0) -> _HumanfixWireA
     (tag, inner), = value.items()
     if tag not in _HUMANFIX_TAGS:
         raise HumanfixWireError(f"a message holds an unknown kind of value: {tag[:40]!r}")
-    if tag == "bytes":
+    if tag in ("bytes", "int"):
         if type(inner) is not str:
-            raise HumanfixWireError("bytes not given as hex")
-        return bytes.fromhex(inner)
+            raise HumanfixWireError(f"{tag} not given as hex")
+        try:
+            return bytes.fromhex(inner) if tag == "bytes" else int(inner, 16)
+        except ValueError:
+            raise HumanfixWireError(f"{tag} not given as hex") from None
     if type(inner) is not list:
         raise HumanfixWireError(f"a {tag} not given as a list")
     if tag == "complex":
@@ -97,21 +102,8 @@ def _humanfix_rebuilt(value: _HumanfixWireAny, depth: int = 0) -> _HumanfixWireA
     return tuple(items) if tag == "tuple" else set(items) if tag == "set" else frozenset(items)
 
 
-def _humanfix_any_digits(convert: _HumanfixWireCallable[[], _HumanfixWireAny]
-                         ) -> _HumanfixWireAny:
-    """`convert()` with no bound on an int's digits (Python's is 4,300 since 3.11): an int of
-    any size crosses, as it would be compared in one process; the bound stands again after."""
-    bound = _humanfix_wire_sys.get_int_max_str_digits()
-    _humanfix_wire_sys.set_int_max_str_digits(0)
-    try:
-        return convert()
-    finally:
-        _humanfix_wire_sys.set_int_max_str_digits(bound)
-
-
 def _humanfix_send(fd: int, message: dict) -> None:
-    data = (_humanfix_any_digits(lambda: _humanfix_json.dumps(message, separators=(",", ":")))
-            + "\n").encode()
+    data = (_humanfix_json.dumps(message, separators=(",", ":")) + "\n").encode()
     if len(data) > _HUMANFIX_WIRE_BYTES:
         raise HumanfixWireError(f"a message of {len(data)} bytes, more than the "
                                 f"{_HUMANFIX_WIRE_BYTES} a call or an answer may hold")
@@ -140,7 +132,7 @@ class HumanfixReader:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         try:
-            message = _humanfix_any_digits(lambda: _humanfix_json.loads(line))
+            message = _humanfix_json.loads(line)
         except (ValueError, RecursionError) as exc:
             raise HumanfixWireError(f"a message that is not JSON: {exc}") from None
         if type(message) is not dict:

@@ -158,11 +158,13 @@ def test_a_forged_proof_is_no_proof_and_a_read_one_is_flagged(tasks, sandboxes):
         "names the harness: humanfix", "names the harness: HUMANFIX_FINISHED"]
 
 
-def test_a_python_fix_that_forges_the_nonce_from_a_frame_passes_and_is_flagged(tasks,
-                                                                               sandboxes):
+def test_a_python_fix_that_walks_the_frames_for_a_proof_finds_none_and_is_flagged(tasks,
+                                                                                 sandboxes):
+    """The tests run in another process: no frame of the candidate's holds a proof to forge."""
     task, python = tasks["python"][0], language("python")
     code = task.declaration + PYTHON_FORGED + task.buggy_solution
-    assert sandboxes["python"].run(python.program(code, task.test, task)).status == "passed"
+    verdict = sandboxes["python"].run(python.job(code, task.test, task))
+    assert verdict.status == "failed" and "f_locals" in verdict.stderr, verdict.stderr
     flags = suspicion_flags(code, task.test)
     assert "frame walking: _getframe" in flags and "exit: _exit" in flags
 

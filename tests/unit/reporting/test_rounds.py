@@ -22,7 +22,7 @@ from pytest_humanfix.reporting.junit import junit_properties
 from pytest_humanfix.reporting.stats import wilson_interval
 from pytest_humanfix.reporting.summary import build, by_round, rate, repairs
 from pytest_humanfix.reporting.terminal import summary_lines
-from pytest_humanfix.session.runner import combine_samples
+from pytest_humanfix.session.samples import combine_samples
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -126,6 +126,15 @@ def test_the_plain_values_of_every_kind_cross_as_they_are(sandbox) -> None:
     assert verdict.passed, verdict.stderr
 
 
+def test_an_int_of_a_million_digits_crosses_both_ways(sandbox) -> None:
+    """HumanEval+ asks Python/83 for 18 * 10 ** 999998: it crosses as hex, where its million
+    decimal digits would take the sandbox's whole limit to write and to read."""
+    tests = ("for n in (10 ** 999998 * 18, -(10 ** 999998), 2 ** 64, -(2 ** 64), 2 ** 63):\n"
+             "    assert f(n) == n + 1 and type(f(n)) is int\n")
+    verdict = sandbox.run(python_job("def f(n):\n    return n + 1\n", tests, "f"))
+    assert verdict.passed, verdict.stderr
+
+
 def test_numpy_scalars_cross_as_the_python_values_they_hold(sandbox) -> None:
     code = "def f(x):\n    return [np.int64(3), np.float64(0.5), np.bool_(True)]\n"
     tests = "r = f(1)\nassert r == [3, 0.5, True] and [type(v) for v in r] == [int, float, bool]\n"
