@@ -142,6 +142,22 @@ def declared_name(base: str, entry_point: str) -> str:
     return found.group(1) if found else entry_point
 
 
+def split_top(text: str, brackets: str) -> list[str]:
+    """`text` cut at the commas outside the pairs of `brackets` (each opening character followed
+    by its closing one, as "<>()"), each piece stripped and the empty ones dropped: the
+    parameters of a declaration whose types hold commas (C++'s and Java's `map<string,string>`,
+    Go's `func(int, int) bool`)."""
+    opening, closing = brackets[0::2], brackets[1::2]
+    pieces, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += (char in opening) - (char in closing)
+        if char == "," and depth == 0:
+            pieces.append(text[start:index])
+            start = index + 1
+    pieces.append(text[start:])
+    return [piece.strip() for piece in pieces if piece.strip()]
+
+
 def which(binary: str) -> str | None:
     return shutil.which(binary, path=SANDBOX_PATH)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..dataset import Task
 from ..sandbox.environment import Job, Side
 from ..sandbox.toolchain import Step
-from .base import Language, tool
+from .base import Language, split_top, tool
 
 # BigCode's IMPORT_HELPER["cpp"], in its order.
 INCLUDE_HELPER = (
@@ -74,18 +74,6 @@ class Signature:
         return text
 
 
-def split_top(text: str) -> list[str]:
-    """`text` cut at the commas outside angle brackets (map<string,string> is one type)."""
-    pieces, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += (char == "<") - (char == ">")
-        if char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    pieces.append(text[start:])
-    return [piece for piece in pieces if piece.strip()]
-
-
 def signature(task: Task) -> Signature:
     headers = list(HEADER.finditer(task.declaration))
     if not headers:
@@ -95,7 +83,7 @@ def signature(task: Task) -> Signature:
             f"{task.declaration[-200:]!r}: give the task such a declaration")
     header = headers[-1]
     params = []
-    for piece in split_top(header.group("params")):
+    for piece in split_top(header.group("params"), "<>"):
         found = PARAMETER.fullmatch(piece)
         if found is None:
             raise SignatureError(f"{task.task_id}: the C++ driver reads each parameter as "

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..dataset import Task
 from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.toolchain import Step
-from .base import SANDBOX_PATH, Language, threads_allowed, tool
+from .base import SANDBOX_PATH, Language, split_top, threads_allowed, tool
 
 # BigCode's IMPORT_HELPER["go"]: packages added to the imports when the code uses them.
 IMPORT_HELPER = ("math", "strings", "fmt", "strconv", "time", "bytes", "regexp", "sort",
@@ -73,18 +73,6 @@ def wire() -> str:
     return files(__package__).joinpath("go_driver/wire.go").read_text(encoding="utf-8")
 
 
-def split_top(text: str) -> list[str]:
-    """`text` cut at the commas outside brackets, braces and parentheses."""
-    pieces, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += (char in "([{") - (char in ")]}")
-        if char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    pieces.append(text[start:])
-    return [piece.strip() for piece in pieces if piece.strip()]
-
-
 def signature(task: Task) -> tuple[list[str], str]:
     """The entry point's parameter types and result type, as the declaration writes them
     (`x, y, z interface{}` gives three)."""
@@ -104,7 +92,7 @@ def signature(task: Task) -> tuple[list[str], str]:
             "such a declaration")
     types: list[str] = []
     pending = 0
-    for piece in split_top(params):
+    for piece in split_top(params, "()[]{}"):
         named = re.fullmatch(r"([A-Za-z_]\w*)\s+(\S.*)", piece)
         if named is None and IDENTIFIER.fullmatch(piece):
             pending += 1  # a name whose type comes with the next one
@@ -112,7 +100,7 @@ def signature(task: Task) -> tuple[list[str], str]:
         types += [named.group(2).strip() if named else piece] * (pending + 1)
         pending = 0
     if pending:  # no names at all: `func F(int, string)`
-        types = split_top(params)
+        types = split_top(params, "()[]{}")
     return types, result
 
 

@@ -25,8 +25,7 @@ from pathlib import Path
 from ..dataset import Task
 from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.toolchain import Step
-from .base import SANDBOX_PATH, Language, threads_allowed, tool
-from .cpp import split_top
+from .base import SANDBOX_PATH, Language, split_top, threads_allowed, tool
 
 # A JVM reserves a compressed class space of 1 GiB and a heap of a quarter of the machine's
 # memory up front, more than the sandbox's address-space limit; these fit inside it. The
@@ -79,7 +78,7 @@ def signature(task: Task) -> Signature:
             f"declaration's last line, 'public type name(params) {{', and it is "
             f"{task.declaration.rstrip()[-200:]!r}: give the task such a declaration")
     params = []
-    for piece in split_top(header.group("params")):
+    for piece in split_top(header.group("params"), "<>"):
         found = PARAMETER.fullmatch(piece)
         if found is None:
             raise SignatureError(f"{task.task_id}: the Java driver reads each parameter as "

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..dataset import Task
 from ..sandbox.environment import Job, Limits, Side
 from ..sandbox.toolchain import Step
-from .base import SANDBOX_PATH, Language, threads_allowed, tool
+from .base import SANDBOX_PATH, Language, split_top, threads_allowed, tool
 
 CRATES = {"rand": "0.8", "regex": "1", "md5": "0.7"}
 REGISTRY = "/usr/share/cargo/registry"  # Debian's librust-*-dev packages put crates here
@@ -120,18 +120,6 @@ class Signature:
     helpers: str
 
 
-def split_top(text: str) -> list[str]:
-    """`text` cut at the commas outside angle brackets and parentheses."""
-    pieces, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        depth += (char in "<([") - (char in ">)]")
-        if char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    pieces.append(text[start:])
-    return [piece for piece in pieces if piece.strip()]
-
-
 def signature(task: Task) -> Signature:
     text = task.declaration.rstrip()
     headers = list(HEADER.finditer(text))
@@ -148,7 +136,7 @@ def signature(task: Task) -> Signature:
     rest = text[index:-1].strip()
     result = rest[2:].strip() if rest.startswith("->") else "()"
     names, params = [], []
-    for piece in split_top(text[header.end():index - 1]):
+    for piece in split_top(text[header.end():index - 1], "<>()[]"):
         found = PARAMETER.fullmatch(piece)
         if found is None:
             raise SignatureError(f"{task.task_id}: the Rust driver reads each parameter as "

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_humanfix.dataset import Task, load_tasks
 from pytest_humanfix.languages import LANGUAGES, NAMES, language, of_task_id, parse_languages
+from pytest_humanfix.languages.base import split_top
 from pytest_humanfix.languages.go import go_env
 from pytest_humanfix.sandbox.environment import Limits
 from pytest_humanfix.sandbox.program import PRELUDE
@@ -145,3 +146,15 @@ def test_a_missing_toolchain_names_the_debian_package(name, monkeypatch):
     packages = {package for _, package in LANGUAGES[name].tools}
     assert packages and all(any(f"apt-get install {p}" in line for line in lines)
                             for p in packages)
+
+
+@pytest.mark.parametrize(("text", "brackets", "pieces"), [
+    ("map<string,string> dict, int n", "<>", ["map<string,string> dict", "int n"]),
+    ("f func(int, int) bool, xs []int", "()[]{}", ["f func(int, int) bool", "xs []int"]),
+    ("a: HashMap<i32, Vec<(i32, i32)>>, b: &[i32]", "<>()[]",
+     ["a: HashMap<i32, Vec<(i32, i32)>>", "b: &[i32]"]),
+    ("", "<>", []),
+])
+def test_a_declarations_parameters_are_cut_at_the_commas_outside_brackets(text, brackets,
+                                                                           pieces):
+    assert split_top(text, brackets) == pieces
