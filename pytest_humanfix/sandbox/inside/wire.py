@@ -1,16 +1,12 @@
 """The calls between the tests and the candidate, which run in two processes: one JSON line per
 message on a pipe, values as plain data (docs/sandbox.md#the-tests-and-the-candidate-apart).
 
-A value is JSON where JSON can say it (None, bool, int, float, str, list) and a one-key object
-where it cannot: {"tuple": [...]}, {"dict": [[key, value], ...]}, {"set": [...]},
-{"frozenset": [...]}, {"bytes": "<hex>"}, {"complex": [real, imag]}, and {"int": "<hex>"} for
-an int past 64 bits (hex is linear in its size where decimal is quadratic: 18 * 10 ** 999998,
-HumanEval+'s answer for one input of Python/83, takes minutes in decimal and milliseconds in
-hex). `plain` turns what the candidate returns into that form (subclasses of the builtin types
-and numpy's scalars become the builtin value they hold: no object of the candidate's crosses);
-`rebuilt` turns a message back into builtin values and refuses anything else, so the side that
-reads it gets plain data whatever the other side wrote. A message is at most
-`_HUMANFIX_WIRE_BYTES` long.
+A value is JSON where JSON can say it and a one-key object where it cannot ({"tuple": [...]},
+{"dict": [[key, value], ...]}, "set", "frozenset", {"bytes": "<hex>"}, {"complex": [re, im]},
+{"int": "<hex>"} past 64 bits: decimal is quadratic, HumanEval+'s Python/83 answers have a
+million digits). `plain` turns what the candidate returns into that form (no object of the
+candidate's crosses); `rebuilt` turns a message back into builtin values and refuses anything
+else. A message is at most `_HUMANFIX_WIRE_BYTES` long.
 """
 
 import json as _humanfix_json
