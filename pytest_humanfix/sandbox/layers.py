@@ -192,7 +192,9 @@ class BwrapLayer:
 
     def command(self, argv: list[str], root: Path, cwd: Path,
                 readable: tuple[Path, ...] = ()) -> list[str]:
-        args = [self.bwrap]
+        # The fresh /tmp first: a prefix shown below it (a venv in a clone under /tmp, as CI's)
+        # is then bound on top of it instead of covered by it.
+        args = [self.bwrap, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for option, source, destination in shown_paths(self.python):
             args += [option, source, *([destination] if destination else [])]
         folders, files = hidden_folders(self.hidden, self.python)
@@ -200,7 +202,7 @@ class BwrapLayer:
             args += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
         for hidden in files:
             args += ["--ro-bind", "/dev/null", str(hidden)]
-        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(root), BOX]
+        args += ["--bind", str(root), BOX]
         for folder in readable:
             args += ["--ro-bind", str(folder), str(folder)]
         args += ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/",
