@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,3 +179,29 @@ def test_what_is_not_shown_or_is_not_there_is_left_out(tmp_path: Path):
     (tmp_path / "data.jsonl").write_text("{}")
     folders, files = hidden_folders((str(tmp_path / "data.jsonl"), str(tmp_path / "absent")))
     assert tmp_path not in folders and not files
+
+
+def test_an_interpreter_prefix_under_tmp_is_shown_and_the_rest_of_tmp_is_not(
+        monkeypatch: pytest.MonkeyPatch):
+    """A venv in a clone under /tmp (CI's layout) is bound on top of bwrap's fresh /tmp, not
+    covered by it; what else lies in /tmp stays out of sight."""
+    tmp = Path(tempfile.mkdtemp(prefix=".humanfix-test-prefix-", dir="/tmp"))
+    try:
+        venv, beside = tmp / "venv", tmp / "beside"
+        venv.mkdir(), beside.mkdir()
+        (venv / "marker").write_text("shown")
+        (beside / "marker").write_text("hidden")
+        shown = layers.shown_paths()
+        monkeypatch.setattr(layers, "shown_paths", lambda python=sys.executable: (
+            *shown, ("--ro-bind", str(venv), str(venv))))
+        root = tmp / "box"
+        root.mkdir()
+        probe = ("import os\n"
+                 f"print(open({str(venv / 'marker')!r}).read(), "
+                 f"os.path.exists({str(beside / 'marker')!r}))\n")
+        command = BwrapLayer(bwrap()).command([sys.executable, "-c", probe], root, root)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["shown", "False"]
+    finally:
+        shutil.rmtree(tmp)
