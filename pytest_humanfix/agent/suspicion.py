@@ -26,8 +26,7 @@ FRAME_NAMES = frozenset({"_getframe", "currentframe", "f_back", "f_globals", "f_
                          "getouterframes", "getinnerframes", "settrace", "setprofile",
                          "extract_stack", "walk_stack", "format_stack", "print_stack"})
 GC_NAMES = frozenset({"get_objects", "get_referrers", "get_referents"})
-# Names through which a program ends before its tests do: the nonce written after them proves
-# they finished, and a fix that exits after forging it (frame walking) shows one of these.
+# Names through which a program ends, or ends another, before its tests do.
 EXIT_NAMES = frozenset({"exit", "_exit", "quit", "abort", "SystemExit", "kill", "killpg"})
 # Names through which a program reads the source of the test it runs in.
 SOURCE_NAMES = frozenset({"__file__", "__loader__", "__spec__", "linecache", "getsource",

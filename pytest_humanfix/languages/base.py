@@ -5,14 +5,13 @@ the languages run by a toolchain, the commands and the Debian packages they come
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 from ..dataset import Task
-from ..sandbox.environment import Job, Limits, Side
+from ..sandbox.environment import Job, Limits
 from ..sandbox.fresh import SAFE_ENV
 from ..sandbox.toolchain import Step
 from .reading import read
@@ -57,16 +56,14 @@ class Language:
 
     def job(self, code: str, tests: str, task: Task) -> Job:
         """What an execution of the candidate `code` (prompt base and body) against `tests`
-        runs. A language without a driver that puts its tests apart runs them in one program
-        with the candidate, BigCode's (`program`), as a joint job."""
-        files = {self.source_name: self.program(code, tests, task)}
-        return Job(Side(json.dumps({"files": files}), self.source_name, steps=True), None,
-                   task.entry_point)
+        runs: the candidate's program and the tests' apart, each with its language's driver
+        (docs/sandbox.md#the-tests-and-the-candidate-apart). Every language has its own."""
+        raise NotImplementedError(f"the {self.title} language defines no job")
 
     def program(self, code: str, tests: str, task: Task) -> str:
-        """The source BigCode runs for a candidate `code` (prompt base and body) and `tests`,
-        with the test driver that proves the tests finished (`finish`)."""
-        return self.assemble(code, task) + "\n\n" + self.finish(tests) + "\n"
+        """The one source BigCode runs for a candidate `code` (prompt base and body) and
+        `tests`, for benchmarks that compare with BigCode; the harness runs each apart (`job`)."""
+        return self.assemble(code, task) + "\n\n" + tests + "\n"
 
     def assemble(self, code: str, task: Task) -> str:
         """BigCode's per-language changes to a generation before the tests are appended."""
@@ -74,10 +71,10 @@ class Language:
 
     def flags(self, code: str, tests: str) -> list[str]:
         """How a candidate `code` that passed may have got around `tests`: an exit, a
-        redefined assert, the environment that holds the proof that the tests finished, a
-        way around the test framework, a name it computes; read from the text as written,
-        comments and strings included, and from the text as the syntax tree normalises it
-        (reading.py, where tree-sitter's grammar is installed), once each
+        redefined assert, a look at the environment the harness sets, a way around the test
+        framework, a name it computes; read from the text as written, comments and strings
+        included, and from the text as the syntax tree normalises it (reading.py, where
+        tree-sitter's grammar is installed), once each
         (docs/trust.md#fixes-that-defeat-the-tests-are-flagged)."""
         reading = read(self.name, code)
         found: list[str] = []
@@ -99,11 +96,6 @@ class Language:
             elif name in used:
                 found.append(f"redefines what the tests use: {name}")
         return list(dict.fromkeys(found))
-
-    def finish(self, tests: str) -> str:
-        """The tests and, after their last check, the test driver's proof that they finished
-        (sandbox.toolchain.FINISHED_NAME); Python's is child.py's nonce."""
-        return tests
 
     def missing(self) -> list[str]:
         """One line per missing toolchain binary, naming the Debian package that installs it."""

@@ -63,29 +63,20 @@ class Job:
     """One execution: the candidate's program, which answers calls of `entry_point`, and the
     tests' program, which makes them, each in a process of its own that the other cannot
     reach; only plain data crosses between them (docs/sandbox.md#the-tests-and-the-candidate-apart).
-    Without `tests`, the candidate's program holds the tests (`joint`).
     `silent`: any output of either process fails the tests (JavaScript's console.assert prints
     rather than throws, and BigCode judges it by the output)."""
 
     candidate: Side
-    tests: Side | None
+    tests: Side
     entry_point: str
     silent: bool = False
 
     @property
-    def joint(self) -> bool:
-        """The tests run inside the candidate's program: a language whose tests are not apart
-        from the candidate yet (docs/trust.md says which, and what then still passes)."""
-        return self.tests is None
-
-    @property
     def roles(self) -> tuple[str, ...]:
-        return ROLES if self.tests is not None else ROLES[:1]
+        return ROLES
 
     def side(self, role: str) -> Side:
-        side = self.candidate if role == "candidate" else self.tests
-        assert side is not None
-        return side
+        return self.candidate if role == "candidate" else self.tests
 
 
 @dataclass

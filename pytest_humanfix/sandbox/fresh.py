@@ -129,7 +129,7 @@ class Execution:
         """What the code before a role's program needs, paths as seen inside the layer."""
         side = job.side(role)
         return {"network": layer.network, "rlimits": rlimits,
-                "role": "joint" if job.joint else role, "name": side.name,
+                "role": role, "name": side.name,
                 "steps": side.steps, "entry_point": job.entry_point,
                 "cwd": self.inside(layer, role, self.boxes[role])}
 

@@ -21,13 +21,6 @@ from .cgroup import Cgroup
 from .environment import Job, Layer, Limits, SandboxError, Side, Verdict
 from .fresh import Execution, FreshSandbox, temp_folder
 
-# The proof that a joint program's tests ran to their end: after the last check, the test
-# driver each language adds (`languages`) writes the secret it finds in this variable, which
-# only the run step's environment holds, to this file of its working folder;
-# `inside/toolchain.py` makes the secret per execution and checks the file.
-FINISHED_VARIABLE = "HUMANFIX_FINISHED"
-FINISHED_NAME = ".humanfix-finished"
-
 
 @dataclass(frozen=True)
 class Step:
@@ -47,7 +40,7 @@ class Toolchain(Protocol):
     failure_pattern: str  # a regular expression for the most telling line of a failure
 
     def steps(self, cache: Path, role: str) -> list[Step]:
-        """The commands of the process of `role` (candidate, tests, or joint)."""
+        """The commands of the process of `role` (candidate or tests)."""
 
     def env(self, box: str, cache: Path) -> dict[str, str]: ...
 
@@ -116,12 +109,10 @@ class ToolchainSandbox(FreshSandbox):
                               for step in steps],
                     "env": {}, "output_cap": self.limits.output_bytes,
                     "pattern": self.toolchain.failure_pattern}
-            if role == "joint":
-                plan["finished"] = {"variable": FINISHED_VARIABLE, "file": FINISHED_NAME}
             return replace(side, program=json.dumps(plan))
 
-        return replace(job, candidate=plan(job.candidate, "joint" if job.joint else "candidate"),
-                       tests=None if job.tests is None else plan(job.tests, "tests"))
+        return replace(job, candidate=plan(job.candidate, "candidate"),
+                       tests=plan(job.tests, "tests"))
 
     def built(self, files: dict[str, str]) -> list[Step] | None:
         """The tests' steps where the toolchain builds their program here (`Toolchain.built`);

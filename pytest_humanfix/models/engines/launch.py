@@ -185,21 +185,30 @@ class Engine:
         assert self.process is not None
         read_end, self.lifeline = os.pipe()
         _LIFELINES.add(self.lifeline)
+        ready_end, said_end = os.pipe()
+        failure = None
         try:
             # Run as a file, isolated: the watchdog needs no import path of the package.
             self.watchdog_process = subprocess.Popen(
-                [sys.executable, "-I", watchdog.__file__, str(read_end)], pass_fds=(read_end,),
-                process_group=self.process.pid, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT)
+                [sys.executable, "-I", watchdog.__file__, str(read_end), str(said_end)],
+                pass_fds=(read_end, said_end), process_group=self.process.pid,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         except OSError as exc:
-            if self.process.poll() is None:  # an engine no watchdog would end: not started
-                stop_group(self.process)
-                self._end_watch()
-                raise ServeError(f"cannot start the {self.model.engine} engine's watchdog: "
-                                 f"{exc.strerror or exc}") from None
-            # The engine has ended already; wait_healthy says why.
+            failure = exc.strerror or str(exc)
         finally:
             os.close(read_end)
+            os.close(said_end)
+        # Until it ignores SIGTERM, a stop (a failed launch, Ctrl-C) would end it first.
+        with os.fdopen(ready_end, "rb") as ready:
+            if self.watchdog_process is not None and not ready.read(1):
+                failure = f"it exited with status {self.watchdog_process.wait()}"
+        if failure is not None and self.process.poll() is None:
+            # An engine no watchdog would end: not started. One that has ended already is
+            # left to wait_healthy, which says why.
+            stop_group(self.process)
+            self._end_watch()
+            raise ServeError(f"cannot start the {self.model.engine} engine's watchdog: "
+                             f"{failure}")
 
     def _end_watch(self) -> None:
         """Closes the watchdog's pipe, which ends the watchdog and whatever is left of the

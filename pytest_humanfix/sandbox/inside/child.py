@@ -98,8 +98,8 @@ def program_text() -> str:
 
 
 def run(cfg: dict[str, Any]) -> None:
-    """The role's program: "candidate", "tests", or "joint" (a toolchain's plan that holds
-    both, for a language whose tests are not apart yet: it writes `passed` itself)."""
+    """The role's program: the candidate's, which answers calls, or the tests', which make
+    them and, ended, write `passed`."""
     role = cfg["role"]
     unprivileged(role)
     os.write(STATUS, STARTED)

@@ -3,16 +3,12 @@ program is a plan (JSON) whose files it writes in its working folder and whose s
 then run) it runs one after the other. A failing step ends the process with its status and a
 last stderr line the harness shows first (`CompileError: ...`, `TestError: ...`); a `silent`
 step fails when it writes anything (BigCode's rule for JavaScript). The run step gets the pipes
-of the calls. A `joint` plan, tests and candidate in one program, gets a secret its test driver
-writes to the plan's `finished` file after the last check; without it, no pass
-(docs/languages.md#execution)."""
+of the calls (docs/languages.md#execution)."""
 
 import json as _humanfix_json
 import os as _humanfix_os
 import re as _humanfix_re
-import secrets as _humanfix_secrets
 import signal as _humanfix_signal
-import stat as _humanfix_stat
 import subprocess as _humanfix_subprocess
 import sys as _humanfix_sys
 from typing import TYPE_CHECKING
@@ -50,49 +46,28 @@ def _humanfix_fail(step: dict, code: int, output: str, pattern: str, why: str = 
     _humanfix_sys.exit(code or 1)
 
 
-def _humanfix_holds(path: str, secret: str) -> bool:
-    """Whether the file holds the secret; never read through a link, from a pipe, or past the
-    secret's length (the candidate may have put anything at that name)."""
-    try:
-        fd = _humanfix_os.open(path, _humanfix_os.O_RDONLY | _humanfix_os.O_NOFOLLOW
-                               | _humanfix_os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        return (_humanfix_stat.S_ISREG(_humanfix_os.fstat(fd).st_mode)
-                and _humanfix_os.read(fd, len(secret) + 1) == secret.encode())
-    finally:
-        _humanfix_os.close(fd)
-
-
 def run_steps(text: str) -> None:
-    """Returns once every step ended with status 0 (a joint plan: with its proof), else ends
-    the process."""
+    """Returns once every step ended with status 0, else ends the process."""
     plan = _humanfix_json.loads(text)
     for name, content in plan["files"].items():
         # A name of the plan's own, never a path: nothing is written outside the box.
         with open(_humanfix_os.path.basename(name), "x", encoding="utf-8") as handle:
             handle.write(content)
     env = dict(_humanfix_os.environ, **plan["env"])
-    cap, finished = plan["output_cap"], plan.get("finished")
-    # Only in the run steps' environment, never on disk nor in a command line.
-    secret = _humanfix_secrets.token_hex(16)
+    cap = plan["output_cap"]
     for number, step in enumerate(plan["steps"]):
         out_path, err_path = f"humanfix-{number}.out", f"humanfix-{number}.err"
-        step_env = env
-        if step["kind"] == "run" and finished:
-            step_env = dict(env, **{finished["variable"]: secret})
         calls = (CALLS_IN, CALLS_OUT) if step["kind"] == "run" else ()
         if step.get("direct"):  # the candidate's run: its output is there whenever the
             # harness stops it and reads back, with no file in its folder to delete or replace
             code = _humanfix_subprocess.call(step["argv"], stdin=_humanfix_subprocess.DEVNULL,
-                                             env=step_env, pass_fds=calls)
+                                             env=env, pass_fds=calls)
             stdout = stderr = ""
         else:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 code = _humanfix_subprocess.call(
                     step["argv"], stdin=_humanfix_subprocess.DEVNULL, stdout=out, stderr=err,
-                    env=step_env, pass_fds=calls)
+                    env=env, pass_fds=calls)
             stdout, stderr = _humanfix_read(out_path, cap), _humanfix_read(err_path, cap)
             _humanfix_sys.stdout.write(stdout)
             _humanfix_sys.stderr.write(stderr)
@@ -102,10 +77,3 @@ def run_steps(text: str) -> None:
             _humanfix_fail(step, 0, stderr + "\n" + stdout, plan["pattern"],
                            "the program wrote output, which fails the tests (any output is "
                            "a failed console.assert)")
-    if finished and not _humanfix_holds(finished["file"], secret):
-        _humanfix_sys.stderr.write("\nthe program exited before its tests finished: its run "
-                                   "step ended with exit status 0 before the test driver wrote "
-                                   "its proof\n")
-        _humanfix_sys.stdout.flush()
-        _humanfix_sys.stderr.flush()
-        _humanfix_os._exit(0)  # no pass written: the harness reads a failure

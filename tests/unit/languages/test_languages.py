@@ -129,12 +129,10 @@ def test_an_early_exit_with_status_zero_is_never_a_pass(name, tasks, sandboxes):
     job = lang.job(code, task.test, task)
     verdict = sandboxes[name].run(job)
     assert verdict.status == "failed", verdict.stderr
-    if job.joint:  # apart, the tests say which call the candidate's process left unanswered
-        assert verdict.first_failure().startswith("the program exited before its tests finished")
 
 
-# Proofs forged before an exit: with a guessed secret, and with one read where a joint
-# program's test driver read it. Neither passes: the tests run in a process of their own and no
+# Proofs forged before an exit, as replies forged them when the tests ran in the candidate's
+# program: with a guessed secret, and with one read where its test driver read it. Neither passes: the tests run in a process of their own and no
 # secret exists; the flags still name what the second tried (docs/sandbox.md).
 FORGED = {
     "guessed": ("  require('fs').writeFileSync('.humanfix-finished', '0'.repeat(32));\n"

@@ -94,7 +94,7 @@ def test_the_two_programs(tasks):
     assert "double poly(vector<double> xs, double x){" in tests and "CANDIDATE" not in tests
     assert tests.endswith('double find_zero(vector<double> humanfix_a0){\n    return '
                           'humanfix_wire::call<double>("find_zero", humanfix_a0);\n}\n\nTESTS\n')
-    assert not job.joint and not job.silent and job.entry_point == "find_zero"
+    assert not job.silent and job.entry_point == "find_zero"
 
 
 # Each value: written as the wire writes it, read back into the same type, written again the

@@ -94,7 +94,7 @@ def test_the_two_programs(tasks):
     assert tests["Main.java"].endswith(
         "    public double findZero(List<Double> xs) {\n        return (double) HumanfixWire."
         'call(Solution.class, "findZero", new Object[] {xs});\n    }\n}\n\nTESTS\n')
-    assert not job.joint and not job.silent and job.entry_point == "findZero"
+    assert not job.silent and job.entry_point == "findZero"
 
 
 # Each value: written as the wire writes it, read back into the same type, written again the

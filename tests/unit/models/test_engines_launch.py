@@ -276,6 +276,32 @@ def test_a_stop_reaches_the_engine_politely_and_ends_its_watchdog(tmp_path):
     assert polite.watchdog_process.returncode is not None and polite.lifeline is None
 
 
+def test_the_watchdog_ignores_a_stop_once_the_engine_has_started(tmp_path):
+    """Before, start returned once the watchdog's process existed, before it ignored SIGTERM:
+    a stop soon after (a failed launch, Ctrl-C; CI's run killed a controller 0.5 s into one)
+    ended the watchdog too, and a controller killed then left the engine's workers alive."""
+    early = engine(tmp_path, "import time; time.sleep(60)")
+    early.start()
+    try:
+        assert early.watchdog_process is not None
+        ignored = int(next(line.split()[1] for line in Path(
+            f"/proc/{early.watchdog_process.pid}/status").read_text().splitlines()
+            if line.startswith("SigIgn:")), 16)
+        assert ignored & (1 << (signal.SIGTERM - 1))
+    finally:
+        early.stop()
+
+
+def test_an_engine_whose_watchdog_cannot_start_is_stopped_and_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(launch.watchdog, "__file__", str(tmp_path / "no-such-watchdog.py"))
+    unwatched = engine(tmp_path, "import time; time.sleep(60)")
+    with pytest.raises(ServeError, match="cannot start the transformers engine's watchdog: "
+                                         "it exited with status 2"):
+        unwatched.start()
+    assert unwatched.process is not None and unwatched.process.returncode is not None
+    assert group_members(unwatched.process.pid) == []
+
+
 def test_an_engine_command_that_cannot_start_is_an_error_saying_why(tmp_path):
     missing = launch.Engine(TRANSFORMERS, None, launch.free_port(), tmp_path / "e.log",
                             [str(tmp_path / "no-such-engine"), "--port", "1"])

@@ -109,7 +109,7 @@ def test_a_python_job_puts_the_candidate_and_the_tests_in_two_programs():
     assert "assert f() == 1" not in job.candidate.program
     assert job.tests is not None and job.tests.program.endswith("assert f() == 1\n")
     assert "return 1" not in job.tests.program and job.entry_point == "f"
-    assert job.roles == ("candidate", "tests") and not job.joint
+    assert job.roles == ("candidate", "tests")
 
 
 def test_the_prelude_is_bigcodes_import_helper():
